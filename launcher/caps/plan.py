@@ -1,0 +1,402 @@
+"""The pure budget: (profile, host facts, framework, processes) -> Caps.
+
+No I/O here. Every value carries its source so `plan` and the entrypoint can explain it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from launcher.caps.threads import ThreadEstimate, estimate_threads
+from launcher.caps.variables import DEPRECATED, MANAGED
+from launcher.errors import ProfileError
+from launcher.probe.host import HostFacts
+from launcher.profiles.loader import Profile
+from launcher.profiles.schema import AUTO, UNLIMITED
+from launcher.units import format_size, kib
+
+UNLIMITED_RLIMIT = -1
+MIN_SAFE_SPLIT_MB = 21  # torch refuses or misbehaves below this (FIELD.md fact 9)
+
+
+@dataclass
+class Setting:
+    value: str | None  # None: removed from the environment
+    source: str
+    replaced: str | None = None  # the inherited value this one replaced
+
+
+@dataclass
+class Limit:
+    value: int | float | None  # None: no limit of ours
+    source: str
+
+
+@dataclass
+class Ulimit:
+    soft: int  # -1 = unlimited
+    hard: int
+    source: str
+
+
+@dataclass
+class Verdict:
+    level: str  # ok | warn | refuse
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Caps:
+    profile: str
+    framework: str
+    processes: int
+    cpus: int  # CPUs each process's pools are sized for in total
+    threads: dict[str, int]  # intra, inter, omp, blas
+    env: dict[str, Setting]
+    ulimits: dict[str, Ulimit]
+    limits: dict[str, Limit]  # pids, memory, shm, cpus (container-wide)
+    gpu: dict[str, Any]
+    estimate: dict[str, Any]
+    budget: dict[str, Any]
+    verdict: Verdict
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def environment(self) -> dict[str, str]:
+        """The variables to set (removed ones excluded)."""
+        return {k: s.value for k, s in self.env.items() if s.value is not None}
+
+    def removed(self) -> list[str]:
+        return sorted(k for k, s in self.env.items() if s.value is None)
+
+
+def _src(profile: Profile, key: str) -> str:
+    return f"profile {key} ({profile.where(key)})"
+
+
+def compute_caps(
+    profile: Profile,
+    facts: HostFacts,
+    framework: str | None = None,
+    processes: int | None = None,
+    overrides: dict[str, str] | None = None,
+    inherited: dict[str, str] | None = None,
+) -> Caps:
+    """Resolve a profile against host facts.
+
+    `inherited` is the environment the workload would otherwise inherit (the shell's, or the
+    base image's); `overrides` are explicit `--env` values, which win over everything.
+    """
+    fw = framework or profile.get("framework", "none")
+    procs = processes or profile.get("workers.processes", 1)
+    if procs < 1:
+        raise ProfileError(f"--processes must be at least 1 (got {procs})")
+    get = profile.get
+
+    # CPUs: the quota we will impose, else the one we run under.
+    cpu_limit = get("limits.cpus", AUTO)
+    if cpu_limit != AUTO:
+        cpus = max(1, min(facts.effective_cpus, math.floor(cpu_limit)))
+        cpu_why = f"limits.cpus {cpu_limit:g}, rounded down, within {facts.effective_cpus} usable"
+    else:
+        cpus = facts.effective_cpus
+        cpu_why = _cpu_reason(facts)
+
+    def pick(key: str, auto_value: int, auto_why: str) -> tuple[int, str]:
+        v = get(key, AUTO)
+        return (auto_value, f"auto: {auto_why}") if v == AUTO else (v, _src(profile, key))
+
+    per_proc = max(1, cpus // procs)
+    share = f"{cpus} CPUs ({cpu_why})" + (f" / {procs} processes" if procs > 1 else "")
+    intra, intra_src = pick("threads.intra_op", per_proc, share)
+    inter, inter_src = pick("threads.inter_op", min(2, intra), "min(2, intra_op)")
+    omp, omp_src = pick("threads.omp", intra, "= intra_op")
+    limit, limit_src = pick("threads.omp_thread_limit", omp, "= OMP threads")
+    data_par, data_src = pick("threads.data_parallelism", intra, "= intra_op")
+    private, private_src = pick("threads.private_threadpool_size", intra, "= intra_op")
+    prefetch, prefetch_src = pick("threads.prefetch", 2, "2 batches")
+    blas = omp
+
+    want: dict[str, tuple[str | None, str]] = {
+        "OMP_NUM_THREADS": (str(omp), omp_src),
+        "MKL_NUM_THREADS": (str(omp), omp_src),
+        "OPENBLAS_NUM_THREADS": (str(blas), omp_src),
+        "GOTO_NUM_THREADS": (str(blas), omp_src),
+        "NUMEXPR_MAX_THREADS": (str(omp), omp_src),
+        "NUMEXPR_NUM_THREADS": (str(omp), omp_src),
+        "TF_NUM_INTRAOP_THREADS": (str(intra), intra_src),
+        "TF_NUM_INTEROP_THREADS": (str(inter), inter_src),
+        "OMP_THREAD_LIMIT": (str(limit), limit_src),
+        "LAUNCHER_TF_DATA_PARALLELISM": (str(data_par), data_src),
+        "LAUNCHER_TF_DATA_PREFETCH": (str(prefetch), prefetch_src),
+        "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL": (str(private), private_src),
+        "OMP_NESTED": (None, "deprecated (use OMP_MAX_ACTIVE_LEVELS)"),
+        "XLA_PYTHON_CLIENT_MEM_FRACTION": (None, "deprecated (use XLA_CLIENT_MEM_FRACTION)"),
+    }
+    if intra == 1:
+        want["XLA_FLAGS"] = (
+            "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1",
+            f"{intra_src} (jax#1539)",
+        )
+    if get("threads.omp_stack") is not None:
+        stack = kib(get("threads.omp_stack"))
+        want["OMP_STACKSIZE"] = (stack, _src(profile, "threads.omp_stack"))
+        want["GOMP_STACKSIZE"] = (stack, _src(profile, "threads.omp_stack"))
+    if get("threads.max_active_levels") is not None:
+        want["OMP_MAX_ACTIVE_LEVELS"] = (str(get("threads.max_active_levels")),
+                                         _src(profile, "threads.max_active_levels"))
+    gpu = _gpu(profile, facts)
+    _allocator(profile, gpu, want)
+    _vendor_env(profile, gpu, want)
+
+    env = _settle(want, profile, overrides or {}, inherited if inherited is not None else {})
+    ulimits = _ulimits(profile)
+    limits = _limits(profile, facts)
+    fw_cpus = min(facts.affinity_cpus, cpus) if fw != "jax" else facts.affinity_cpus
+    est = estimate_threads(fw, int(env_int(env, "OMP_NUM_THREADS", omp)),
+                           int(env_int(env, "OPENBLAS_NUM_THREADS", blas)),
+                           int(env_int(env, "TF_NUM_INTRAOP_THREADS", intra)),
+                           int(env_int(env, "TF_NUM_INTEROP_THREADS", inter)), fw_cpus)
+    total = procs * est.per_process + 1  # + the supervisor
+    budget = _pids_budget(limits, ulimits, facts)
+    verdict = _verdict(profile, facts, fw, procs, est, total, budget, limits, gpu)
+    return Caps(
+        profile=profile.name,
+        framework=fw,
+        processes=procs,
+        cpus=cpus,
+        threads={"intra_op": intra, "inter_op": inter, "omp": omp, "blas": blas},
+        env=env,
+        ulimits=ulimits,
+        limits=limits,
+        gpu=gpu,
+        estimate={"per_process": est.per_process, "breakdown": est.breakdown,
+                  "processes": procs, "total": total},
+        budget=budget,
+        verdict=verdict,
+    )
+
+
+def env_int(env: dict[str, Setting], key: str, default: int) -> int:
+    s = env.get(key)
+    try:
+        return int(s.value) if s and s.value is not None else default
+    except ValueError:
+        return default
+
+
+def _cpu_reason(f: HostFacts) -> str:
+    parts = [f"affinity {f.affinity_cpus}"]
+    if f.cgroup.cpuset_cpus:
+        parts.append(f"cpuset {f.cgroup.cpuset_cpus}")
+    if f.cgroup.cpu_quota is not None:
+        parts.append(f"quota {f.cgroup.cpu_quota:g} rounded down")
+    return "min of " + ", ".join(parts) if len(parts) > 1 else parts[0]
+
+
+def _gpu(profile: Profile, facts: HostFacts) -> dict[str, Any]:
+    vendor = profile.get("gpu.vendor", "none")
+    if vendor == AUTO:
+        vendor = facts.gpus[0].vendor if facts.gpus else "none"
+    found = [g for g in facts.gpus if g.vendor == vendor]
+    count = profile.get("gpu.count", AUTO)
+    if count == AUTO:
+        count = len(found)
+    if vendor == "none":
+        count = 0
+    return {"vendor": vendor, "count": count, "found": len(found),
+            "model": profile.get("gpu.model"), "gfx_version": profile.get("gpu.gfx_version")}
+
+
+def _allocator(profile: Profile, gpu: dict[str, Any], want: dict) -> None:
+    conf = profile.get("allocator.torch")
+    if conf is not None:
+        where = f"{profile.where('allocator.torch')}: allocator.torch"
+        for item in conf.split(","):
+            key, _, value = item.partition(":")
+            if key.strip() == "max_split_size_mb":
+                if not value.strip().isdigit() or int(value) < MIN_SAFE_SPLIT_MB:
+                    raise ProfileError(
+                        f"{where}: max_split_size_mb must be a whole number >= "
+                        f"{MIN_SAFE_SPLIT_MB} (got {value.strip()!r})"
+                    )
+        src = _src(profile, "allocator.torch")
+        want["PYTORCH_ALLOC_CONF"] = (conf, src)
+        want["PYTORCH_CUDA_ALLOC_CONF"] = (conf, src)
+        if gpu["vendor"] == "amd":
+            want["PYTORCH_HIP_ALLOC_CONF"] = (conf, src)
+    pre = profile.get("allocator.xla_preallocate")
+    if pre is not None:
+        want["XLA_PYTHON_CLIENT_PREALLOCATE"] = (
+            "true" if pre else "false", _src(profile, "allocator.xla_preallocate"))
+    frac = profile.get("allocator.xla_mem_fraction")
+    if frac is not None:
+        want["XLA_CLIENT_MEM_FRACTION"] = (f"{frac:g}", _src(profile, "allocator.xla_mem_fraction"))
+    alloc = profile.get("allocator.xla_allocator")
+    if alloc is not None:
+        want["XLA_PYTHON_CLIENT_ALLOCATOR"] = (alloc, _src(profile, "allocator.xla_allocator"))
+
+
+def _vendor_env(profile: Profile, gpu: dict[str, Any], want: dict) -> None:
+    if gpu["vendor"] == "nvidia" and gpu["count"] > 0:
+        src = _src(profile, "gpu.count")
+        want["NVIDIA_VISIBLE_DEVICES"] = (",".join(str(i) for i in range(gpu["count"])), src)
+        caps = profile.get("gpu.driver_capabilities", "compute,utility")
+        want["NVIDIA_DRIVER_CAPABILITIES"] = (caps, _src(profile, "gpu.driver_capabilities")
+                                              if profile.get("gpu.driver_capabilities")
+                                              else "NVIDIA container toolkit: compute,utility")
+    if gpu["vendor"] == "amd" and gpu["gfx_version"]:
+        want["HSA_OVERRIDE_GFX_VERSION"] = (gpu["gfx_version"], _src(profile, "gpu.gfx_version"))
+
+
+def _settle(want: dict[str, tuple[str | None, str]], profile: Profile,
+            overrides: dict[str, str], inherited: dict[str, str]) -> dict[str, Setting]:
+    """Apply precedence: --env > profile env > computed; note every inherited value replaced."""
+    out: dict[str, Setting] = {}
+    for name, (value, source) in want.items():
+        if value is None and name not in inherited:
+            continue  # nothing to remove
+        out[name] = Setting(value, source)
+    for name, value in profile.get("env", {}).items():
+        out[name] = Setting(value, f"profile env.{name} ({profile.where('env.' + name)})")
+    for name, value in overrides.items():
+        out[name] = Setting(value, "--env (explicit override)")
+    for name, old in inherited.items():
+        if name in out:
+            if out[name].value != old:
+                out[name].replaced = old
+        elif name in MANAGED:
+            out[name] = Setting(old, "inherited (this profile does not set it)")
+    # A deprecated variable's value moves to its successor unless that is set.
+    for old_name, new_name in DEPRECATED.items():
+        if old_name in inherited and new_name not in out and old_name not in overrides:
+            out[new_name] = Setting(inherited[old_name], f"renamed from inherited {old_name}")
+    return dict(sorted(out.items()))
+
+
+def _size_ulimit(profile: Profile, key: str, hard_unlimited: bool) -> Ulimit | None:
+    v = profile.get(key, AUTO)
+    if v == AUTO:
+        return None
+    if v == UNLIMITED:
+        return Ulimit(UNLIMITED_RLIMIT, UNLIMITED_RLIMIT, _src(profile, key))
+    return Ulimit(v, UNLIMITED_RLIMIT if hard_unlimited else v, _src(profile, key))
+
+
+def _ulimits(profile: Profile) -> dict[str, Ulimit]:
+    out: dict[str, Ulimit] = {}
+    for name, hard_unlimited in (("nproc", False), ("nofile", False), ("stack", True),
+                                 ("memlock", False)):
+        u = _size_ulimit(profile, f"limits.{name}", hard_unlimited)
+        if u is not None:
+            out[name] = u
+    return out
+
+
+def _limits(profile: Profile, facts: HostFacts) -> dict[str, Limit]:
+    pids = profile.get("limits.pids", AUTO)
+    out = {
+        "pids": Limit(pids, _src(profile, "limits.pids")) if isinstance(pids, int)
+        else Limit(None, "auto: the cgroup's own pids.max applies" if pids == AUTO
+                   else _src(profile, "limits.pids")),
+        "shm": Limit(profile.get("limits.shm"), _src(profile, "limits.shm"))
+        if profile.get("limits.shm") else Limit(None, "engine default"),
+    }
+    cpus = profile.get("limits.cpus", AUTO)
+    out["cpus"] = (Limit(cpus, _src(profile, "limits.cpus")) if cpus != AUTO
+                   else Limit(None, "auto: the cgroup's own CPU quota applies"))
+    mem = profile.get("limits.memory", AUTO)
+    if mem != AUTO:
+        out["memory"] = Limit(mem, _src(profile, "limits.memory"))
+    else:
+        hw = profile.get("hardware.memory", AUTO)
+        reserved = profile.get("hardware.reserved_memory", 0)
+        total = hw if hw != AUTO else facts.memory_budget()
+        if reserved and total:
+            where = ("profile hardware.memory" if hw != AUTO else "host memory")
+            out["memory"] = Limit(max(0, total - reserved),
+                                  f"auto: {where} {format_size(total)} - hardware.reserved_memory "
+                                  f"{format_size(reserved)}")
+        else:
+            out["memory"] = Limit(None, "auto: the cgroup's own memory limit applies")
+    return out
+
+
+def _pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
+                 facts: HostFacts) -> dict[str, Any]:
+    """Tasks available to the workload, and which limit gives the fewest."""
+    cands: list[tuple[int, str]] = []
+    if limits["pids"].value:
+        cands.append((int(limits["pids"].value), f"pids limit {limits['pids'].value}"))
+    cg = facts.cgroup
+    if cg.pids_max is not None:
+        cands.append((cg.pids_max - (cg.pids_current or 0),
+                      f"pids.max {cg.pids_max} (pids.current {cg.pids_current or 0})"))
+    nproc = ulimits.get("nproc")
+    soft = nproc.soft if nproc else (facts.rlimits["nproc"].soft if "nproc" in facts.rlimits
+                                     else None)
+    if soft is not None and soft > 0:
+        cands.append((soft - facts.uid_tasks,
+                      f"RLIMIT_NPROC {soft} ({facts.uid_tasks} tasks of UID {facts.uid} running)"))
+    if facts.threads_max:
+        cands.append((facts.threads_max, f"kernel.threads-max {facts.threads_max}"))
+    if facts.pid_max:
+        cands.append((facts.pid_max, f"kernel.pid_max {facts.pid_max}"))
+    if not cands:
+        return {"available": None, "binding": "no limit found"}
+    avail, why = min(cands)
+    return {"available": avail, "binding": why}
+
+
+def _verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: ThreadEstimate,
+             total: int, budget: dict[str, Any], limits: dict[str, Limit],
+             gpu: dict[str, Any]) -> Verdict:
+    v = Verdict("ok")
+
+    def say(level: str, reason: str) -> None:
+        if level == "refuse" or (level == "warn" and v.level == "ok"):
+            v.level = level
+        v.reasons.append(reason)
+
+    avail = budget["available"]
+    desc = f"{procs} processes x ~{est.per_process:,} threads" if procs > 1 else \
+        f"~{est.per_process:,} threads"
+    if avail is not None:
+        if total > avail:
+            say("refuse", f"{desc} would exceed the {budget['binding']}.")
+        elif total > 0.8 * avail:
+            say("warn", f"{desc} use {total * 100 // max(avail, 1)}% of the {budget['binding']}.")
+    per_mem = profile.get("workers.memory")
+    mem_budget = limits["memory"].value or facts.memory_budget()
+    if per_mem and mem_budget:
+        need = procs * per_mem
+        fits = mem_budget // per_mem
+        if need > mem_budget:
+            say("refuse", f"{procs} processes x {format_size(per_mem)} = {format_size(need)} "
+                          f"exceed the {format_size(mem_budget)} memory budget; at most {fits} fit.")
+        elif need > 0.9 * mem_budget:
+            say("warn", f"{procs} processes x {format_size(per_mem)} = {format_size(need)} use "
+                        f"{need * 100 // mem_budget}% of the {format_size(mem_budget)} memory "
+                        f"budget; the OOM killer may take workers.")
+    if gpu["count"] > gpu["found"]:
+        say("warn", f"the profile asks for {gpu['count']} {gpu['vendor'].upper()} GPU(s) and "
+                    f"this host shows {gpu['found']}; use --gpus none to run on the CPU.")
+    if fw == "tf" and gpu["count"] > 0 and (facts.max_map_count or 0) <= 65530:
+        say("warn", f"vm.max_map_count is {facts.max_map_count} and cannot be raised from a "
+                    f"container; TF/CUDA leak ~730 maps per fold, so run one process per fold.")
+    address_space = facts.rlimits.get("as")
+    if address_space and address_space.soft:
+        st = facts.rlimits.get("stack")
+        per = st.soft if st and st.soft else 8 * 1024 * 1024
+        if total * per > address_space.soft:
+            say("warn", f"{total} threads x {format_size(per)} stacks exceed RLIMIT_AS "
+                        f"{format_size(address_space.soft)}: thread creation would fail with "
+                        f"ENOMEM.")
+    for name, value in sorted(facts.env.items()):
+        if name in MANAGED and name in DEPRECATED:
+            say("warn", f"{name}={value} is deprecated; launcher removes it "
+                        f"(use {DEPRECATED[name]}).")
+    return v

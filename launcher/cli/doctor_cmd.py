@@ -1,0 +1,77 @@
+"""`launcher doctor`: this host's real limits, the first to bite, and stale variables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from launcher.caps.plan import compute_caps
+from launcher.cli.output import print_json, table
+from launcher.probe import HostFacts, probe_host
+from launcher.profiles import load_profile
+from launcher.units import format_size
+
+
+def _lim(v: int | None) -> str:
+    return "unlimited" if v is None else str(v)
+
+
+def diagnose(facts: HostFacts, profile_ref: str | None) -> dict[str, Any]:
+    profile = load_profile(profile_ref or "auto")
+    caps = compute_caps(profile, facts, inherited=facts.env)
+    warnings = []
+    for name, s in caps.env.items():
+        if s.replaced is not None:
+            new = "removed" if s.value is None else f"set to {s.value}"
+            warnings.append(f"{name}={s.replaced} inherited from the shell; under profile "
+                            f"{profile.name} launcher replaces it ({new}, {s.source}).")
+    warnings += [r for r in caps.verdict.reasons if r not in warnings]
+    out: dict[str, Any] = {"host": facts.to_json(), "first_limit": caps.budget,
+                           "warnings": warnings}
+    if profile_ref:
+        out["plan"] = caps.to_json()
+    return out
+
+
+def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None) -> int:
+    facts = probe_host(host_root or "/")
+    report = diagnose(facts, profile_ref)
+    if as_json:
+        print_json(report)
+        return 0
+    cg = facts.cgroup
+    rl = facts.rlimits
+    quota = "none" if cg.cpu_quota is None else f"{cg.cpu_quota:g}"
+    rows = [
+        ("CPUs", f"{facts.online_cpus} online, {facts.affinity_cpus} in affinity, cpuset "
+                 f"{cg.cpuset_cpus or '-'}, quota {quota} -> {facts.effective_cpus} effective"),
+        ("cgroup", f"{cg.version} ({', '.join(f'{k}: {v}' for k, v in cg.dirs.items()) or '-'})"),
+        ("pids", f"max {_lim(cg.pids_max)}, current {cg.pids_current if cg.pids_current is not None else '-'}"),
+        ("memory", f"limit {format_size(cg.memory_limit) if cg.memory_limit else 'none'}, usage "
+                   f"{format_size(cg.memory_usage) if cg.memory_usage else '-'}, OOM kills "
+                   f"{cg.oom_kills if cg.oom_kills is not None else '-'}"),
+    ]
+    for name in ("nproc", "nofile", "stack", "as"):
+        if name in rl:
+            r = rl[name]
+            rows.append((f"RLIMIT_{name.upper()}", f"soft {_lim(r.soft)}, hard {_lim(r.hard)}"))
+    rows.append(("tasks", f"{facts.uid_tasks} of UID {facts.uid} (RLIMIT_NPROC counts these)"))
+    rows.append(("kernel", f"threads-max {_lim(facts.threads_max)}, pid_max {_lim(facts.pid_max)},"
+                           f" vm.max_map_count {_lim(facts.max_map_count)}"))
+    if facts.mem_total:
+        rows.append(("RAM", f"{format_size(facts.mem_total)} total, "
+                            f"{format_size(facts.mem_available or 0)} available"))
+    gpus = ", ".join(f"{g.vendor} {g.index}: {g.model}" for g in facts.gpus) or "none found"
+    rows.append(("GPUs", gpus))
+    rows.append(("first limit", f"{report['first_limit']['binding']} "
+                                f"({report['first_limit']['available']} tasks available)"))
+    print(table(rows, indent=""))
+    if report["warnings"]:
+        print("warnings:")
+        for w in report["warnings"]:
+            print(f"  - {w}")
+    if profile_ref:
+        from launcher.cli.plan_cmd import print_verdict
+
+        print_verdict(report["plan"])
+    return 0

@@ -1,0 +1,111 @@
+"""Parse and dispatch. Each command's work lives in its own module, imported only when used,
+so `launcher --help` stays fast (no docker, jinja2 or yaml import)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated, Optional
+
+os.environ.setdefault("TYPER_USE_RICH", "0")  # plain help; rich costs ~100 ms at start
+
+import typer  # noqa: E402
+
+from launcher.cli.errors import run_guarded  # noqa: E402
+
+app = typer.Typer(
+    help="Run ML workloads (JAX, PyTorch, TensorFlow) inside correctly capped containers.\n\n"
+    "A hardware profile is resolved against the host's real cgroup limits into thread, memory\n"
+    "and allocator settings that are in place before Python starts.\n\n"
+    "Start with `launcher doctor`, then `launcher plan --profile auto`.",
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    add_completion=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+profiles_app = typer.Typer(help="List, show and validate hardware profiles.", no_args_is_help=True,
+                           rich_markup_mode=None)
+app.add_typer(profiles_app, name="profiles")
+
+HostRoot = Annotated[
+    Optional[Path],
+    typer.Option("--host-root", hidden=True, envvar="LAUNCHER_HOST_ROOT",
+                 help="Read host facts from this tree instead of / (tests, captured hosts)."),
+]
+Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
+ProfileOpt = Annotated[str, typer.Option("--profile", "-p",
+                                         help="Profile name or path to a YAML file.")]
+Framework = Annotated[Optional[str], typer.Option(
+    "--framework", "-f", help="torch | tf | jax | none (default: the profile's).")]
+EnvOpt = Annotated[Optional[list[str]], typer.Option(
+    "--env", "-e", help="NAME=VALUE; wins over the profile. Repeatable.")]
+
+
+def _run(fn) -> None:  # type: ignore[no-untyped-def]
+    code = run_guarded(fn)
+    if code:
+        raise typer.Exit(code)
+
+
+@profiles_app.command("list")
+def profiles_list(json: Json = False) -> None:
+    """List the profiles found (user folders first, then the shipped ones)."""
+    from launcher.cli import profiles_cmd
+
+    _run(lambda: profiles_cmd.list_profiles(json))
+
+
+@profiles_app.command("show")
+def profiles_show(name: str, json: Json = False) -> None:
+    """Show a profile after `extends` is merged, with the file and line of every value."""
+    from launcher.cli import profiles_cmd
+
+    _run(lambda: profiles_cmd.show(name, json))
+
+
+@profiles_app.command("validate")
+def profiles_validate(files: list[Path]) -> None:
+    """Check profile files; print one line per error, exit 1 if any is invalid."""
+    from launcher.cli import profiles_cmd
+
+    _run(lambda: profiles_cmd.validate(files))
+
+
+@app.command()
+def doctor(
+    json: Json = False,
+    profile: Annotated[Optional[str], typer.Option("--profile", "-p",
+                                                   help="Also judge this profile here.")] = None,
+    host_root: HostRoot = None,
+) -> None:
+    """Report this host's real limits (cgroup, rlimits, kernel, GPUs), the one that will bite
+    first, and stale thread variables inherited from the shell."""
+    from launcher.cli import doctor_cmd
+
+    _run(lambda: doctor_cmd.doctor(json, profile, host_root))
+
+
+@app.command()
+def plan(
+    profile: ProfileOpt = "auto",
+    framework: Framework = None,
+    processes: Annotated[Optional[int], typer.Option(
+        "--processes", "-n", min=1, help="Processes sharing the budget (default: profile's).")] = None,
+    env: EnvOpt = None,
+    json: Json = False,
+    host_root: HostRoot = None,
+) -> None:
+    """Resolve a profile against this host: every variable with its source, the ulimits and
+    container limits, the thread estimate, and a verdict (ok, warn, refuse)."""
+    from launcher.cli import plan_cmd
+
+    _run(lambda: plan_cmd.plan(profile, framework, processes, env, json, host_root))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

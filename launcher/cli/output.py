@@ -1,0 +1,35 @@
+"""Small helpers for printing: JSON for machines, aligned tables for people."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+
+def print_json(data: Any) -> None:
+    json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
+    sys.stdout.write("\n")
+
+
+def table(rows: list[tuple[str, ...]], indent: str = "  ") -> str:
+    if not rows:
+        return ""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = []
+    for r in rows:
+        cells = [c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]
+        lines.append(indent + "  ".join(cells).rstrip())
+    return "\n".join(lines)
+
+
+def parse_env_pairs(pairs: list[str] | None) -> dict[str, str]:
+    from launcher.errors import LauncherError
+
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        name, sep, value = pair.partition("=")
+        if not sep or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
+            raise LauncherError(f"--env: expected NAME=VALUE (got {pair!r})")
+        out[name] = value
+    return out

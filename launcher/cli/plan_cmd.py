@@ -1,0 +1,63 @@
+"""`launcher plan`: a profile resolved against this host."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from launcher.caps.plan import compute_caps
+from launcher.cli.output import parse_env_pairs, print_json, table
+from launcher.probe import probe_host
+from launcher.profiles import load_profile
+from launcher.units import format_size
+
+
+def plan(profile_ref: str, framework: str | None, processes: int | None,
+         env_pairs: list[str] | None, as_json: bool, host_root: Path | None) -> int:
+    from launcher.errors import LauncherError
+    from launcher.profiles.schema import FRAMEWORKS
+
+    if framework is not None and framework not in FRAMEWORKS:
+        raise LauncherError(f"--framework must be one of {', '.join(FRAMEWORKS)} "
+                            f"(got {framework!r})")
+    facts = probe_host(host_root or "/")
+    profile = load_profile(profile_ref)
+    caps = compute_caps(profile, facts, framework, processes, parse_env_pairs(env_pairs),
+                        inherited=facts.env)
+    data = caps.to_json()
+    if as_json:
+        print_json(data)
+        return 0
+    print(f"plan: profile {caps.profile}, framework {caps.framework}, {caps.processes} "
+          f"process(es), pools sized for {caps.cpus} CPU(s)")
+    print("environment (set before the interpreter starts):")
+    rows = []
+    for name, s in data["env"].items():
+        value = "(removed)" if s["value"] is None else s["value"]
+        note = s["source"] + (f"; replaces inherited {s['replaced']!r}" if s["replaced"] else "")
+        rows.append((name, value, note))
+    print(table(rows))
+    print("ulimits (soft/hard, -1 = unlimited):")
+    print(table([(n, f"{u['soft']}/{u['hard']}", u["source"]) for n, u in data["ulimits"].items()]))
+    print("container limits:")
+    print(table([(n, _fmt_limit(n, lim["value"]), lim["source"])
+                 for n, lim in data["limits"].items()]))
+    print_verdict(data)
+    return 0
+
+
+def _fmt_limit(name: str, value: Any) -> str:
+    if value is None:
+        return "-"
+    return format_size(value) if name in ("memory", "shm") else str(value)
+
+
+def print_verdict(data: dict[str, Any]) -> None:
+    est, budget = data["estimate"], data["budget"]
+    parts = " + ".join(f"{k} {v}" for k, v in est["breakdown"].items())
+    print(f"threads: ~{est['per_process']} per process ({parts}); {est['total']} in all "
+          f"(+1 supervisor); budget {budget['available']} ({budget['binding']})")
+    v = data["verdict"]
+    print(f"verdict: {v['level'].upper()}")
+    for r in v["reasons"]:
+        print(f"  - {r}")

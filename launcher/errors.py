@@ -1,0 +1,19 @@
+"""One family of user-facing errors; the CLI turns them into `error: ...` and exit 1."""
+
+from __future__ import annotations
+
+
+class LauncherError(Exception):
+    """A mistake or condition the user can fix; printed as one line, never a traceback."""
+
+
+class ProfileError(LauncherError):
+    """A profile file is missing, unreadable or invalid."""
+
+
+class HostError(LauncherError):
+    """A host file (cgroup, /proc) is malformed."""
+
+
+class EngineError(LauncherError):
+    """The container engine is unreachable or refused a request."""

@@ -1,0 +1,259 @@
+"""Cgroup limits for the calling process: v2, v1 and hybrid hosts, strictest ancestor wins.
+
+Every reader takes `root`, the filesystem root to read from (`/` on a live host, a fixture
+tree in tests). A missing file means "no limit"; a malformed one raises HostError quoting it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from launcher.errors import HostError
+from launcher.probe.mountinfo import Membership, Mount, parse_mountinfo, parse_proc_cgroup
+
+CONTROLLERS = ("cpu", "cpuset", "memory", "pids")
+# v1 reports "no limit" as a huge page-aligned number.
+V1_UNLIMITED = 1 << 62
+
+
+@dataclass
+class CgroupFacts:
+    version: str = "none"  # v2 | v1 | hybrid | none
+    dirs: dict[str, str] = field(default_factory=dict)  # controller -> leaf dir read
+    cpu_quota: float | None = None  # CPUs (quota / period), strictest ancestor
+    cpuset_cpus: int | None = None
+    pids_max: int | None = None
+    pids_current: int | None = None
+    memory_limit: int | None = None
+    memory_usage: int | None = None
+    oom_kills: int | None = None
+
+
+@dataclass(frozen=True)
+class Chain:
+    """The directories of one controller, leaf first, up to its mount point."""
+
+    version: str  # v1 | v2
+    dirs: tuple[Path, ...]
+
+
+def _join(root: Path, path: str) -> Path:
+    return root / path.lstrip("/")
+
+
+def find_chains(root: Path) -> dict[str, Chain]:
+    """Controller -> directories to read, using /proc/self/cgroup and mountinfo."""
+    mounts = parse_mountinfo(root / "proc/self/mountinfo")
+    members = parse_proc_cgroup(root / "proc/self/cgroup")
+    chains: dict[str, Chain] = {}
+    unified = next((m for m in members if m.hierarchy == "0" and not m.controllers), None)
+    v2_mount = next((m for m in mounts if m.fstype == "cgroup2"), None)
+    if unified and v2_mount:
+        leaf_dirs = _dirs(root, v2_mount, unified)
+        enabled = _v2_controllers(leaf_dirs[0])
+        for c in CONTROLLERS:
+            if c in enabled:
+                chains[c] = Chain("v2", leaf_dirs)
+    for c in CONTROLLERS:
+        if c in chains:
+            continue
+        member = next((m for m in members if c in m.controllers), None)
+        mount = next((m for m in mounts if m.fstype == "cgroup" and c in m.super_options), None)
+        if member and mount:
+            chains[c] = Chain("v1", _dirs(root, mount, member))
+    return chains
+
+
+def _v2_controllers(leaf: Path) -> set[str]:
+    try:
+        return set((leaf / "cgroup.controllers").read_text().split())
+    except FileNotFoundError:
+        return set()
+
+
+def _dirs(root: Path, mount: Mount, member: Membership) -> tuple[Path, ...]:
+    """Leaf-to-top directories of `member` under `mount`."""
+    top = _join(root, mount.mount_point)
+    cg = member.path
+    mroot = mount.root.rstrip("/")
+    if mroot and (cg == mroot or cg.startswith(mroot + "/")):
+        rel = cg[len(mroot):]
+    elif mroot and mroot != "/":
+        rel = "" if cg == "/" else cg  # outside the mounted subtree: the mount is our view
+    else:
+        rel = cg
+    parts = [p for p in rel.split("/") if p]
+    dirs = [top / "/".join(parts[:i]) if i else top for i in range(len(parts), -1, -1)]
+    existing = tuple(d for d in dirs if d.is_dir())
+    return existing or (top,)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise HostError(f"{path}: cannot read: {exc}") from None
+
+
+def _int(path: Path, text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise HostError(f"{path}: malformed value {text!r}") from None
+
+
+def read_cpu_quota(chain: Chain) -> float | None:
+    """Quota in CPUs (e.g. 1.5), the strictest along the chain; None when unlimited."""
+    best: float | None = None
+    for d in chain.dirs:
+        if chain.version == "v2":
+            path = d / "cpu.max"
+            text = _read(path)
+            if text is None:
+                continue
+            fields = text.split()
+            if len(fields) not in (1, 2):
+                raise HostError(f"{path}: malformed cpu.max line {text!r}")
+            if fields[0] == "max":
+                continue
+            if len(fields) == 1:
+                raise HostError(f"{path}: cpu.max has a quota but no period: {text!r}")
+            quota, period = _int(path, fields[0]), _int(path, fields[1])
+        else:
+            qpath, ppath = d / "cpu.cfs_quota_us", d / "cpu.cfs_period_us"
+            qtext, ptext = _read(qpath), _read(ppath)
+            if qtext is None or ptext is None:
+                continue
+            quota, period = _int(qpath, qtext), _int(ppath, ptext)
+            if quota < 0:
+                continue
+            path = ppath
+        if period <= 0:
+            raise HostError(f"{path}: CPU period is {period}; expected a positive number")
+        if quota <= 0:
+            raise HostError(f"{path}: CPU quota is {quota}; expected a positive number or max")
+        cpus = quota / period
+        best = cpus if best is None else min(best, cpus)
+    return best
+
+
+def parse_cpu_list(text: str, path: Path | None = None) -> int:
+    """Number of CPUs in a list such as '0-3,8,10-11'."""
+    count = 0
+    for part in text.strip().split(","):
+        if not part:
+            continue
+        try:
+            lo, _, hi = part.partition("-")
+            count += (int(hi) - int(lo) + 1) if hi else 1
+        except ValueError:
+            raise HostError(f"{path or 'cpu list'}: malformed CPU list {text!r}") from None
+    return count
+
+
+def read_cpuset(chain: Chain) -> int | None:
+    leaf = chain.dirs[0]
+    names = (
+        ("cpuset.cpus.effective", "cpuset.cpus")
+        if chain.version == "v2"
+        else ("cpuset.effective_cpus", "cpuset.cpus")
+    )
+    for name in names:
+        text = _read(leaf / name)
+        if text:
+            return parse_cpu_list(text, leaf / name)
+    return None
+
+
+def read_pids(chain: Chain) -> tuple[int | None, int | None]:
+    """(max, current) at the ancestor with the least headroom; max None when unlimited."""
+    best: tuple[int, int] | None = None
+    leaf_current: int | None = None
+    for d in chain.dirs:
+        cur_text = _read(d / "pids.current")
+        current = _int(d / "pids.current", cur_text) if cur_text is not None else None
+        if leaf_current is None:
+            leaf_current = current
+        max_text = _read(d / "pids.max")
+        if max_text is None or max_text == "max":
+            continue
+        limit = _int(d / "pids.max", max_text)
+        used = current if current is not None else (leaf_current or 0)
+        if best is None or limit - used < best[0] - best[1]:
+            best = (limit, used)
+    if best is None:
+        return None, leaf_current
+    return best
+
+
+def read_memory(chain: Chain) -> tuple[int | None, int | None, int | None]:
+    """(limit, usage, oom_kills): limit is the strictest along the chain."""
+    limit: int | None = None
+    v2 = chain.version == "v2"
+    for d in chain.dirs:
+        path = d / ("memory.max" if v2 else "memory.limit_in_bytes")
+        text = _read(path)
+        if text is None or text == "max":
+            continue
+        value = _int(path, text)
+        if value <= 0 or value >= V1_UNLIMITED:
+            continue
+        limit = value if limit is None else min(limit, value)
+    leaf = chain.dirs[0]
+    upath = leaf / ("memory.current" if v2 else "memory.usage_in_bytes")
+    utext = _read(upath)
+    usage = _int(upath, utext) if utext is not None else None
+    return limit, usage, read_oom_kills(leaf, v2)
+
+
+def read_oom_kills(leaf: Path, v2: bool) -> int | None:
+    """OOM kills in this cgroup: memory.events (v2) or memory.oom_control (v1)."""
+    path = leaf / ("memory.events" if v2 else "memory.oom_control")
+    text = _read(path)
+    if text is None:
+        return None
+    for line in text.splitlines():
+        key, _, value = line.partition(" ")
+        if key == "oom_kill":
+            return _int(path, value.strip())
+    return None
+
+
+def read_cgroup(root: Path) -> CgroupFacts:
+    chains = find_chains(root)
+    versions = {c.version for c in chains.values()}
+    facts = CgroupFacts()
+    facts.version = (
+        "none" if not versions else versions.pop() if len(versions) == 1 else "hybrid"
+    )
+    if facts.version == "v1" and any(m.fstype == "cgroup2" for m in parse_mountinfo(
+            root / "proc/self/mountinfo")):
+        facts.version = "hybrid"
+    facts.dirs = {c: str(ch.dirs[0]) for c, ch in chains.items()}
+    if "cpu" in chains:
+        facts.cpu_quota = read_cpu_quota(chains["cpu"])
+    if "cpuset" in chains:
+        facts.cpuset_cpus = read_cpuset(chains["cpuset"])
+    if "pids" in chains:
+        facts.pids_max, facts.pids_current = read_pids(chains["pids"])
+    if "memory" in chains:
+        facts.memory_limit, facts.memory_usage, facts.oom_kills = read_memory(chains["memory"])
+    return facts
+
+
+def effective_cpus(affinity: int, cpuset: int | None, quota: float | None) -> int:
+    """min(affinity, cpuset, floor(quota)), at least 1.
+
+    The quota is rounded down (as uber-go/automaxprocs does): a pool one thread larger than
+    the quota is throttled every period, which costs more than one idle fraction of a CPU.
+    """
+    candidates = [affinity]
+    if cpuset:
+        candidates.append(cpuset)
+    if quota is not None:
+        candidates.append(max(1, math.floor(quota)))
+    return max(1, min(candidates))

@@ -1,0 +1,93 @@
+"""HostFacts: everything the caps need to know about where a workload will run."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from launcher.caps.variables import MANAGED
+from launcher.probe.cgroup import CgroupFacts, effective_cpus, read_cgroup
+from launcher.probe.gpus import Gpu, read_gpus
+from launcher.probe.limits import (
+    Rlimit,
+    read_affinity,
+    read_group_gid,
+    read_meminfo,
+    read_rlimits,
+    read_sysctl,
+    read_uid_tasks,
+)
+
+
+@dataclass
+class HostFacts:
+    root: str
+    online_cpus: int
+    affinity_cpus: int
+    effective_cpus: int
+    cgroup: CgroupFacts
+    rlimits: dict[str, Rlimit]
+    uid: int | None
+    uid_tasks: int
+    threads_max: int | None
+    pid_max: int | None
+    max_map_count: int | None
+    mem_total: int | None
+    mem_available: int | None
+    gpus: list[Gpu]
+    render_gid: int | None
+    video_gid: int | None
+    env: dict[str, str] = field(default_factory=dict)  # managed variables already set
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def memory_budget(self) -> int | None:
+        """The memory a workload may use: the cgroup limit, else the host's RAM."""
+        return self.cgroup.memory_limit or self.mem_total
+
+
+def _online_cpus(root: Path) -> int:
+    text = None
+    try:
+        text = (root / "sys/devices/system/cpu/online").read_text().strip()
+    except FileNotFoundError:
+        pass
+    if text:
+        from launcher.probe.cgroup import parse_cpu_list
+
+        return parse_cpu_list(text)
+    return os.cpu_count() or 1 if str(root) == "/" else 1
+
+
+def probe_host(root: Path | str = "/", environ: dict[str, str] | None = None) -> HostFacts:
+    """Read every fact from under `root` (`/` live; a fixture tree in tests)."""
+    root = Path(root)
+    live = str(root) == "/"
+    cg = read_cgroup(root)
+    online = _online_cpus(root)
+    affinity = read_affinity(root) or online
+    meminfo = read_meminfo(root)
+    uid, tasks = read_uid_tasks(root)
+    env = dict(os.environ if environ is None else environ)
+    return HostFacts(
+        root=str(root),
+        online_cpus=online,
+        affinity_cpus=affinity,
+        effective_cpus=effective_cpus(affinity, cg.cpuset_cpus, cg.cpu_quota),
+        cgroup=cg,
+        rlimits=read_rlimits(root),
+        uid=uid,
+        uid_tasks=tasks,
+        threads_max=read_sysctl(root, "kernel.threads-max"),
+        pid_max=read_sysctl(root, "kernel.pid_max"),
+        max_map_count=read_sysctl(root, "vm.max_map_count"),
+        mem_total=meminfo.get("MemTotal"),
+        mem_available=meminfo.get("MemAvailable"),
+        gpus=read_gpus(root, use_tools=live),
+        render_gid=read_group_gid(root, "render"),
+        video_gid=read_group_gid(root, "video"),
+        env={k: v for k, v in env.items() if k in MANAGED},
+    )

@@ -1,0 +1,130 @@
+"""Process and kernel limits read from /proc under a root path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from launcher.errors import HostError
+from launcher.probe.cgroup import parse_cpu_list
+
+# /proc/self/limits row names -> our names
+_LIMIT_ROWS = {
+    "Max processes": "nproc",
+    "Max open files": "nofile",
+    "Max stack size": "stack",
+    "Max address space": "as",
+    "Max locked memory": "memlock",
+}
+
+
+@dataclass(frozen=True)
+class Rlimit:
+    soft: int | None  # None = unlimited
+    hard: int | None
+
+
+def read_rlimits(root: Path) -> dict[str, Rlimit]:
+    path = root / "proc/self/limits"
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    out: dict[str, Rlimit] = {}
+    for line in text.splitlines()[1:]:
+        for row, name in _LIMIT_ROWS.items():
+            if line.startswith(row):
+                fields = line[len(row):].split()
+                if len(fields) < 2:
+                    raise HostError(f"{path}: malformed limits line {line!r}")
+                out[name] = Rlimit(_limit(path, fields[0]), _limit(path, fields[1]))
+    return out
+
+
+def _limit(path: Path, text: str) -> int | None:
+    if text == "unlimited":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise HostError(f"{path}: malformed limit {text!r}") from None
+
+
+def read_sysctl(root: Path, name: str) -> int | None:
+    path = root / "proc/sys" / name.replace(".", "/")
+    try:
+        text = path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        raise HostError(f"{path}: malformed value {text!r}") from None
+
+
+def _status(path: Path) -> dict[str, str]:
+    out = {}
+    for line in path.read_text().splitlines():
+        key, _, value = line.partition(":")
+        out[key] = value.strip()
+    return out
+
+
+def read_affinity(root: Path) -> int | None:
+    """CPUs this process may run on (Cpus_allowed_list)."""
+    path = root / "proc/self/status"
+    try:
+        text = _status(path).get("Cpus_allowed_list")
+    except FileNotFoundError:
+        return None
+    return parse_cpu_list(text, path) if text else None
+
+
+def read_uid_tasks(root: Path) -> tuple[int | None, int]:
+    """(real UID of this process, tasks = threads of all processes with that real UID).
+
+    RLIMIT_NPROC counts exactly these, across containers that share the UID.
+    """
+    proc = root / "proc"
+    try:
+        uid = int(_status(proc / "self/status")["Uid"].split()[0])
+    except (FileNotFoundError, KeyError, ValueError, IndexError):
+        return None, 0
+    tasks = 0
+    for d in proc.iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            st = _status(d / "status")
+            if int(st["Uid"].split()[0]) == uid:
+                tasks += int(st.get("Threads", "1"))
+        except (OSError, KeyError, ValueError, IndexError):
+            continue  # the process exited while we looked
+    return uid, tasks
+
+
+def read_meminfo(root: Path) -> dict[str, int]:
+    path = root / "proc/meminfo"
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return {}
+    out = {}
+    for line in text.splitlines():
+        key, _, rest = line.partition(":")
+        fields = rest.split()
+        if fields and fields[0].isdigit():
+            out[key] = int(fields[0]) * (1024 if fields[1:2] == ["kB"] else 1)
+    return out
+
+
+def read_group_gid(root: Path, name: str) -> int | None:
+    try:
+        text = (root / "etc/group").read_text()
+    except FileNotFoundError:
+        return None
+    for line in text.splitlines():
+        fields = line.split(":")
+        if len(fields) >= 3 and fields[0] == name and fields[2].isdigit():
+            return int(fields[2])
+    return None

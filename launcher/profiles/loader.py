@@ -1,0 +1,236 @@
+"""Find, load, validate and merge profiles (`extends`), keeping file and line for each value."""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from launcher.errors import ProfileError
+from launcher.profiles.schema import AUTO, SCHEMA, UNLIMITED, Key
+from launcher.profiles.yamlsrc import Located, load_yaml
+from launcher.units import parse_size
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def shipped_dir() -> Path:
+    """The profiles that ship with launcher (top-level `profiles/` of the source tree)."""
+    return Path(__file__).resolve().parents[2] / "profiles"
+
+
+def display_path(path: Path) -> str:
+    """Shipped profiles as `profiles/NAME.yaml`; others as given."""
+    try:
+        return str(path.resolve().relative_to(shipped_dir().parent))
+    except ValueError:
+        return str(path)
+
+
+def user_dirs() -> list[Path]:
+    dirs = [Path(p) for p in os.environ.get("LAUNCHER_PROFILE_PATH", "").split(":") if p]
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    dirs.append(config / "launcher" / "profiles")
+    return dirs
+
+
+def search_dirs() -> list[Path]:
+    return [*user_dirs(), shipped_dir()]
+
+
+@dataclass
+class Profile:
+    """A validated, merged profile. `data` is nested dicts; `origin` says where each leaf came from."""
+
+    name: str
+    path: Path
+    data: dict[str, Any]
+    origin: dict[str, str] = field(default_factory=dict)  # "limits.pids" -> "file:line"
+    chain: list[str] = field(default_factory=list)
+
+    def get(self, dotted: str, default: Any = None) -> Any:
+        node: Any = self.data
+        for part in dotted.split("."):
+            if not isinstance(node, dict) or part not in node:
+                return default
+            node = node[part]
+        return node
+
+    def where(self, dotted: str) -> str:
+        return self.origin.get(dotted, str(self.path))
+
+
+def available() -> dict[str, Path]:
+    """Name -> path of every profile found; user folders shadow shipped ones."""
+    found: dict[str, Path] = {}
+    for d in reversed(search_dirs()):
+        if d.is_dir():
+            for p in sorted(d.glob("*.y*ml")):
+                found[p.stem] = p
+    return dict(sorted(found.items()))
+
+
+def locate(ref: str, near: Path | None = None) -> Path:
+    """A profile reference (name or path) to a file."""
+    if "/" in ref or ref.endswith((".yaml", ".yml")):
+        p = Path(ref)
+        if near is not None and not p.is_absolute():
+            p = near.parent / p
+        if not p.is_file():
+            raise ProfileError(f"{p}: no such profile file")
+        return p
+    dirs = ([near.parent] if near is not None else []) + search_dirs()
+    for d in dirs:
+        for suffix in (".yaml", ".yml"):
+            p = d / f"{ref}{suffix}"
+            if p.is_file():
+                return p
+    names = list(available())
+    hint = difflib.get_close_matches(ref, names, n=1)
+    extra = f"; did you mean {hint[0]!r}?" if hint else f"; known: {', '.join(names)}"
+    raise ProfileError(f"profile {ref!r} not found{extra}")
+
+
+def load_profile(ref: str | Path) -> Profile:
+    path = ref if isinstance(ref, Path) else locate(ref)
+    return _load(path, [])
+
+
+def _load(path: Path, stack: list[Path]) -> Profile:
+    resolved = path.resolve()
+    if resolved in stack:
+        cycle = " -> ".join(p.stem for p in [*stack, resolved])
+        doc = load_yaml(stack[-1])
+        raise ProfileError(f"{stack[-1]}:{doc.line(('extends',))}: extends: cycle {cycle}")
+    doc = load_yaml(path)
+    data, origin = validate(doc)
+    name = data.setdefault("name", path.stem)
+    if name != path.stem:
+        raise ProfileError(
+            f"{path}:{doc.line(('name',))}: name: must equal the file name "
+            f"{path.stem!r} (got {name!r})"
+        )
+    parent_ref = data.pop("extends", None)
+    if parent_ref is None:
+        return Profile(name, path, data, origin, [name])
+    try:
+        parent_path = locate(parent_ref, near=path)
+    except ProfileError as exc:
+        raise ProfileError(f"{path}:{doc.line(('extends',))}: extends: {exc}") from None
+    parent = _load(parent_path, [*stack, resolved])
+    merged = _merge(parent.data, data)
+    merged["name"] = name
+    return Profile(name, path, merged, {**parent.origin, **origin}, [*parent.chain, name])
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for k, v in over.items():
+        out[k] = _merge(out[k], v) if isinstance(v, dict) and isinstance(out.get(k), dict) else v
+    return out
+
+
+def validate(doc: Located) -> tuple[dict[str, Any], dict[str, str]]:
+    """Check every key and value against SCHEMA; return normalised data and origins."""
+    if not isinstance(doc.data, dict):
+        raise ProfileError(f"{doc.path}:1: expected a mapping of profile keys")
+    origin: dict[str, str] = {}
+    out = _validate_map(doc, (), doc.data, SCHEMA, origin)
+    return out, origin
+
+
+def _validate_map(
+    doc: Located, prefix: tuple[str, ...], data: dict, spec: dict, origin: dict[str, str]
+) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        path = (*prefix, str(key))
+        dotted = ".".join(path)
+        where = f"{display_path(doc.path)}:{doc.line(path)}"
+        if key not in spec:
+            hint = difflib.get_close_matches(str(key), list(spec), n=1)
+            tip = f"; did you mean {'.'.join((*prefix, hint[0]))!r}?" if hint else ""
+            known = "" if hint else f"; known keys: {', '.join(spec)}"
+            raise ProfileError(f"{where}: {dotted}: unknown key{tip}{known}")
+        sub = spec[key]
+        if isinstance(sub, dict):
+            if value is None:
+                continue
+            if not isinstance(value, dict):
+                raise ProfileError(f"{where}: {dotted}: expected a mapping (got {value!r})")
+            out[key] = _validate_map(doc, path, value, sub, origin)
+        else:
+            out[key] = _check(sub, value, f"{where}: {dotted}", doc, path, origin)
+            origin[dotted] = where
+    return out
+
+
+def _check(
+    key: Key, value: Any, label: str, doc: Located, path: tuple[str, ...], origin: dict[str, str]
+) -> Any:
+    def bad(why: str) -> ProfileError:
+        return ProfileError(f"{label}: {why} (got {value!r})")
+
+    if key.auto and value == AUTO:
+        return AUTO
+    if key.unlimited and value in (UNLIMITED, -1):
+        return UNLIMITED
+    allowed = " or `auto`" if key.auto else ""
+    allowed += " or `unlimited`" if key.unlimited else ""
+    kind = key.kind
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise bad(f"must be a whole number{allowed}")
+        _range(key, value, bad)
+        return value
+    if kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise bad(f"must be a number{allowed}")
+        _range(key, value, bad)
+        return float(value)
+    if kind == "size":
+        try:
+            return parse_size(value)
+        except ValueError as exc:
+            raise bad(f"{exc}{allowed}") from None
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise bad("must be true or false")
+        return value
+    if kind == "choice":
+        if value not in key.choices:
+            raise bad(f"must be one of {', '.join(key.choices)}")
+        return value
+    if kind == "str":
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool) or value == "":
+            raise bad("must be a non-empty string")
+        return str(value)
+    if kind == "strlist":
+        if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+            raise bad("must be a list of non-empty strings")
+        return list(value)
+    if kind == "env":
+        if not isinstance(value, dict):
+            raise bad("must be a mapping of NAME: value")
+        env: dict[str, str] = {}
+        for name, v in value.items():
+            line = doc.line((*path, str(name))) if doc else 0
+            where = f"{display_path(doc.path)}:{line}: env.{name}"
+            if not isinstance(name, str) or not _ENV_NAME.match(name):
+                raise ProfileError(f"{where}: not a valid variable name (got {name!r})")
+            if v is None or isinstance(v, (dict, list)):
+                raise ProfileError(f"{where}: must be a string, number or boolean (got {v!r})")
+            env[name] = ("true" if v else "false") if isinstance(v, bool) else str(v)
+            origin[f"env.{name}"] = f"{display_path(doc.path)}:{line}"
+        return env
+    raise AssertionError(f"unknown schema kind {kind}")
+
+
+def _range(key: Key, value: float, bad: Any) -> None:
+    if value < key.minimum:
+        raise bad(f"must be at least {key.minimum:g}")
+    if key.maximum is not None and value > key.maximum:
+        raise bad(f"must be at most {key.maximum:g}")
