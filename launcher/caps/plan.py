@@ -18,7 +18,6 @@ from launcher.profiles.schema import AUTO, UNLIMITED
 from launcher.units import format_size, kib
 
 UNLIMITED_RLIMIT = -1
-MIN_SAFE_SPLIT_MB = 21  # torch refuses or misbehaves below this (FIELD.md fact 9)
 
 
 @dataclass
@@ -112,11 +111,12 @@ def compute_caps(
     per_proc = max(1, cpus // procs)
     share = f"{cpus} CPUs ({cpu_why})" + (f" / {procs} processes" if procs > 1 else "")
     intra, intra_src = pick("threads.intra_op", per_proc, share)
-    inter, inter_src = pick("threads.inter_op", min(2, intra), "min(2, intra_op)")
-    omp, omp_src = pick("threads.omp", intra, "= intra_op")
-    limit, limit_src = pick("threads.omp_thread_limit", omp, "= OMP threads")
-    data_par, data_src = pick("threads.data_parallelism", intra, "= intra_op")
-    private, private_src = pick("threads.private_threadpool_size", intra, "= intra_op")
+    same = f"= intra_op {intra} <- {intra_src}"
+    inter, inter_src = pick("threads.inter_op", min(2, intra), f"min(2, intra_op {intra})")
+    omp, omp_src = pick("threads.omp", intra, same)
+    limit, limit_src = pick("threads.omp_thread_limit", omp, f"= OMP threads {omp}")
+    data_par, data_src = pick("threads.data_parallelism", intra, same)
+    private, private_src = pick("threads.private_threadpool_size", intra, same)
     prefetch, prefetch_src = pick("threads.prefetch", 2, "2 batches")
     blas = omp
 
@@ -152,17 +152,18 @@ def compute_caps(
     _allocator(profile, gpu, want)
     _vendor_env(profile, gpu, want)
 
-    env = _settle(want, profile, overrides or {}, inherited if inherited is not None else {})
+    inherited = inherited or {}
+    env = _settle(want, profile, overrides or {}, inherited)
     ulimits = _ulimits(profile)
     limits = _limits(profile, facts)
-    fw_cpus = min(facts.affinity_cpus, cpus) if fw != "jax" else facts.affinity_cpus
+    fw_cpus = facts.affinity_cpus  # pools are capped by affinity, not by the quota
     est = estimate_threads(fw, int(env_int(env, "OMP_NUM_THREADS", omp)),
                            int(env_int(env, "OPENBLAS_NUM_THREADS", blas)),
                            int(env_int(env, "TF_NUM_INTRAOP_THREADS", intra)),
                            int(env_int(env, "TF_NUM_INTEROP_THREADS", inter)), fw_cpus)
     total = procs * est.per_process + 1  # + the supervisor
     budget = _pids_budget(limits, ulimits, facts)
-    verdict = _verdict(profile, facts, fw, procs, est, total, budget, limits, gpu)
+    verdict = _verdict(profile, facts, fw, procs, est, total, budget, limits, gpu, inherited)
     return Caps(
         profile=profile.name,
         framework=fw,
@@ -212,17 +213,8 @@ def _gpu(profile: Profile, facts: HostFacts) -> dict[str, Any]:
 
 
 def _allocator(profile: Profile, gpu: dict[str, Any], want: dict) -> None:
-    conf = profile.get("allocator.torch")
+    conf = profile.get("allocator.torch")  # validated by the loader
     if conf is not None:
-        where = f"{profile.where('allocator.torch')}: allocator.torch"
-        for item in conf.split(","):
-            key, _, value = item.partition(":")
-            if key.strip() == "max_split_size_mb":
-                if not value.strip().isdigit() or int(value) < MIN_SAFE_SPLIT_MB:
-                    raise ProfileError(
-                        f"{where}: max_split_size_mb must be a whole number >= "
-                        f"{MIN_SAFE_SPLIT_MB} (got {value.strip()!r})"
-                    )
         src = _src(profile, "allocator.torch")
         want["PYTORCH_ALLOC_CONF"] = (conf, src)
         want["PYTORCH_CUDA_ALLOC_CONF"] = (conf, src)
@@ -353,7 +345,7 @@ def _pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
 
 def _verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: ThreadEstimate,
              total: int, budget: dict[str, Any], limits: dict[str, Limit],
-             gpu: dict[str, Any]) -> Verdict:
+             gpu: dict[str, Any], inherited: dict[str, str]) -> Verdict:
     v = Verdict("ok")
 
     def say(level: str, reason: str) -> None:
@@ -376,7 +368,8 @@ def _verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Threa
         fits = mem_budget // per_mem
         if need > mem_budget:
             say("refuse", f"{procs} processes x {format_size(per_mem)} = {format_size(need)} "
-                          f"exceed the {format_size(mem_budget)} memory budget; at most {fits} fit.")
+                          f"exceed the {format_size(mem_budget)} memory budget; "
+                          f"at most {fits} fit.")
         elif need > 0.9 * mem_budget:
             say("warn", f"{procs} processes x {format_size(per_mem)} = {format_size(need)} use "
                         f"{need * 100 // mem_budget}% of the {format_size(mem_budget)} memory "
@@ -395,8 +388,8 @@ def _verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Threa
             say("warn", f"{total} threads x {format_size(per)} stacks exceed RLIMIT_AS "
                         f"{format_size(address_space.soft)}: thread creation would fail with "
                         f"ENOMEM.")
-    for name, value in sorted(facts.env.items()):
-        if name in MANAGED and name in DEPRECATED:
+    for name, value in sorted(inherited.items()):
+        if name in DEPRECATED:
             say("warn", f"{name}={value} is deprecated; launcher removes it "
                         f"(use {DEPRECATED[name]}).")
     return v

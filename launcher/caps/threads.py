@@ -1,8 +1,15 @@
 """How many threads (= tasks, = pids) one process of each framework starts.
 
-The model counts threads after import and a first operation (a matmul; a jit for JAX), and is
-checked against real imports by tests/test_thread_estimate.py. Constants were measured with
-numpy 2.x, torch 2.13 CPU, tensorflow-cpu 2.21 and jax 0.10 on Linux x86_64.
+Counted after import and a first operation (a 256x256 matmul; under `jax.jit` for JAX) with
+numpy 2.4, torch 2.13 CPU, tensorflow-cpu 2.21 and jax 0.10 on Linux x86_64, and checked against
+real imports by tests/test_thread_estimate.py. Findings that shape the model:
+
+- OpenBLAS and torch's intra-op pool never exceed the CPUs in the process's affinity, whatever
+  the variable says; TF's pools do (TF_NUM_INTRAOP_THREADS=4 on 2 CPUs starts 4).
+- TF: 3 fixed threads (main, one runtime thread, tf_graph_runner), the intra-op pool minus the
+  caller, and the inter-op pool (tf_Compute) in full.
+- JAX: XLA's CPU client starts 9 + 3 x CPUs threads (fitted at 1 and 2 CPUs of affinity) and no
+  variable changes that, XLA_FLAGS included (jax#1539); only CPU affinity shrinks it.
 """
 
 from __future__ import annotations
@@ -18,17 +25,15 @@ class ThreadEstimate:
 
 def estimate_threads(framework: str, omp: int, blas: int, intra: int, inter: int,
                      cpus: int) -> ThreadEstimate:
-    """Threads of one process. `cpus` is the affinity the process will have (JAX uses it)."""
-    parts = {"main": 1, "openblas": blas - 1}  # numpy's OpenBLAS pool: N-1 workers + caller
+    """Threads of one process; `cpus` is the CPU affinity the process will have."""
+    parts = {"main": 1, "openblas": min(blas, cpus) - 1}
     if framework == "torch":
-        parts["openmp"] = omp - 1  # torch's intra-op pool (libgomp) keeps the caller as worker 0
+        parts["torch_intra_op"] = min(omp, cpus) - 1
     elif framework == "tf":
-        parts["tf_runtime"] = 4  # fixed: 4 unnamed runtime threads
+        parts["tf_runtime"] = 2
         parts["tf_intra_op"] = intra - 1
-        parts["tf_inter_op"] = inter - 1
+        parts["tf_inter_op"] = inter
     elif framework == "jax":
-        # XLA's CPU client keeps a large pool that no variable caps (jax#1539); it scales with
-        # the CPUs the process may run on, and only affinity shrinks it.
-        parts["xla_runtime"] = 11 + 2 * cpus - (blas - 1) - (1 if intra == 1 else 0)
+        parts["xla_runtime"] = 9 + 3 * cpus
     parts = {k: v for k, v in parts.items() if v > 0 or k == "main"}
     return ThreadEstimate(sum(parts.values()), parts)

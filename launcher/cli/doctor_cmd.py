@@ -46,7 +46,8 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None) -> in
         ("CPUs", f"{facts.online_cpus} online, {facts.affinity_cpus} in affinity, cpuset "
                  f"{cg.cpuset_cpus or '-'}, quota {quota} -> {facts.effective_cpus} effective"),
         ("cgroup", f"{cg.version} ({', '.join(f'{k}: {v}' for k, v in cg.dirs.items()) or '-'})"),
-        ("pids", f"max {_lim(cg.pids_max)}, current {cg.pids_current if cg.pids_current is not None else '-'}"),
+        ("pids", f"max {_lim(cg.pids_max)}, current "
+                 f"{'-' if cg.pids_current is None else cg.pids_current}"),
         ("memory", f"limit {format_size(cg.memory_limit) if cg.memory_limit else 'none'}, usage "
                    f"{format_size(cg.memory_usage) if cg.memory_usage else '-'}, OOM kills "
                    f"{cg.oom_kills if cg.oom_kills is not None else '-'}"),

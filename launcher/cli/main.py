@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated
 
 os.environ.setdefault("TYPER_USE_RICH", "0")  # plain help; rich costs ~100 ms at start
 
@@ -29,16 +29,16 @@ profiles_app = typer.Typer(help="List, show and validate hardware profiles.", no
 app.add_typer(profiles_app, name="profiles")
 
 HostRoot = Annotated[
-    Optional[Path],
+    Path | None,
     typer.Option("--host-root", hidden=True, envvar="LAUNCHER_HOST_ROOT",
                  help="Read host facts from this tree instead of / (tests, captured hosts)."),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 ProfileOpt = Annotated[str, typer.Option("--profile", "-p",
                                          help="Profile name or path to a YAML file.")]
-Framework = Annotated[Optional[str], typer.Option(
+Framework = Annotated[str | None, typer.Option(
     "--framework", "-f", help="torch | tf | jax | none (default: the profile's).")]
-EnvOpt = Annotated[Optional[list[str]], typer.Option(
+EnvOpt = Annotated[list[str] | None, typer.Option(
     "--env", "-e", help="NAME=VALUE; wins over the profile. Repeatable.")]
 
 
@@ -75,7 +75,7 @@ def profiles_validate(files: list[Path]) -> None:
 @app.command()
 def doctor(
     json: Json = False,
-    profile: Annotated[Optional[str], typer.Option("--profile", "-p",
+    profile: Annotated[str | None, typer.Option("--profile", "-p",
                                                    help="Also judge this profile here.")] = None,
     host_root: HostRoot = None,
 ) -> None:
@@ -90,8 +90,9 @@ def doctor(
 def plan(
     profile: ProfileOpt = "auto",
     framework: Framework = None,
-    processes: Annotated[Optional[int], typer.Option(
-        "--processes", "-n", min=1, help="Processes sharing the budget (default: profile's).")] = None,
+    processes: Annotated[int | None, typer.Option(
+        "--processes", "-n", min=1,
+        help="Processes sharing the budget (default: profile's).")] = None,
     env: EnvOpt = None,
     json: Json = False,
     host_root: HostRoot = None,

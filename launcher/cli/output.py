@@ -18,7 +18,7 @@ def table(rows: list[tuple[str, ...]], indent: str = "  ") -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = []
     for r in rows:
-        cells = [c.ljust(w) for c, w in zip(r, widths)] + [r[-1]]
+        cells = [c.ljust(w) for c, w in zip(r, widths, strict=False)] + [r[-1]]
         lines.append(indent + "  ".join(cells).rstrip())
     return "\n".join(lines)
 

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.caps.variables import MANAGED
-from launcher.probe.cgroup import CgroupFacts, effective_cpus, read_cgroup
+from launcher.probe.cgroup import CgroupFacts, effective_cpus, parse_cpu_list, read_cgroup
 from launcher.probe.gpus import Gpu, read_gpus
 from launcher.probe.limits import (
     Rlimit,
@@ -50,16 +50,10 @@ class HostFacts:
 
 
 def _online_cpus(root: Path) -> int:
-    text = None
-    try:
-        text = (root / "sys/devices/system/cpu/online").read_text().strip()
-    except FileNotFoundError:
-        pass
-    if text:
-        from launcher.probe.cgroup import parse_cpu_list
-
-        return parse_cpu_list(text)
-    return os.cpu_count() or 1 if str(root) == "/" else 1
+    path = root / "sys/devices/system/cpu/online"
+    if path.is_file() and (text := path.read_text().strip()):
+        return parse_cpu_list(text, path)
+    return (os.cpu_count() or 1) if str(root) == "/" else 1
 
 
 def probe_host(root: Path | str = "/", environ: dict[str, str] | None = None) -> HostFacts:

@@ -24,8 +24,11 @@ def shipped_dir() -> Path:
 
 def display_path(path: Path) -> str:
     """Shipped profiles as `profiles/NAME.yaml`; others as given."""
+    resolved = path.resolve()
+    if resolved.parent == shipped_dir():
+        return f"profiles/{resolved.name}"
     try:
-        return str(path.resolve().relative_to(shipped_dir().parent))
+        return str(resolved.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
 
@@ -43,7 +46,7 @@ def search_dirs() -> list[Path]:
 
 @dataclass
 class Profile:
-    """A validated, merged profile. `data` is nested dicts; `origin` says where each leaf came from."""
+    """A validated, merged profile: `data` is nested dicts, `origin` where each leaf came from."""
 
     name: str
     path: Path
@@ -104,7 +107,8 @@ def _load(path: Path, stack: list[Path]) -> Profile:
     if resolved in stack:
         cycle = " -> ".join(p.stem for p in [*stack, resolved])
         doc = load_yaml(stack[-1])
-        raise ProfileError(f"{stack[-1]}:{doc.line(('extends',))}: extends: cycle {cycle}")
+        raise ProfileError(f"{display_path(stack[-1])}:{doc.line(('extends',))}: extends: "
+                           f"cycle {cycle}")
     doc = load_yaml(path)
     data, origin = validate(doc)
     name = data.setdefault("name", path.stem)
@@ -139,7 +143,26 @@ def validate(doc: Located) -> tuple[dict[str, Any], dict[str, str]]:
         raise ProfileError(f"{doc.path}:1: expected a mapping of profile keys")
     origin: dict[str, str] = {}
     out = _validate_map(doc, (), doc.data, SCHEMA, origin)
+    conf = out.get("allocator", {}).get("torch")
+    if conf is not None:
+        _check_torch_conf(conf, f"{display_path(doc.path)}:{doc.line(('allocator', 'torch'))}")
     return out, origin
+
+
+MIN_SAFE_SPLIT_MB = 21  # torch rejects or misbehaves below this (FIELD.md fact 9)
+
+
+def _check_torch_conf(conf: str, where: str) -> None:
+    for item in conf.split(","):
+        key, sep, value = item.partition(":")
+        if not sep or not key.strip():
+            raise ProfileError(f"{where}: allocator.torch: expected key:value[,key:value] "
+                               f"(got {conf!r})")
+        if key.strip() == "max_split_size_mb" and (
+            not value.strip().isdigit() or int(value) < MIN_SAFE_SPLIT_MB
+        ):
+            raise ProfileError(f"{where}: allocator.torch: max_split_size_mb must be a whole "
+                               f"number >= {MIN_SAFE_SPLIT_MB} (got {value.strip()!r})")
 
 
 def _validate_map(

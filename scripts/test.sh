@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Set up everything the tests need on a fresh machine, then run them:
+# a Docker daemon, a local base image, a venv with launcher, its dev tools and the frameworks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/docker-up.sh
+bash scripts/base-image.sh launcher-base:bookworm
+python3 -m venv .venv
+.venv/bin/pip install -q --upgrade pip
+.venv/bin/pip install -q -e '.[dev,frameworks]'
+.venv/bin/ruff check launcher tests benchmarks
+.venv/bin/python -m pytest -q "$@"

@@ -1,0 +1,119 @@
+"""The pure budget: precedence, sources, verdicts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from launcher.caps.plan import compute_caps
+from launcher.probe import probe_host
+from launcher.profiles import load_profile
+from tests.conftest import HOSTS
+
+
+@pytest.fixture
+def limited():
+    return probe_host(HOSTS / "v2-limited", environ={})
+
+
+def _profile(tmp_path, text, name="p"):
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(text)
+    return load_profile(path)
+
+
+def test_auto_threads_follow_the_quota(limited):
+    caps = compute_caps(load_profile("base"), limited)
+    assert caps.cpus == 1  # quota 1.5 rounded down
+    env = caps.environment()
+    assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
+    assert env["TF_NUM_INTRAOP_THREADS"] == "1" and env["TF_NUM_INTEROP_THREADS"] == "1"
+    assert "quota 1.5 rounded down" in caps.env["OMP_NUM_THREADS"].source
+    assert env["OMP_STACKSIZE"] == env["GOMP_STACKSIZE"] == "512k"
+    assert env["OMP_MAX_ACTIVE_LEVELS"] == "1"
+
+
+def test_processes_share_the_cpus(tmp_path):
+    facts = probe_host(HOSTS / "v2-unlimited", environ={})  # 8 CPUs
+    caps = compute_caps(load_profile("base"), facts, processes=4)
+    assert caps.threads["intra_op"] == 2 and "/ 4 processes" in caps.env["OMP_NUM_THREADS"].source
+
+
+def test_inherited_value_is_replaced_and_reported(limited):
+    inherited = {"OMP_NUM_THREADS": "32", "OMP_NESTED": "TRUE",
+                 "XLA_PYTHON_CLIENT_MEM_FRACTION": ".5", "CUDA_VISIBLE_DEVICES": "3"}
+    caps = compute_caps(load_profile("base"), limited, inherited=inherited)
+    omp = caps.env["OMP_NUM_THREADS"]
+    assert (omp.value, omp.replaced) == ("1", "32")
+    assert caps.env["OMP_NESTED"].value is None and "OMP_NESTED" in caps.removed()
+    assert caps.env["XLA_CLIENT_MEM_FRACTION"].value == ".5"  # renamed, not lost
+    assert caps.env["XLA_PYTHON_CLIENT_MEM_FRACTION"].value is None
+    cuda = caps.env["CUDA_VISIBLE_DEVICES"]
+    assert cuda.value == "3" and cuda.source.startswith("inherited")
+    assert any("OMP_NESTED=TRUE is deprecated" in r for r in caps.verdict.reasons)
+
+
+def test_explicit_overrides_win(tmp_path, limited):
+    p = _profile(tmp_path, "extends: base\nenv:\n  OMP_NUM_THREADS: 3\n  MY_FLAG: yes\n")
+    caps = compute_caps(p, limited, overrides={"MKL_NUM_THREADS": "5"},
+                        inherited={"OMP_NUM_THREADS": "32"})
+    assert caps.env["OMP_NUM_THREADS"].value == "3"
+    assert caps.env["OMP_NUM_THREADS"].source.startswith("profile env.OMP_NUM_THREADS")
+    assert caps.env["OMP_NUM_THREADS"].replaced == "32"
+    assert caps.env["MY_FLAG"].value == "true"
+    assert caps.env["MKL_NUM_THREADS"].value == "5"
+    assert caps.env["MKL_NUM_THREADS"].source == "--env (explicit override)"
+    # the estimate uses the values that will really be in force
+    assert caps.threads["omp"] == 1 and "openblas" not in caps.estimate["breakdown"]
+
+
+def test_pids_refusal_names_the_limit(tmp_path):
+    facts = probe_host(HOSTS / "v2-unlimited", environ={})
+    p = _profile(tmp_path, "extends: base\nframework: tf\nlimits: {pids: 40}\n"
+                           "threads: {intra_op: 4, inter_op: 4}\n")
+    caps = compute_caps(p, facts, processes=5)
+    assert caps.verdict.level == "refuse"
+    per = caps.estimate["per_process"]
+    assert f"5 processes x ~{per} threads would exceed the pids limit 40." in caps.verdict.reasons
+
+
+def test_cgroup_pids_headroom_binds(limited):
+    facts = dataclasses.replace(limited, cgroup=dataclasses.replace(limited.cgroup,
+                                                                     pids_current=70))
+    caps = compute_caps(load_profile("runpod"), facts, framework="jax")
+    assert caps.budget["available"] == 7
+    assert caps.budget["binding"] == "pids.max 77 (pids.current 70)"
+    assert caps.verdict.level == "refuse"
+
+
+def test_rig_memory_budget(limited):
+    rig = load_profile("rig-6600")
+    caps = compute_caps(rig, limited)
+    assert caps.limits["memory"].value == int(7.7 * (1 << 30)) - 3 * (1 << 30)
+    assert caps.verdict.level == "warn"
+    assert any("12 processes x 400MiB" in r for r in caps.verdict.reasons)
+    assert caps.environment()["HSA_OVERRIDE_GFX_VERSION"] == "10.3.0"
+    assert caps.environment()["PYTORCH_HIP_ALLOC_CONF"] == "max_split_size_mb:64"
+
+
+def test_rig_refuses_too_many_big_workers(tmp_path, limited):
+    p = _profile(tmp_path, "extends: rig-6600\nworkers: {memory: 700MiB}\n")
+    caps = compute_caps(p, limited)
+    assert caps.verdict.level == "refuse"
+    assert ("12 processes x 700MiB = 8.2GiB exceed the 4.7GiB memory budget; at most 6 fit."
+            in caps.verdict.reasons)
+
+
+def test_ulimits_and_container_limits(limited):
+    caps = compute_caps(load_profile("docker-5gpu"), limited)
+    assert caps.limits["pids"].value == 7680
+    assert caps.limits["shm"].value == 8 << 30
+    assert (caps.ulimits["stack"].soft, caps.ulimits["stack"].hard) == (8 << 20, -1)
+    assert (caps.ulimits["memlock"].soft, caps.ulimits["memlock"].hard) == (-1, -1)
+    env = caps.environment()
+    assert env["NVIDIA_VISIBLE_DEVICES"] == "0,1,2,3,4"
+    assert env["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"
+    assert (env["OMP_NUM_THREADS"], env["TF_NUM_INTRAOP_THREADS"],
+            env["TF_NUM_INTEROP_THREADS"]) == ("2", "4", "2")
+    assert env["LAUNCHER_TF_DATA_PRIVATE_THREADPOOL"] == "8"

@@ -1,0 +1,99 @@
+"""The CLI through typer's runner (in-process) and as a real process for start-up behaviour."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from typer.testing import CliRunner
+
+from launcher.cli.main import app
+from tests.conftest import HOSTS, ROOT
+
+runner = CliRunner()
+
+
+def test_help_lists_commands():
+    result = runner.invoke(app, ["--help"])
+    assert result.exit_code == 0
+    for cmd in ("doctor", "plan", "profiles"):
+        assert cmd in result.stdout
+
+
+def test_help_imports_no_heavy_module():
+    code = ("import sys; from launcher.cli.main import app\n"
+            "heavy = [m for m in ('docker', 'jinja2', 'yaml', 'pydantic', 'rich') "
+            "if m in sys.modules]\nprint(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(ROOT)}, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_profiles_list_and_show():
+    result = runner.invoke(app, ["profiles", "list", "--json"])
+    assert result.exit_code == 0
+    names = [r["name"] for r in json.loads(result.stdout)]
+    assert names == ["auto", "base", "docker-5gpu", "gtx1650", "rig-6600", "runpod"]
+    result = runner.invoke(app, ["profiles", "show", "rig-6600"])
+    assert result.exit_code == 0
+    assert "gfx_version:" in result.stdout and "profiles/rig-6600.yaml:15" in result.stdout
+    data = json.loads(runner.invoke(app, ["profiles", "show", "gtx1650", "--json"]).stdout)
+    assert data["chain"] == ["base", "gtx1650"]
+    assert data["profile"]["allocator"]["torch"] == "max_split_size_mb:32"
+
+
+def test_validate_reports_each_file(tmp_path):
+    good = ROOT / "profiles" / "gtx1650.yaml"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nlimits:\n  pids: -1x\n")
+    result = runner.invoke(app, ["profiles", "validate", str(good), str(bad)])
+    assert result.exit_code == 1
+    assert f"ok: {good}" in result.stdout
+    assert "bad.yaml:3: limits.pids:" in result.stderr
+
+
+def test_doctor_json_on_fixture_host():
+    result = runner.invoke(app, ["doctor", "--json", "--host-root", str(HOSTS / "v2-limited")],
+                           env={"OMP_NUM_THREADS": "32"})
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["host"]["cgroup"]["pids_max"] == 77
+    assert data["host"]["cgroup"]["cpu_quota"] == 1.5
+    assert data["first_limit"]["binding"] == "pids.max 77 (pids.current 3)"
+    assert any(w.startswith("OMP_NUM_THREADS=32 inherited from the shell") for w in
+               data["warnings"])
+
+
+def test_doctor_text_and_profile_verdict():
+    result = runner.invoke(app, ["doctor", "--profile", "rig-6600",
+                                 "--host-root", str(HOSTS / "v1-docker")])
+    assert result.exit_code == 0, result.output
+    assert "max 77, current 1" in result.stdout
+    assert "verdict: WARN" in result.stdout
+
+
+def test_plan_text_and_bad_framework():
+    result = runner.invoke(app, ["plan", "-p", "docker-5gpu", "--host-root",
+                                 str(HOSTS / "v2-limited"), "--processes", "5"])
+    assert result.exit_code == 0, result.output
+    assert "TF_NUM_INTEROP_THREADS" in result.stdout and "verdict:" in result.stdout
+    result = runner.invoke(app, ["plan", "-f", "mxnet"])
+    assert result.exit_code == 1
+    assert "error: --framework must be one of torch, tf, jax, none (got 'mxnet')" in result.stderr
+
+
+def test_malformed_host_is_one_line_error():
+    proc = subprocess.run(
+        [sys.executable, "-m", "launcher", "doctor", "--host-root", str(HOSTS / "v2-malformed")],
+        capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert proc.returncode == 1
+    assert proc.stderr.strip().endswith("malformed cpu.max line 'lots of cpu'")
+    assert "Traceback" not in proc.stderr
+
+
+def test_env_override_syntax():
+    result = runner.invoke(app, ["plan", "--env", "NOEQUALS"])
+    assert result.exit_code == 1
+    assert "--env: expected NAME=VALUE (got 'NOEQUALS')" in result.stderr

@@ -1,0 +1,105 @@
+"""Shipped profiles load; every broken profile gives one line naming file, line and key."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from launcher.errors import ProfileError
+from launcher.profiles import available, load_profile
+from launcher.profiles.schema import walk_schema
+from tests.conftest import FIXTURES, ROOT
+
+BROKEN = FIXTURES / "broken"
+
+# file -> (line, the part of the message that names the key and what is wrong)
+CORPUS = {
+    "bad-yaml.yaml": (4, "invalid YAML"),
+    "wrong-type.yaml": (3, "limits.pids: must be a whole number or `auto` or `unlimited` "
+                           "(got 'many')"),
+    "zero-limit.yaml": (4, "limits.pids: must be at least 1 (got 0)"),
+    "negative.yaml": (3, "threads.intra_op: must be at least 1 (got -4)"),
+    "unknown-unit.yaml": (3, "limits.stack: unknown unit 'XB'"),
+    "unknown-key.yaml": (4, "limits.pidz: unknown key; did you mean 'limits.pids'?"),
+    "unknown-section.yaml": (2, "thread: unknown key; did you mean 'threads'?"),
+    "cycle-a.yaml": (2, "extends: cycle cycle-a -> cycle-b -> cycle-a"),
+    "missing-parent.yaml": (3, "extends: profile 'no-such-profile' not found"),
+    "wrong-name.yaml": (1, "name: must equal the file name 'wrong-name' (got 'other-name')"),
+    "small-split.yaml": (3, "allocator.torch: max_split_size_mb must be a whole number >= 21"),
+    "not-mapping.yaml": (1, "expected a mapping of profile keys"),
+    "empty.yaml": (1, "the profile is empty"),
+    "duplicate.yaml": (4, "limits.pids: duplicate key"),
+    "bad-env.yaml": (4, "env.1BAD: not a valid variable name"),
+    "bad-choice.yaml": (3, "gpu.vendor: must be one of nvidia, amd, none, auto (got 'intel')"),
+    "float-size.yaml": (3, "limits.memory: a size in bytes must be whole"),
+    "bad-fraction.yaml": (3, "allocator.xla_mem_fraction: must be at most 1 (got 1.5)"),
+}
+
+
+def test_corpus_is_complete():
+    assert set(CORPUS) | {"cycle-b.yaml"} == {p.name for p in BROKEN.glob("*.yaml")}
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS))
+def test_broken_profile_one_line_error(name, tmp_path):
+    line, message = CORPUS[name]
+    before = set(tmp_path.iterdir())
+    proc = subprocess.run(
+        [sys.executable, "-m", "launcher", "plan", "--profile", str(BROKEN / name)],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    err = proc.stderr.strip()
+    assert "\n" not in err and "Traceback" not in err
+    where = "cycle-b.yaml" if name == "cycle-a.yaml" else name  # the file that closes the cycle
+    assert err.startswith(f"error: {BROKEN / where}:{line}: ") or err.startswith(
+        f"error: {os.path.relpath(BROKEN / where, tmp_path)}:{line}: "), err
+    assert message in err
+    assert set(tmp_path.iterdir()) == before  # nothing written
+
+
+def test_missing_file_and_unknown_name():
+    with pytest.raises(ProfileError, match="no such profile file"):
+        load_profile(BROKEN / "nope.yaml")
+    with pytest.raises(ProfileError, match="profile 'gtx1605' not found; did you mean 'gtx1650'"):
+        load_profile("gtx1605")
+
+
+def test_shipped_profiles():
+    names = set(available())
+    assert {"base", "auto", "gtx1650", "docker-5gpu", "rig-6600", "runpod"} <= names
+    for name in names:
+        p = load_profile(name)
+        assert p.name == name
+    rig = load_profile("rig-6600")
+    assert rig.chain == ["base", "rig-6600"]
+    assert rig.get("gpu.count") == 12 and rig.get("gpu.gfx_version") == "10.3.0"
+    assert rig.get("hardware.memory") == int(7.7 * (1 << 30))
+    assert rig.get("threads.omp_stack") == 512 * 1024  # inherited from base
+    assert rig.where("threads.omp_stack") == "profiles/base.yaml:22"
+    five = load_profile("docker-5gpu")
+    assert (five.get("limits.pids"), five.get("threads.inter_op"),
+            five.get("threads.intra_op"), five.get("threads.omp")) == (7680, 2, 4, 2)
+
+
+def test_user_profile_path_and_folder(tmp_path, monkeypatch):
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: gtx1650\nthreads:\n  intra_op: 3\nenv:\n  FOO: 'a b'\n")
+    p = load_profile(str(mine))
+    assert p.name == "mine" and p.get("threads.intra_op") == 3
+    assert p.get("allocator.torch") == "max_split_size_mb:32"
+    assert p.get("env") == {"FOO": "a b"}
+    monkeypatch.setenv("LAUNCHER_PROFILE_PATH", str(tmp_path))
+    assert "mine" in available()
+    assert load_profile("mine").path == mine
+
+
+def test_schema_keys_documented_in_readme():
+    readme = (ROOT / "README.md").read_text()
+    for dotted, _ in walk_schema():
+        assert f"`{dotted}`" in readme, f"README does not document {dotted}"
