@@ -8,5 +8,5 @@ bash scripts/base-image.sh launcher-base:bookworm
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e '.[dev,frameworks]'
-.venv/bin/ruff check launcher tests benchmarks
+.venv/bin/ruff check .
 .venv/bin/python -m pytest -q "$@"
