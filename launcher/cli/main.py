@@ -104,6 +104,85 @@ def plan(
     _run(lambda: plan_cmd.plan(profile, framework, processes, env, json, host_root))
 
 
+Gpus = Annotated[str | None, typer.Option(
+    "--gpus", help="all | none | N | ID,ID... (default: the profile's gpu.count).")]
+BaseImage = Annotated[str | None, typer.Option(
+    "--base-image", help="Base image instead of the profile's or the vendor default.")]
+CaCert = Annotated[Path | None, typer.Option(
+    "--ca-cert", help="Extra CA certificate (PEM) trusted by apt, pip and Python in the build.")]
+Tag = Annotated[str | None, typer.Option(
+    "--tag", "-t", help="Image tag (default launcher/PROFILE:FRAMEWORK).")]
+
+
+@app.command()
+def render(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the files into.")],
+    profile: ProfileOpt = "auto",
+    framework: Framework = None,
+    base_image: BaseImage = None,
+    ca_cert: CaCert = None,
+    tag: Tag = None,
+    gpus: Gpus = None,
+    env: EnvOpt = None,
+    command: Annotated[str | None, typer.Option(
+        "--command", help="Start command for compose and RunPod (shell-style words).")] = None,
+    json: Json = False,
+    host_root: HostRoot = None,
+) -> None:
+    """Write the Dockerfile, entrypoint, compose.yaml (one service per GPU), the RunPod template
+    and the caps into a folder you can read, commit and `docker build`."""
+    from launcher.cli import render_cmd
+
+    _run(lambda: render_cmd.render(profile, framework, out, base_image, ca_cert, tag, gpus, env,
+                                   host_root, json, command))
+
+
+@app.command()
+def build(
+    profile: ProfileOpt = "auto",
+    framework: Framework = None,
+    base_image: BaseImage = None,
+    tag: Tag = None,
+    ca_cert: CaCert = None,
+    host_root: HostRoot = None,
+) -> None:
+    """Build an image that carries the profile's caps in its entrypoint (it applies them even
+    under a bare `docker run` or on RunPod), with live progress."""
+    from launcher.cli import build_cmd
+
+    _run(lambda: build_cmd.build(profile, framework, base_image, tag, ca_cert, host_root))
+
+
+@app.command(context_settings={"ignore_unknown_options": True,
+                               "allow_interspersed_args": False})
+def run(
+    command: Annotated[list[str] | None, typer.Argument(
+        help="WORKLOAD [ARGS] or -- CMD [ARGS]", show_default=False)] = None,
+    profile: ProfileOpt = "auto",
+    framework: Framework = None,
+    processes: Annotated[int | None, typer.Option("--processes", "-n", min=1)] = None,
+    runtime: Annotated[str, typer.Option("--runtime", help="docker")] = "docker",
+    image: Annotated[str | None, typer.Option(
+        "--image", help="Image to run (default: launcher/PROFILE:FRAMEWORK).")] = None,
+    gpus: Gpus = None,
+    env: EnvOpt = None,
+    name: Annotated[str | None, typer.Option("--name", help="Container name.")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Print the container configuration instead of starting it.")] = False,
+    json: Json = False,
+    host_root: HostRoot = None,
+) -> None:
+    """Run a command in a capped container: pids limit, ulimits, memory, shm, CPUs and GPUs
+    from the profile; every thread variable set before the interpreter starts. Output is
+    streamed; Ctrl-C stops and removes the container; the exit status is the workload's.
+
+    Example: launcher run --profile gtx1650 --gpus none --image IMG -- python3 train.py"""
+    from launcher.cli import run_cmd
+
+    _run(lambda: run_cmd.run(command or [], profile, framework, processes, runtime, image, gpus,
+                             env, dry_run, json, host_root, name))
+
+
 def main() -> None:
     app()
 

