@@ -181,6 +181,21 @@ def compute_caps(
     )
 
 
+def clamp_ulimits(caps: Caps, facts: HostFacts) -> Caps:
+    """Lower ulimits to this host's hard limits (a daemon without CAP_SYS_RESOURCE cannot
+    raise them, and the container would not start). Only for runs on this host."""
+    for name, u in caps.ulimits.items():
+        host = facts.rlimits.get(name)
+        if host is None or host.hard is None:
+            continue
+        soft = host.hard if u.soft < 0 else min(u.soft, host.hard)
+        hard = host.hard if u.hard < 0 else min(u.hard, host.hard)
+        if (soft, hard) != (u.soft, u.hard):
+            caps.ulimits[name] = Ulimit(soft, hard, f"{u.source}, lowered to this host's hard "
+                                                    f"limit {host.hard}")
+    return caps
+
+
 def env_int(env: dict[str, Setting], key: str, default: int) -> int:
     s = env.get(key)
     try:

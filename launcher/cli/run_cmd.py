@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from launcher.caps.plan import clamp_ulimits
 from launcher.cli.common import default_tag, prepare
 from launcher.cli.output import print_json
 from launcher.errors import LauncherError
@@ -23,6 +24,7 @@ def run(command: list[str], profile: str, framework: str | None, processes: int 
     if runtime != "docker":
         raise LauncherError(f"--runtime {runtime}: only the docker runtime is available so far")
     p = prepare(profile, framework, processes, env, gpus, host_root)
+    clamp_ulimits(p.caps, p.facts)
     image = image or default_tag(p.profile.name, p.framework)
     explicit = sorted(set(p.overrides) | set(p.profile.get("env", {})))
     spec = container_spec(p.caps, p.choice, p.facts, image, command, p.recipe, explicit,

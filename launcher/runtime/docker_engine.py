@@ -97,7 +97,11 @@ class DockerEngine(Engine):
         try:
             stream = container.attach(stdout=True, stderr=True, stream=True, logs=True,
                                       demux=True)
-            container.start()
+            try:
+                container.start()
+            except docker.errors.APIError as exc:
+                raise EngineError(f"the daemon could not start the container: "
+                                  f"{_short(exc)}") from None
             for out, err in stream:
                 if out:
                     on_output("stdout", out)

@@ -1,0 +1,183 @@
+"""`launcher run` against the real daemon: the field failure and its cure, the pids and memory
+diagnoses, Ctrl-C cleanup, a compose stack, and values that round-trip without executing."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import ROOT, docker_client
+from tests.docker_helpers import BASE, compose_bin, launcher, profile
+
+pytestmark = pytest.mark.docker
+
+THREADS = ("import numpy, os; a = numpy.ones((256, 256)); a @ a; "
+           "print(len(os.listdir('/proc/self/task')))")
+BOMB = ("import threading, time\nn = 0\nwhile True:\n"
+        "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n    n += 1\n")
+HOG = "chunks = []\nwhile True:\n    chunks.append(b'x' * (8 << 20))\n"
+
+
+@pytest.fixture(scope="module")
+def client():
+    return docker_client()
+
+
+def test_one_pid_import_numpy_fails_plain(client):
+    c = client.containers.run(BASE, ["python3", "-c", "import numpy"], pids_limit=1,
+                              detach=True)
+    try:
+        assert c.wait()["StatusCode"] != 0
+        assert "pthread_create failed" in c.logs(stdout=False, stderr=True).decode()
+    finally:
+        c.remove(force=True)
+
+
+def test_same_import_under_launcher_run_fits(tmp_path):
+    prof = profile(tmp_path, "fits", "extends: base\nlimits: {pids: 2}\n"
+                                     "threads: {intra_op: 1}\n")
+    plan = json.loads(launcher("plan", "-p", prof, "--json").stdout)
+    assert plan["verdict"]["level"] != "refuse"  # 2 of 2 pids: a warning, not a refusal
+    proc = launcher("run", "-p", prof, "--image", BASE, "--", "python3", "-c", THREADS)
+    assert proc.returncode == 0, proc.stderr
+    assert "pthread_create failed" not in proc.stderr
+    assert int(proc.stdout.strip()) == plan["estimate"]["per_process"] == 1
+
+
+def test_thread_bomb_hits_pids_limit_and_is_explained(tmp_path):
+    prof = profile(tmp_path, "bomb", "extends: base\nlimits: {pids: 50}\n")
+    proc = launcher("run", "-p", prof, "--image", BASE, "--", "python3", "-c", BOMB)
+    assert proc.returncode != 0
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("launcher: the pids limit was reached: pids.current hit 50/50"), last
+
+
+def test_memory_hog_is_explained_from_the_oom_counter(tmp_path):
+    prof = profile(tmp_path, "hog", "extends: base\nlimits: {memory: 64MiB}\n")
+    proc = launcher("run", "-p", prof, "--image", BASE, "--", "python3", "-c", HOG)
+    assert proc.returncode == 137
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("launcher: the memory limit of 64MiB killed the workload: the "
+                           "cgroup's OOM-kill counter rose by"), last
+
+
+def test_sigint_stops_and_removes_the_container(client):
+    name = f"launcher-test-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "launcher", "run", "--name", name, "--image", BASE, "--",
+         "sleep", "60"], env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 60
+        while not client.containers.list(filters={"name": name}):
+            assert time.time() < deadline, "the container never started"
+            assert proc.poll() is None, proc.communicate()
+            time.sleep(0.2)
+        time.sleep(0.5)  # let the supervisor install its handlers
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130
+    assert client.containers.list(all=True, filters={"name": name}) == []
+
+
+def test_compose_stack_up_inspect_down(client, tmp_path):
+    prof = profile(tmp_path, "stack", "extends: base\nlimits:\n  pids: 123\n  memory: 200MiB\n"
+                                      "  nofile: 4096\n  stack: 16MiB\n")
+    tag = "launcher-test/stack:none"
+    built = launcher("build", "-p", prof, "-f", "none", "--base-image", BASE, "--tag", tag)
+    assert built.returncode == 0, built.stderr
+    out = tmp_path / "render"
+    rendered = launcher("render", "-p", prof, "-f", "none", "--tag", tag, "--out", str(out),
+                        "--command", "sleep 120")
+    assert rendered.returncode == 0, rendered.stderr
+    project = f"lt{uuid.uuid4().hex[:8]}"
+    compose = [compose_bin(), "-p", project, "-f", str(out / "compose.yaml")]
+    try:
+        subprocess.run([*compose, "up", "-d"], check=True, capture_output=True, timeout=120)
+        (c,) = client.containers.list(filters={"label": f"com.docker.compose.project={project}"})
+        host = c.attrs["HostConfig"]
+        assert host["PidsLimit"] == 123
+        assert host["Memory"] == 200 << 20
+        ulimits = {u["Name"]: (u["Soft"], u["Hard"]) for u in host["Ulimits"]}
+        assert ulimits["nofile"] == (4096, 4096)
+        assert ulimits["stack"] == (16 << 20, -1)
+        assert c.exec_run(["sh", "-c", "ulimit -s"]).output.decode().strip() == "16384"
+    finally:
+        subprocess.run([*compose, "down", "-t", "1"], capture_output=True, timeout=120)
+    assert client.containers.list(
+        all=True, filters={"label": f"com.docker.compose.project={project}"}) == []
+
+
+NASTY = "a$HOME b`touch /tmp/pwned1` $(touch /tmp/pwned2) 'q\" \\n\n; touch /tmp/pwned3 #"
+ENV_VALUES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+                     max_size=30)
+SHOW = ("import os, sys; print(os.environ['X'].encode().hex()); "
+        "print(any(os.path.exists(f'/tmp/pwned{i}') for i in (1, 2, 3)))")
+
+
+def _decode(stdout: str) -> tuple[str, str]:
+    hexed, pwned = stdout.rstrip("\n").split("\n")[-2:]
+    return bytes.fromhex(hexed).decode(), pwned
+
+
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=ENV_VALUES)
+def test_env_value_round_trips_through_the_entrypoint(tmp_path_factory, value):
+    import yaml
+
+    tmp = tmp_path_factory.mktemp("env")
+    prof = profile(tmp, "p", yaml.safe_dump({"extends": "base", "env": {"X": value}}))
+    proc = launcher("run", "-p", prof, "--image", BASE, "--", "python3", "-c", SHOW)
+    assert proc.returncode == 0, proc.stderr
+    assert _decode(proc.stdout) == (value, "False")
+
+
+def test_nasty_value_through_entrypoint_image_and_compose(client, tmp_path):
+    import yaml
+
+    # nofile within this host's hard limit: compose passes ulimits as rendered, unclamped
+    prof = profile(tmp_path, "nasty", yaml.safe_dump({"extends": "base", "env": {"X": NASTY},
+                                                      "limits": {"nofile": 4096}}))
+    proc = launcher("run", "-p", prof, "--image", BASE, "--", "python3", "-c", SHOW)
+    assert _decode(proc.stdout) == (NASTY, "False")
+    tag = "launcher-test/nasty:none"
+    assert launcher("build", "-p", prof, "-f", "none", "--base-image", BASE,
+                    "--tag", tag).returncode == 0
+    out = client.containers.run(tag, ["python3", "-c", SHOW], remove=True).decode()
+    assert _decode(out) == (NASTY, "False")
+    rendered = launcher("render", "-p", prof, "-f", "none", "--tag", tag, "--out",
+                        str(tmp_path / "r"), "--env", f"X={NASTY}")
+    assert rendered.returncode == 0, rendered.stderr
+    run = subprocess.run([compose_bin(), "-p", f"lt{uuid.uuid4().hex[:8]}", "-f",
+                          str(tmp_path / "r" / "compose.yaml"), "run", "--rm", "-T", "main",
+                          "python3",
+                          "-c", SHOW], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert _decode(run.stdout) == (NASTY, "False")
+
+
+@settings(max_examples=40, deadline=None)
+@given(value=ENV_VALUES)
+def test_env_value_round_trips_through_compose_config(value, tmp_path_factory):
+    """compose-go reads back exactly the value once its `$$` escapes are undone."""
+    out = tmp_path_factory.mktemp("c")
+    rendered = launcher("render", "-p", "base", "--tag", "t:1", "--out", str(out),
+                        "--env", f"X={value}")
+    assert rendered.returncode == 0, rendered.stderr
+    cfg = subprocess.run([compose_bin(), "-f", str(out / "compose.yaml"), "config", "--format",
+                          "json", "--no-interpolate"], capture_output=True, text=True)
+    assert cfg.returncode == 0, cfg.stderr
+    got = json.loads(cfg.stdout)["services"]["main"]["environment"]["X"]
+    assert got.replace("$$", "$") == value
