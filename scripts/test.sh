@@ -7,6 +7,6 @@ bash scripts/docker-up.sh
 bash scripts/base-image.sh launcher-base:bookworm
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q -e '.[dev,frameworks]'
+.venv/bin/pip install -q -e '.[dev,frameworks]' --config-settings editable_mode=compat
 .venv/bin/ruff check .
 .venv/bin/python -m pytest -q "$@"

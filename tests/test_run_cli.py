@@ -79,10 +79,11 @@ def test_run_passes_status_and_env(fake):
     spec = fake.calls[0][1]
     assert spec["command"] == ["python3", "-c", "pass"]
     assert spec["environment"]["FOO"] == "a b"
-    assert spec["environment"]["LAUNCHER_OVERRIDES"] == "FOO"
+    assert spec["environment"]["LAUNCHER_RESOLVED"] == "1"
+    assert spec["environment"]["LAUNCHER_REMOVE"] == "OMP_NESTED,XLA_PYTHON_CLIENT_MEM_FRACTION"
     assert spec["environment"]["OMP_NUM_THREADS"] == "2"
     assert "device_requests" not in spec and "NVIDIA_VISIBLE_DEVICES" not in spec["environment"]
-    assert spec["entrypoint"] == ["python3", "-I", "/opt/launcher/entrypoint.py"]
+    assert spec["entrypoint"] == ["python3", "-I", "-S", "/opt/launcher/entrypoint.py"]
 
 
 def test_refused_plan_does_not_start(fake, tmp_path):

@@ -26,8 +26,7 @@ def run(command: list[str], profile: str, framework: str | None, processes: int 
     p = prepare(profile, framework, processes, env, gpus, host_root)
     clamp_ulimits(p.caps, p.facts)
     image = image or default_tag(p.profile.name, p.framework)
-    explicit = sorted(set(p.overrides) | set(p.profile.get("env", {})))
-    spec = container_spec(p.caps, p.choice, p.facts, image, command, p.recipe, explicit,
+    spec = container_spec(p.caps, p.choice, p.facts, image, command,
                           mount_supervisor=str(PACKAGE), name=name)
     if dry_run:
         if as_json:
@@ -38,6 +37,9 @@ def run(command: list[str], profile: str, framework: str | None, processes: int 
     if p.caps.verdict.level == "refuse":
         raise LauncherError("refused: " + " ".join(p.caps.verdict.reasons) +
                             " (see `launcher plan`)")
+    from launcher.supervise.report import report
+
+    report(p.caps, False, lambda msg: print(f"launcher: {msg}", file=sys.stderr, flush=True))
     engine = get_engine()
     out, err = sys.stdout.buffer, sys.stderr.buffer
 

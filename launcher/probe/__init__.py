@@ -1,5 +1,21 @@
-"""Reading the host: cgroups, rlimits, kernel limits, GPUs. Every reader takes a root path."""
+"""Reading the host: cgroups, rlimits, kernel limits, GPUs. Every reader takes a root path.
 
-from launcher.probe.host import HostFacts, probe_host
+Attributes load lazily, so the supervisor can read cgroup counters without importing the rest.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from launcher.probe.host import HostFacts, probe_host
 
 __all__ = ["HostFacts", "probe_host"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from launcher.probe import host
+
+        return getattr(host, name)
+    raise AttributeError(name)

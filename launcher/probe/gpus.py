@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +21,11 @@ def read_gpus(root: Path, use_tools: bool = False) -> list[Gpu]:
 
 
 def read_nvidia(root: Path, use_tools: bool = False) -> list[Gpu]:
+    import shutil  # only the live host path needs these (kept out of the supervisor's start)
+
     if use_tools and shutil.which("nvidia-smi"):
+        import subprocess
+
         try:
             out = subprocess.run(
                 ["nvidia-smi", "--query-gpu=index,name,memory.total",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from dataclasses import dataclass, field
@@ -92,6 +91,8 @@ def locate(ref: str, near: Path | None = None) -> Path:
             if p.is_file():
                 return p
     names = list(available())
+    import difflib
+
     hint = difflib.get_close_matches(ref, names, n=1)
     extra = f"; did you mean {hint[0]!r}?" if hint else f"; known: {', '.join(names)}"
     raise ProfileError(f"profile {ref!r} not found{extra}")
@@ -174,6 +175,8 @@ def _validate_map(
         dotted = ".".join(path)
         where = f"{display_path(doc.path)}:{doc.line(path)}"
         if key not in spec:
+            import difflib
+
             hint = difflib.get_close_matches(str(key), list(spec), n=1)
             tip = f"; did you mean {'.'.join((*prefix, hint[0]))!r}?" if hint else ""
             known = "" if hint else f"; known keys: {', '.join(spec)}"

