@@ -25,7 +25,7 @@ class FakeEngine(Engine):
         on_event(BuildEvent("done", "sha256:" + "0" * 64))
         return "sha256:" + "0" * 64
 
-    def run(self, spec: dict[str, Any], on_output) -> int:  # type: ignore[no-untyped-def]
+    def run(self, spec: dict[str, Any], on_output, on_start=None) -> int:  # type: ignore[no-untyped-def]
         self.calls.append(("run", spec))
         on_output("stdout", b"hello\n")
         return self.status

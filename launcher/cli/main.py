@@ -161,7 +161,9 @@ def run(
     profile: ProfileOpt = "auto",
     framework: Framework = None,
     processes: Annotated[int | None, typer.Option("--processes", "-n", min=1)] = None,
-    runtime: Annotated[str, typer.Option("--runtime", help="docker")] = "docker",
+    runtime: Annotated[str, typer.Option(
+        "--runtime", help="auto (docker when a daemon answers, else native) | docker | "
+                          "native")] = "auto",
     image: Annotated[str | None, typer.Option(
         "--image", help="Image to run (default: launcher/PROFILE:FRAMEWORK).")] = None,
     gpus: Gpus = None,
@@ -169,18 +171,38 @@ def run(
     name: Annotated[str | None, typer.Option("--name", help="Container name.")] = None,
     dry_run: Annotated[bool, typer.Option(
         "--dry-run", help="Print the container configuration instead of starting it.")] = False,
+    interval: Annotated[float, typer.Option(
+        "--interval", help="Telemetry sampling period in seconds.")] = 1.0,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
-    """Run a command in a capped container: pids limit, ulimits, memory, shm, CPUs and GPUs
-    from the profile; every thread variable set before the interpreter starts. Output is
-    streamed; Ctrl-C stops and removes the container; the exit status is the workload's.
+    """Run a workload or a command under the profile's caps, in a container or natively:
+    pids limit, ulimits, memory, shm, CPUs and GPUs from the profile; every thread variable
+    set before the interpreter starts. Output is streamed; Ctrl-C stops and cleans up; the
+    exit status is the workload's. Telemetry, a summary and a plot go to runs/RUN-ID/.
 
-    Example: launcher run --profile gtx1650 --gpus none --image IMG -- python3 train.py"""
+    Examples: launcher run stress-jax --phase 1 --quick;
+    launcher run --profile gtx1650 --gpus none --image IMG -- python3 train.py"""
     from launcher.cli import run_cmd
 
     _run(lambda: run_cmd.run(command or [], profile, framework, processes, runtime, image, gpus,
-                             env, dry_run, json, host_root, name))
+                             env, dry_run, json, host_root, name, interval))
+
+
+@app.command()
+def workloads(json: Json = False) -> None:
+    """List the workloads `launcher run` knows: built-in and user YAML ones."""
+    from launcher.cli import workloads_cmd
+
+    _run(lambda: workloads_cmd.list_workloads(json))
+
+
+@app.command()
+def report(run_dir: Path, json: Json = False) -> None:
+    """Print a run's summary: peaks against limits, headroom, exit status and diagnosis."""
+    from launcher.cli import report_cmd
+
+    _run(lambda: report_cmd.report(run_dir, json))
 
 
 def main() -> None:

@@ -43,10 +43,10 @@ def _join(root: Path, path: str) -> Path:
     return root / path.lstrip("/")
 
 
-def find_chains(root: Path) -> dict[str, Chain]:
-    """Controller -> directories to read, using /proc/self/cgroup and mountinfo."""
-    mounts = parse_mountinfo(root / "proc/self/mountinfo")
-    members = parse_proc_cgroup(root / "proc/self/cgroup")
+def find_chains(root: Path, pid: str = "self") -> dict[str, Chain]:
+    """Controller -> directories to read, using /proc/PID/cgroup and mountinfo."""
+    mounts = parse_mountinfo(root / f"proc/{pid}/mountinfo")
+    members = parse_proc_cgroup(root / f"proc/{pid}/cgroup")
     chains: dict[str, Chain] = {}
     unified = next((m for m in members if m.hierarchy == "0" and not m.controllers), None)
     v2_mount = next((m for m in mounts if m.fstype == "cgroup2"), None)

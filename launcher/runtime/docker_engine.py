@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import EngineError
-from launcher.runtime.engine import BuildEvent, Engine, OutputSink
+from launcher.runtime.engine import BuildEvent, Engine, OutputSink, StartHook
 
 _STEP = re.compile(r"^Step \d+/\d+ :")
 
@@ -64,7 +64,8 @@ class DockerEngine(Engine):
         on_event(BuildEvent("done", image_id))
         return image_id
 
-    def run(self, spec: dict[str, Any], on_output: OutputSink) -> int:
+    def run(self, spec: dict[str, Any], on_output: OutputSink,
+            on_start: StartHook | None = None) -> int:
         """Through the light API client (no SDK import): create with AutoRemove, attach and
         wait before start (as the docker CLI does), stream, and remove in any case."""
         import json
@@ -95,6 +96,9 @@ class DockerEngine(Engine):
                 api.request("POST", f"/containers/{cid}/start")
             except ApiError as exc:
                 raise EngineError(f"the daemon could not start the container: {exc}") from None
+            if on_start is not None:
+                with contextlib.suppress(Exception):  # telemetry must not stop the run
+                    on_start(int(api.request("GET", f"/containers/{cid}/json")["State"]["Pid"]))
             for stream, data in frames:
                 on_output("stderr" if stream == 2 else "stdout", data)
             result = json.loads(waiter.read() or b"{}")

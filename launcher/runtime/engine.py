@@ -17,6 +17,7 @@ class BuildEvent:
 
 
 OutputSink = Callable[[str, bytes], None]  # ("stdout" | "stderr", data)
+StartHook = Callable[[int], None]  # the host PID of the supervisor, once it runs
 
 
 class Engine(ABC):
@@ -31,10 +32,13 @@ class Engine(ABC):
               on_event: Callable[[BuildEvent], None]) -> str:
         """Build `context` as `tag`; stream events; return the image id."""
 
+    notes: dict[str, Any] = {}  # what the engine enforced, for the run's summary
+
     @abstractmethod
-    def run(self, spec: dict[str, Any], on_output: OutputSink) -> int:
-        """Create, start and stream a container; on Ctrl-C or SIGTERM stop and remove it.
-        Return the container's exit status; never leave the container behind."""
+    def run(self, spec: dict[str, Any], on_output: OutputSink,
+            on_start: StartHook | None = None) -> int:
+        """Start the workload under the spec's limits and stream its output; on Ctrl-C or
+        SIGTERM stop it and clean up. Return the workload's exit status; leave nothing behind."""
 
 
 _factory: Callable[[], Engine] | None = None
@@ -46,9 +50,22 @@ def set_engine_factory(factory: Callable[[], Engine] | None) -> None:
     _factory = factory
 
 
-def get_engine() -> Engine:
+def get_engine(runtime: str = "docker") -> Engine:
+    """`docker`, `native`, or `auto` (docker when a daemon answers, else native)."""
     if _factory is not None:
         return _factory()
+    if runtime == "auto":
+        from launcher.runtime.docker_api import DockerAPI
+
+        try:
+            DockerAPI().ping()
+            runtime = "docker"
+        except Exception:  # noqa: BLE001 - any failure means: no daemon here
+            runtime = "native"
+    if runtime == "native":
+        from launcher.runtime.native import NativeEngine
+
+        return NativeEngine()
     from launcher.runtime.docker_engine import DockerEngine
 
     return DockerEngine()

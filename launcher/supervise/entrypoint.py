@@ -1,10 +1,16 @@
-"""Image entrypoint: `python3 -I -S /opt/launcher/entrypoint.py CMD...` (-I keeps the
-workload's PYTHONPATH and user site out of the supervisor; -S skips site, which it never needs)."""
+"""Entrypoint: `python3 -I -S /opt/launcher/entrypoint.py CMD...` in an image (-I keeps the
+workload's PYTHONPATH and user site out of the supervisor; -S skips site, which it never needs),
+or this file in place, around a native process."""
 
 import os
 import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+_here = os.path.dirname(os.path.abspath(__file__))
+# In an image the package sits beside this file; in a source tree, two levels up.
+for _base in (_here, os.path.dirname(os.path.dirname(_here))):
+    if os.path.isfile(os.path.join(_base, "launcher", "__init__.py")):
+        sys.path.insert(0, _base)
+        break
 
 from launcher.supervise.__main__ import main  # noqa: E402
 

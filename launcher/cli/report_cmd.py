@@ -1,0 +1,40 @@
+"""`launcher report RUN_DIR`: a run's summary."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from launcher.cli.output import print_json, table
+from launcher.errors import LauncherError
+from launcher.units import format_size
+
+
+def report(run_dir: Path, as_json: bool) -> int:
+    path = run_dir / "summary.json"
+    try:
+        summary = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise LauncherError(f"{path}: no such file; is {run_dir} a run directory "
+                            f"(runs/RUN-ID)?") from None
+    except ValueError as exc:
+        raise LauncherError(f"{path}: not valid JSON: {exc}") from None
+    if as_json:
+        print_json(summary)
+        return 0
+    print(f"run {summary['run_id']}: {' '.join(summary['command'])}")
+    print(f"profile {summary['profile']} ({summary['framework']}), runtime "
+          f"{summary['runtime']}, {summary['samples']} samples over {summary['duration_s']}s")
+    rows = [("series", "peak", "limit", "headroom", "use")]
+    for key, v in summary["peaks"].items():
+        fmt = format_size if key == "rss_bytes" else str
+        rows.append((key, "-" if v["peak"] is None else fmt(v["peak"]),
+                     "-" if not v["limit"] else fmt(v["limit"]),
+                     "-" if v["headroom"] is None else fmt(v["headroom"]),
+                     "-" if v["percent"] is None else f"{v['percent']}%"))
+    print(table(rows))
+    notes = summary.get("engine") or {}
+    if notes.get("enforced") or notes.get("advisory"):
+        print(f"enforced: {notes.get('enforced') or '-'}; advisory: {notes.get('advisory') or '-'}")
+    print(f"exit status {summary['exit_status']}: {summary['diagnosis']}")
+    return 0

@@ -1,0 +1,18 @@
+"""`launcher workloads`: the catalog."""
+
+from __future__ import annotations
+
+from launcher.cli.output import print_json, table
+from launcher.workloads.catalog import catalog
+
+
+def list_workloads(as_json: bool) -> int:
+    items = catalog()
+    if as_json:
+        print_json([w.to_json() for w in items.values()])
+        return 0
+    for w in items.values():
+        print(f"{w.name}  [{w.framework}]  {w.description}  ({w.source})")
+        if w.flags:
+            print(table([(flag, text) for flag, text in w.flags.items()], indent="    "))
+    return 0

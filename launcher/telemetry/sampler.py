@@ -1,0 +1,108 @@
+"""Sample a process tree and its cgroup: threads, pids, memory maps, RSS, against their limits.
+
+Walks the tree through /proc/PID/task/TID/children (a few reads per process), so a sample costs
+well under a millisecond for a small tree; `benchmarks/telemetry.py` measures it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+KEYS = ("t", "threads", "pids_current", "pids_max", "maps", "max_map_count", "rss_bytes",
+        "memory_limit_bytes")
+LIMIT_OF = {"threads": "pids_max", "pids_current": "pids_max", "maps": "max_map_count",
+            "rss_bytes": "memory_limit_bytes"}
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def descendants(pid: int, proc: Path = Path("/proc")) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        try:
+            for tid in os.listdir(proc / str(p) / "task"):
+                text = (proc / str(p) / "task" / tid / "children").read_text()
+                todo.extend(int(c) for c in text.split())
+        except OSError:
+            continue
+    return out
+
+
+def _read_int(path: Path | None) -> int | None:
+    if path is None:
+        return None
+    try:
+        text = path.read_text().strip()
+        return None if text == "max" else int(text)
+    except (OSError, ValueError):
+        return None
+
+
+def sample_tree(pid: int, proc: Path = Path("/proc")) -> tuple[int, int, int]:
+    """(threads, largest map count of one process, total RSS in bytes) of the tree."""
+    threads = maps = rss = 0
+    for p in descendants(pid, proc):
+        base = proc / str(p)
+        try:
+            with open(base / "stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+            threads += int(fields[17])  # num_threads (field 20)
+            rss += int(fields[21]) * PAGE  # rss pages (field 24)
+            with open(base / "maps", "rb") as f:
+                maps = max(maps, f.read().count(b"\n"))
+        except (OSError, IndexError, ValueError):
+            continue
+    return threads, maps, rss
+
+
+class Sampler(threading.Thread):
+    """Samples every `interval` seconds into a JSON-lines file until stopped."""
+
+    def __init__(self, pid: int, out: IO[str], limits: dict[str, int | None],
+                 pids_dir: Path | None = None, interval: float = 1.0,
+                 warn: Callable[[str], None] | None = None) -> None:
+        super().__init__(daemon=True, name="launcher-telemetry")
+        self.pid, self.out, self.limits = pid, out, limits
+        self.pids_dir, self.interval, self.warn = pids_dir, interval, warn
+        self.stop_event = threading.Event()
+        self.start_time = time.monotonic()
+        self.warned: set[str] = set()
+        self.samples = 0
+
+    def sample(self) -> dict[str, Any]:
+        threads, maps, rss = sample_tree(self.pid)
+        pids_current = _read_int(self.pids_dir / "pids.current") if self.pids_dir else None
+        row = {"t": round(time.monotonic() - self.start_time, 3), "threads": threads,
+               "pids_current": pids_current, "pids_max": self.limits.get("pids_max"),
+               "maps": maps, "max_map_count": self.limits.get("max_map_count"),
+               "rss_bytes": rss, "memory_limit_bytes": self.limits.get("memory_limit_bytes")}
+        self.out.write(json.dumps(row) + "\n")
+        self.out.flush()
+        self.samples += 1
+        self._check(row)
+        return row
+
+    def _check(self, row: dict[str, Any]) -> None:
+        if self.warn is None:
+            return
+        for key, limit_key in LIMIT_OF.items():
+            value, limit = row.get(key), row.get(limit_key)
+            if value and limit and value > 0.8 * limit and key not in self.warned:
+                self.warned.add(key)
+                self.warn(f"{key} at {value} is past 80% of {limit_key} {limit}")
+
+    def run(self) -> None:
+        while not self.stop_event.is_set():
+            self.sample()
+            self.stop_event.wait(self.interval)
+
+    def stop(self) -> None:
+        self.stop_event.set()
+        self.join(timeout=5)

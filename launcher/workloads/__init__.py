@@ -1,0 +1,1 @@
+"""The workload catalog (built-in and user YAML) and the reference workloads."""

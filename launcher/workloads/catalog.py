@@ -1,0 +1,114 @@
+"""Built-in workloads and user workloads defined in YAML.
+
+A user workload file (in $LAUNCHER_WORKLOAD_PATH folders or ~/.config/launcher/workloads/):
+
+    name: my-train
+    description: my training script
+    command: [python3, train.py]     # or a string, split like a shell would
+    framework: torch                 # torch | tf | jax | none
+    args: [--epochs, "3"]            # default arguments, before the ones given on the command line
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from launcher.errors import LauncherError
+from launcher.profiles.schema import FRAMEWORKS
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    description: str
+    framework: str
+    module: str | None = None  # built-in: run as `python -m MODULE`
+    command: tuple[str, ...] = ()  # user: the command itself
+    args: tuple[str, ...] = ()
+    source: str = "built-in"
+    flags: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:  # type: ignore[type-arg]
+        return asdict(self)
+
+    def argv(self, extra: list[str], python: str) -> list[str]:
+        base = [python, "-m", self.module] if self.module else list(self.command)
+        return [*base, *self.args, *extra]
+
+
+BUILTIN = {
+    "stress-jax": Workload(
+        "stress-jax", "JAX environment stress test: largest stable num_envs for this hardware",
+        "jax", "launcher.workloads.stress_jax",
+        flags={"--phase 1|2": "1: rollouts (vmap over envs, lax.scan over steps); 2: + a policy "
+               "trained with jax.grad", "--max-runs N": "configurations to try",
+               "--quick": "small sizes for a 2-core machine"}),
+    "pytorch-phase3": Workload(
+        "pytorch-phase3", "PyTorch autotuner: vectorized_envs x batch_size, samples/s and peak "
+                          "memory, best stable point", "torch",
+        "launcher.workloads.pytorch_phase3",
+        flags={"--max-points N": "grid points to try", "--quick": "small grid"}),
+    "tf-train": Workload(
+        "tf-train", "TensorFlow k-fold training, one fresh process per fold, resumable", "tf",
+        "launcher.workloads.tf_train",
+        flags={"--folds K": "folds (default 3)", "--out DIR": "results (default runs/tf-train)",
+               "--quick": "small data and model"}),
+}
+
+
+def _dirs() -> list[Path]:
+    dirs = [Path(p) for p in os.environ.get("LAUNCHER_WORKLOAD_PATH", "").split(":") if p]
+    config = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+    return [*dirs, config / "launcher" / "workloads"]
+
+
+def _load_user(path: Path) -> Workload:
+    from launcher.profiles.yamlsrc import load_yaml
+
+    doc = load_yaml(path)
+    data = doc.data
+    if not isinstance(data, dict):
+        raise LauncherError(f"{path}:1: expected a mapping with name and command")
+    known = {"name", "description", "command", "framework", "args"}
+    for key in data:
+        if key not in known:
+            raise LauncherError(f"{path}:{doc.line((str(key),))}: {key}: unknown key "
+                                f"(known: {', '.join(sorted(known))})")
+    command = data.get("command")
+    if isinstance(command, str):
+        command = shlex.split(command)
+    if not isinstance(command, list) or not command or not all(isinstance(c, str)
+                                                               for c in command):
+        raise LauncherError(f"{path}:{doc.line(('command',))}: command: expected a list of "
+                            f"strings or a command line (got {data.get('command')!r})")
+    framework = data.get("framework", "none")
+    if framework not in FRAMEWORKS:
+        raise LauncherError(f"{path}:{doc.line(('framework',))}: framework: must be one of "
+                            f"{', '.join(FRAMEWORKS)} (got {framework!r})")
+    args = data.get("args", [])
+    if not isinstance(args, list):
+        raise LauncherError(f"{path}:{doc.line(('args',))}: args: expected a list")
+    return Workload(str(data.get("name", path.stem)), str(data.get("description", "")),
+                    framework, None, tuple(command), tuple(str(a) for a in args), str(path))
+
+
+def catalog() -> dict[str, Workload]:
+    found = dict(BUILTIN)
+    for d in reversed(_dirs()):
+        if d.is_dir():
+            for p in sorted(d.glob("*.y*ml")):
+                w = _load_user(p)
+                found[w.name] = w
+    return found
+
+
+def find(name: str) -> Workload | None:
+    return catalog().get(name)
+
+
+def python_for(runtime: str) -> str:
+    return sys.executable if runtime == "native" else "python3"

@@ -1,0 +1,52 @@
+"""Small helpers the reference workloads share: where to write, what the caps are, counters."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+from pathlib import Path
+from typing import Any
+
+
+def out_dir(explicit: str | None, name: str, per_run: bool = True) -> Path:
+    """--out, else this run's folder (per_run) or a stable one under the runs folder."""
+    if explicit:
+        d = Path(explicit)
+    elif per_run and os.environ.get("LAUNCHER_RUN_DIR"):
+        d = Path(os.environ["LAUNCHER_RUN_DIR"]) / name
+    else:
+        d = Path(os.environ.get("LAUNCHER_RUNS_DIR") or "runs") / name
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def env_int(name: str, default: int) -> int:
+    try:
+        return int(os.environ.get(name, default))
+    except ValueError:
+        return default
+
+
+def threads_now() -> int:
+    return len(os.listdir("/proc/self/task"))
+
+
+def peak_rss() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Whole or not at all: a killed run never leaves half a result behind."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def limits() -> dict[str, int | None]:
+    """pids and memory headroom of this process's cgroup (None where unlimited)."""
+    from launcher.probe.host import probe_host
+
+    cg = probe_host("/").cgroup
+    return {"pids_max": cg.pids_max, "pids_current": cg.pids_current,
+            "memory_limit": cg.memory_limit, "memory_usage": cg.memory_usage}

@@ -1,0 +1,188 @@
+"""stress-jax: find the largest stable JAX configuration for this hardware (report 002).
+
+Phase 1 rolls out N vectorised cart-pole environments (physics in jax.numpy, `vmap` over
+environments, `lax.scan` over steps). Phase 2 adds a policy network trained with `jax.grad`
+(REINFORCE) on the rollouts. num_envs is swept over a search space that adapts to the pids and
+memory limits: a configuration whose estimated memory would not fit, or that would bring the
+threads near pids.max, is not run. Reports steps/s, compile time, peak threads and peak RSS per
+run, and writes the recommended configuration.
+
+    python -m launcher.workloads.stress_jax --phase 1|2 [--max-runs N] [--quick] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import threading
+import time
+from typing import Any
+
+from launcher.workloads.common import limits, out_dir, peak_rss, threads_now, write_json
+
+GRAVITY, CART, POLE, LENGTH, FORCE, DT = 9.8, 1.0, 0.1, 0.5, 10.0, 0.02
+
+
+class ThreadPeak(threading.Thread):
+    """Samples this process's thread count while a configuration runs."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.peak, self.done = threads_now(), threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(0.05):
+            self.peak = max(self.peak, threads_now())
+
+    def stop(self) -> int:
+        self.done.set()
+        self.join()
+        return max(self.peak - 1, 1)  # not counting this sampler
+
+
+def build(phase: int, steps: int):  # type: ignore[no-untyped-def]
+    import jax
+    import jax.numpy as jnp
+
+    def physics(state, action):  # type: ignore[no-untyped-def]
+        x, x_dot, th, th_dot = state
+        force = jnp.where(action > 0, FORCE, -FORCE)
+        cos, sin = jnp.cos(th), jnp.sin(th)
+        temp = (force + POLE * LENGTH * th_dot**2 * sin) / (CART + POLE)
+        th_acc = (GRAVITY * sin - cos * temp) / (
+            LENGTH * (4.0 / 3.0 - POLE * cos**2 / (CART + POLE)))
+        x_acc = temp - POLE * LENGTH * th_acc * cos / (CART + POLE)
+        new = jnp.stack([x + DT * x_dot, x_dot + DT * x_acc, th + DT * th_dot,
+                         th_dot + DT * th_acc])
+        alive = (jnp.abs(new[0]) < 2.4) & (jnp.abs(new[2]) < 0.21)
+        return new, alive.astype(jnp.float32)
+
+    def policy_logit(params, obs):  # type: ignore[no-untyped-def]
+        h = jnp.tanh(obs @ params["w1"] + params["b1"])
+        return (h @ params["w2"] + params["b2"])[0]
+
+    def episode(params, key):  # type: ignore[no-untyped-def]
+        state = jax.random.uniform(key, (4,), minval=-0.05, maxval=0.05)
+
+        def step(carry, k):  # type: ignore[no-untyped-def]
+            s, alive = carry
+            logit = policy_logit(params, s) if phase == 2 else 0.0
+            p = jax.nn.sigmoid(logit)
+            action = jax.random.bernoulli(k, p)
+            logp = jnp.where(action, jnp.log(p + 1e-8), jnp.log(1 - p + 1e-8))
+            s2, ok = physics(s, action)
+            reward = alive * ok
+            return (s2, alive * ok), (reward, logp * alive)
+
+        _, (rewards, logps) = jax.lax.scan(step, (state, 1.0), jax.random.split(key, steps))
+        return rewards.sum(), logps.sum()
+
+    def rollout(params, key, num_envs):  # type: ignore[no-untyped-def]
+        keys = jax.random.split(key, num_envs)
+        return jax.vmap(episode, in_axes=(None, 0))(params, keys)
+
+    def loss(params, key, num_envs):  # type: ignore[no-untyped-def]
+        returns, logps = rollout(params, key, num_envs)
+        adv = jax.lax.stop_gradient(returns - returns.mean())
+        return -(adv * logps).mean(), returns.mean()
+
+    if phase == 1:
+        fn = jax.jit(lambda params, key, n: rollout(params, key, n)[0].mean(),
+                     static_argnums=2)
+    else:
+        grad = jax.jit(jax.value_and_grad(loss, has_aux=True), static_argnums=2)
+
+        def fn(params, key, n):  # type: ignore[no-untyped-def]
+            (_, ret), g = grad(params, key, n)
+            for name in params:
+                params[name] = params[name] - 0.01 * g[name]
+            return ret
+    return fn
+
+
+def init_params():  # type: ignore[no-untyped-def]
+    import jax
+
+    k1, k2 = jax.random.split(jax.random.PRNGKey(0))
+    return {"w1": jax.random.normal(k1, (4, 32)) * 0.1, "b1": jax.numpy.zeros(32),
+            "w2": jax.random.normal(k2, (32, 1)) * 0.1, "b2": jax.numpy.zeros(1)}
+
+
+def bytes_per_env(steps: int, phase: int) -> int:
+    """Rough working set of one environment: scan outputs, state, and (phase 2) gradients."""
+    return steps * 4 * (3 if phase == 1 else 12) + 2048
+
+
+def search_space(quick: bool) -> list[int]:
+    return [64, 128, 256, 512, 1024] if quick else [512, 1024, 2048, 4096, 8192, 16384]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="stress-jax", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--phase", type=int, choices=(1, 2), default=1)
+    ap.add_argument("--max-runs", type=int, default=None)
+    ap.add_argument("--quick", action="store_true", help="small sizes for a 2-core machine")
+    ap.add_argument("--steps", type=int, default=None, help="steps per episode")
+    ap.add_argument("--out", help="results folder (default: this run's folder)")
+    args = ap.parse_args(argv)
+    steps = args.steps or (50 if args.quick else 500)
+    space = search_space(args.quick)[: args.max_runs]
+    import jax
+
+    lim = limits()
+    print(f"stress-jax phase {args.phase}: num_envs {space}, {steps} steps, "
+          f"jax {jax.__version__} on {jax.default_backend()}; limits {lim}", flush=True)
+    fn, params = build(args.phase, steps), init_params()
+    runs: list[dict[str, Any]] = []
+    stopped = None
+    for n in space:
+        lim = limits()
+        need = n * bytes_per_env(steps, args.phase) * 4  # x4: XLA buffers and copies
+        if lim["memory_limit"] and lim["memory_usage"] is not None:
+            left = lim["memory_limit"] - lim["memory_usage"]
+            if need > 0.5 * left:
+                stopped = (f"num_envs={n} would need ~{need >> 20} MiB of the "
+                           f"{left >> 20} MiB left under the memory limit")
+                break
+        if lim["pids_max"] and runs and runs[-1]["peak_threads"] > 0.8 * (
+                lim["pids_max"] - (lim["pids_current"] or 0) + runs[-1]["peak_threads"]):
+            stopped = f"threads ({runs[-1]['peak_threads']}) are near pids.max {lim['pids_max']}"
+            break
+        peak = ThreadPeak()
+        peak.start()
+        key = jax.random.PRNGKey(n)
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn(params, key, n))
+        compile_s = time.perf_counter() - t0
+        iters = 3
+        keys = jax.block_until_ready([jax.random.fold_in(key, i) for i in range(iters)])
+        t1, ret = time.perf_counter(), None
+        for k in keys:
+            ret = jax.block_until_ready(fn(params, k, n))
+        run_s = time.perf_counter() - t1
+        row = {"num_envs": n, "steps": steps, "compile_s": round(compile_s, 3),
+               "steps_per_s": round(n * steps * iters / run_s), "mean_return": float(ret),
+               "peak_threads": peak.stop(), "peak_rss": peak_rss()}
+        runs.append(row)
+        print(f"  num_envs {n:6d}: {row['steps_per_s']:>12,} steps/s, compile "
+              f"{row['compile_s']:.2f}s, {row['peak_threads']} threads, peak RSS "
+              f"{row['peak_rss'] >> 20} MiB, mean return {row['mean_return']:.1f}", flush=True)
+    if stopped:
+        print(f"  stopped before breaking a limit: {stopped}", flush=True)
+    best = max(runs, key=lambda r: r["steps_per_s"]) if runs else None
+    largest = runs[-1] if runs else None
+    result = {"phase": args.phase, "runs": runs, "stopped": stopped, "limits": lim,
+              "recommended": {"num_envs": largest["num_envs"] if largest else None,
+                              "fastest_num_envs": best["num_envs"] if best else None,
+                              "reason": "largest configuration that ran within the limits"}}
+    out = out_dir(args.out, "stress-jax")
+    write_json(out / f"phase{args.phase}.json", result)
+    print(f"stress-jax: recommended num_envs {result['recommended']['num_envs']} (fastest "
+          f"{result['recommended']['fastest_num_envs']}); written to {out}/phase{args.phase}"
+          f".json", flush=True)
+    return 0 if runs else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
