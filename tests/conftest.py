@@ -24,10 +24,12 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Tests see no managed variable from the developer's shell."""
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Tests see no managed variable from the developer's shell; runs go to a temp folder."""
     for name in MANAGED:
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("LAUNCHER_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+    monkeypatch.delenv("LAUNCHER_CGROUP_ROOT", raising=False)
     monkeypatch.setenv("LAUNCHER_PROFILE_PATH", "")
     monkeypatch.setenv("XDG_CONFIG_HOME", str(FIXTURES / "no-user-config"))
 

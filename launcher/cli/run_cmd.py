@@ -46,6 +46,15 @@ def run(command: list[str], profile: str, framework: str | None, processes: int 
         engine = get_engine("auto")
         runtime = engine.name if engine.name in ("docker", "native") else "docker"
     workload = find(command[0])
+    if runtime == "docker" and engine is not None and engine.name == "docker" and not image:
+        from launcher.profiles import load_profile
+
+        prof = load_profile(profile)
+        wanted = default_tag(prof.name, framework or (workload.framework if workload else None)
+                             or prof.get("framework", "none"))
+        if not _image_exists(wanted):
+            say(f"no image {wanted} (build one with `launcher build`); running natively")
+            runtime, engine = "native", get_engine("native")
     if workload is not None:
         framework = framework or workload.framework
         command = workload.argv(command[1:], python_for(runtime))
@@ -77,6 +86,16 @@ def run(command: list[str], profile: str, framework: str | None, processes: int 
         spec["environment"]["LAUNCHER_DIAGNOSIS_FILE"] = str((run_dir / "diagnosis.txt")
                                                              .resolve())
     return _supervised_run(engine, spec, p, run_dir, command, interval)
+
+
+def _image_exists(tag: str) -> bool:
+    from launcher.runtime.docker_api import ApiError, DockerAPI
+
+    try:
+        DockerAPI().request("GET", f"/images/{tag}/json")
+        return True
+    except ApiError:
+        return False
 
 
 def _slug(text: str) -> str:

@@ -1,0 +1,99 @@
+"""The native runtime on this host: real cgroups enforce the caps, or they are advisory."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.docker_helpers import launcher, profile
+
+BOMB = ("import threading, time\nwhile True:\n"
+        "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
+HOG = "chunks = []\nwhile True:\n    chunks.append(b'x' * (8 << 20))\n"
+
+
+def _cgroups_writable() -> bool:
+    from launcher.runtime.run_cgroup import make_run_cgroup
+
+    rc = make_run_cgroup("launcher-writable-check", 10, None, None)
+    rc.cleanup()
+    return bool(rc.enforced)
+
+
+@pytest.fixture
+def writable():
+    if not _cgroups_writable():
+        if os.environ.get("CI"):
+            pytest.fail("CI runs as root on a cgroup v1 host: the pids cgroup must be writable")
+        pytest.skip("no writable pids cgroup here")
+
+
+def _run_dir(stderr: str) -> Path:
+    line = next(x for x in stderr.splitlines() if "telemetry, summary and plot in" in x)
+    return Path(line.split(" in ", 1)[1].split("/ (", 1)[0])
+
+
+def test_thread_bomb_stopped_by_the_kernel_at_40(writable, tmp_path):
+    prof = profile(tmp_path, "p40", "extends: base\nlimits: {pids: 40}\n")
+    proc = launcher("run", "--runtime", "native", "-p", prof, "--", sys.executable, "-c", BOMB)
+    assert proc.returncode != 0
+    assert "enforced by the kernel: pids 40 (cgroup" in proc.stderr
+    sentence = ("the pids limit was reached: pids.current hit 40/40 and the kernel refused")
+    assert f"launcher: {sentence}" in proc.stderr
+    run_dir = _run_dir(proc.stderr)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["diagnosis"].startswith(sentence)
+    assert summary["engine"]["enforced"]["pids"].startswith("40 (cgroup")
+    leftovers = [p for p in Path("/sys/fs/cgroup/pids").glob("**/launcher-*")]
+    assert leftovers == []
+
+
+def test_without_cgroups_the_cap_is_advisory(tmp_path):
+    prof = profile(tmp_path, "p40", "extends: base\nlimits: {pids: 40}\n")
+    proc = launcher("run", "--runtime", "native", "-p", prof, "--", sys.executable, "-c",
+                    "print('ran')", env={"LAUNCHER_CGROUP_ROOT": str(tmp_path / "no-cgroups")})
+    assert proc.returncode == 0, proc.stderr
+    assert "ran" in proc.stdout
+    assert "advisory only: pids (no cgroup controller found for pids)" in proc.stderr
+
+
+def test_memory_limit_enforced_and_explained(writable, tmp_path):
+    prof = profile(tmp_path, "m", "extends: base\nlimits: {memory: 64MiB}\n")
+    proc = launcher("run", "--runtime", "native", "-p", prof, "--", sys.executable, "-c", HOG)
+    assert proc.returncode == 137
+    assert ("launcher: the memory limit of 64MiB killed the workload: the cgroup's OOM-kill "
+            "counter rose by") in proc.stderr
+
+
+def test_env_replaced_before_start_and_rlimits_set(tmp_path):
+    prof = profile(tmp_path, "e", "extends: base\nthreads: {intra_op: 1}\n"
+                                  "limits: {stack: 16MiB}\n")
+    code = ("import os, resource; print(os.environ['OMP_NUM_THREADS'], "
+            "os.environ.get('OMP_NESTED'), resource.getrlimit(resource.RLIMIT_STACK)[0])")
+    proc = launcher("run", "--runtime", "native", "-p", prof, "--", sys.executable, "-c", code,
+                    env={"OMP_NUM_THREADS": "32", "OMP_NESTED": "TRUE"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "None", str(16 << 20)]
+    assert "launcher: OMP_NUM_THREADS=32 was inherited; set 1" in proc.stderr
+
+
+def test_sigint_stops_the_native_workload(writable, tmp_path):
+    prof = profile(tmp_path, "s", "extends: base\nlimits: {pids: 50}\n")
+    p = subprocess.Popen([sys.executable, "-m", "launcher", "run", "--runtime", "native", "-p",
+                          prof, "--", "sleep", "60"],
+                         env={**os.environ, "PYTHONPATH": str(ROOT)},
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err
+    assert "the workload was killed by SIGINT." in err
+    assert list(Path("/sys/fs/cgroup/pids").glob("**/launcher-*")) == []

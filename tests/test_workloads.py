@@ -1,0 +1,135 @@
+"""The reference workloads run natively here with --quick, each with its telemetry files;
+tf-train runs each fold in its own process and resumes after the last finished fold."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from launcher.cli.main import app
+from launcher.telemetry.sampler import KEYS
+from tests.conftest import ROOT
+from tests.docker_helpers import launcher
+from tests.test_thread_estimate import _need
+
+runner = CliRunner()
+
+
+def _run_dir(stderr: str) -> Path:
+    line = next(x for x in stderr.splitlines() if "telemetry, summary and plot in" in x)
+    return Path(line.split(" in ", 1)[1].split("/ (", 1)[0])
+
+
+def _check_run_files(run_dir: Path) -> dict:  # type: ignore[type-arg]
+    rows = [json.loads(x) for x in (run_dir / "telemetry.jsonl").read_text().splitlines()]
+    assert rows and set(rows[0]) == set(KEYS)
+    assert max(r["threads"] for r in rows) >= 2
+    assert (run_dir / "telemetry.png").read_bytes()[:4] == b"\x89PNG"
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["exit_status"] == 0
+    assert summary["diagnosis"] == "the workload exited with status 0."
+    return summary
+
+
+@pytest.mark.parametrize("phase", [1, 2])
+def test_stress_jax(phase):
+    _need("jax")
+    proc = launcher("run", "--runtime", "native", "--interval", "0.5", "stress-jax", "--phase",
+                    str(phase), "--quick", "--max-runs", "3")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_dir = _run_dir(proc.stderr)
+    _check_run_files(run_dir)
+    result = json.loads((run_dir / "stress-jax" / f"phase{phase}.json").read_text())
+    assert [r["num_envs"] for r in result["runs"]] == [64, 128, 256]
+    assert all(r["steps_per_s"] > 0 and r["peak_threads"] > 1 for r in result["runs"])
+    assert result["recommended"]["num_envs"] == 256
+
+
+def test_stress_jax_adapts_to_the_memory_limit(tmp_path):
+    _need("jax")
+    prof = tmp_path / "small.yaml"
+    prof.write_text("extends: base\nlimits: {memory: 700MiB}\n")
+    proc = launcher("run", "--runtime", "native", "-p", str(prof), "stress-jax", "--phase", "1",
+                    "--quick", "--steps", "20000")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "stopped before breaking a limit: num_envs=" in proc.stdout
+    run_dir = _run_dir(proc.stderr)
+    result = json.loads((run_dir / "stress-jax" / "phase1.json").read_text())
+    assert 1 <= len(result["runs"]) < 5 and result["limits"]["memory_limit"] == 700 << 20
+
+
+def test_pytorch_phase3():
+    _need("torch")
+    proc = launcher("run", "--runtime", "native", "--interval", "0.5", "pytorch-phase3",
+                    "--quick")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_dir = _run_dir(proc.stderr)
+    _check_run_files(run_dir)
+    result = json.loads((run_dir / "pytorch-phase3" / "results.json").read_text())
+    assert len(result["points"]) == 4
+    best = result["best"]
+    assert best["samples_per_s"] == max(p["samples_per_s"] for p in result["points"])
+
+
+def test_tf_train_folds_in_fresh_processes_and_resume(tmp_path):
+    _need("tf")
+    out = tmp_path / "tf"
+    argv = [sys.executable, "-m", "launcher", "run", "--runtime", "native", "tf-train",
+            "--folds", "3", "--quick", "--out", str(out)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True)
+    deadline = time.time() + 240
+    while not (out / "fold-1.json").exists():
+        assert time.time() < deadline and first.poll() is None, first.communicate()
+        time.sleep(0.2)
+    first.send_signal(signal.SIGINT)  # killed after fold 1
+    first.communicate(timeout=120)
+    assert first.returncode != 0
+    assert not (out / "fold-3.json").exists()
+    fold1 = json.loads((out / "fold-1.json").read_text())
+    second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr[-2000:]
+    assert "tf-train: fold 1/3 already done" in second.stdout
+    assert "tf-train: fold 1/3 in a fresh process" not in second.stdout
+    ran = [line for line in second.stdout.splitlines() if "in a fresh process" in line]
+    assert ran == [line for line in ran if "fold 2/3" in line or "fold 3/3" in line]
+    assert len(ran) == 2 or (out / "fold-2.json").exists()
+    agg = json.loads((out / "aggregate.json").read_text())
+    assert len(set(agg["pids"])) == 3 and agg["pids"][0] == fold1["pid"]
+    _check_run_files(_run_dir(second.stderr))
+
+
+def test_user_workload_yaml(tmp_path, monkeypatch):
+    (tmp_path / "hello.yaml").write_text("name: hello\ndescription: says hello\n"
+                                         "command: python3 -c 'print(1)'\nframework: none\n")
+    monkeypatch.setenv("LAUNCHER_WORKLOAD_PATH", str(tmp_path))
+    result = runner.invoke(app, ["workloads", "--json"])
+    assert result.exit_code == 0
+    names = {w["name"]: w for w in json.loads(result.stdout)}
+    assert {"stress-jax", "pytorch-phase3", "tf-train", "hello"} <= set(names)
+    assert names["hello"]["command"] == ["python3", "-c", "print(1)"]
+    (tmp_path / "bad.yaml").write_text("name: bad\ncomand: x\n")
+    result = runner.invoke(app, ["workloads"])
+    assert result.exit_code == 1
+    assert result.stderr.strip() == (f"error: {tmp_path / 'bad.yaml'}:2: comand: unknown key "
+                                     f"(known: args, command, description, framework, name)")
+
+
+def test_workload_dry_run_in_docker_mounts_runs():
+    result = runner.invoke(app, ["run", "--runtime", "docker", "--image", "img", "--dry-run",
+                                 "--json", "tf-train", "--folds", "2"])
+    assert result.exit_code == 0, result.output
+    spec = json.loads(result.stdout)
+    assert spec["command"] == ["python3", "-m", "launcher.workloads.tf_train", "--folds", "2"]
+    assert spec["environment"]["PYTHONPATH"] == "/opt/launcher"
+    assert spec["labels"]["launcher.framework"] == "tf"
+    assert any(v["bind"] == "/runs" for v in spec["volumes"].values())
