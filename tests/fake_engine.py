@@ -18,7 +18,8 @@ class FakeEngine(Engine):
     def ping(self) -> None:
         self.calls.append(("ping", None))
 
-    def build(self, context: Path, tag: str, labels: dict[str, str], on_event) -> str:  # type: ignore[no-untyped-def]
+    def build(self, context: Path, tag: str, labels: dict[str, str], on_event,  # type: ignore[no-untyped-def]
+              no_cache: bool = False) -> str:
         files = sorted(p.name for p in context.iterdir())
         self.calls.append(("build", {"tag": tag, "labels": labels, "files": files}))
         on_event(BuildEvent("step", "Step 1/1 : FROM scratch"))

@@ -39,7 +39,7 @@ class Progress:
 
 
 def build(profile: str, framework: str | None, base_image: str | None, tag: str | None,
-          ca_cert: Path | None, host_root: Path | None) -> int:
+          ca_cert: Path | None, host_root: Path | None, no_cache: bool = False) -> int:
     p = prepare(profile, framework, None, None, None, host_root, for_this_host=False)
     tag = tag or default_tag(p.profile.name, p.framework)
     files = render_files(p, base_image, ca_cert, tag)
@@ -52,7 +52,8 @@ def build(profile: str, framework: str | None, base_image: str | None, tag: str 
         print(f"building {tag} for profile {p.profile.name} ({p.framework}) ...", flush=True)
         try:
             image_id = engine.build(Path(ctx), tag, {"launcher.profile": p.profile.name,
-                                                     "launcher.framework": p.framework}, progress)
+                                                     "launcher.framework": p.framework}, progress,
+                                   no_cache)
         finally:
             progress.end()
     print(f"built {tag} ({image_id[:19]}) in {time.monotonic() - started:.1f}s")

@@ -144,13 +144,15 @@ def build(
     base_image: BaseImage = None,
     tag: Tag = None,
     ca_cert: CaCert = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
     host_root: HostRoot = None,
 ) -> None:
     """Build an image that carries the profile's caps in its entrypoint (it applies them even
     under a bare `docker run` or on RunPod), with live progress."""
     from launcher.cli import build_cmd
 
-    _run(lambda: build_cmd.build(profile, framework, base_image, tag, ca_cert, host_root))
+    _run(lambda: build_cmd.build(profile, framework, base_image, tag, ca_cert, host_root,
+                                 no_cache))
 
 
 @app.command(context_settings={"ignore_unknown_options": True,

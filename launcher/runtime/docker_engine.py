@@ -40,11 +40,12 @@ class DockerEngine(Engine):
         _ = self.client
 
     def build(self, context: Path, tag: str, labels: dict[str, str],
-              on_event: Callable[[BuildEvent], None]) -> str:
+              on_event: Callable[[BuildEvent], None], no_cache: bool = False) -> str:
         image_id = ""
         try:
             for chunk in self.client.api.build(path=str(context), tag=tag, labels=labels,
-                                               decode=True, rm=True, forcerm=True):
+                                               decode=True, rm=True, forcerm=True,
+                                               nocache=no_cache):
                 if "error" in chunk:
                     on_event(BuildEvent("error", chunk["error"].strip()))
                     raise EngineError(f"build of {tag} failed: {chunk['error'].strip()}")

@@ -29,7 +29,7 @@ class Engine(ABC):
 
     @abstractmethod
     def build(self, context: Path, tag: str, labels: dict[str, str],
-              on_event: Callable[[BuildEvent], None]) -> str:
+              on_event: Callable[[BuildEvent], None], no_cache: bool = False) -> str:
         """Build `context` as `tag`; stream events; return the image id."""
 
     notes: dict[str, Any] = {}  # what the engine enforced, for the run's summary

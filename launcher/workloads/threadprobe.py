@@ -1,6 +1,8 @@
 """Import a framework, run a first operation, print the thread count (a JSON line).
 
-Used by the thread-estimate tests and the benchmarks: `python -m launcher.workloads.threadprobe tf`.
+Used by the thread-estimate tests and the benchmarks:
+`python -m launcher.workloads.threadprobe tf [SECONDS]`; with SECONDS, also the throughput of a
+384x384 matmul loop run for that long (iterations/s).
 """
 
 from __future__ import annotations
@@ -47,11 +49,49 @@ def thread_names() -> list[str]:
     return sorted(names)
 
 
+def matmul_loop(framework: str, seconds: float) -> float:
+    """Iterations per second of a 384x384 float32 matmul (the FIELD.md kernel)."""
+    import time
+
+    n = 384
+    if framework == "none":
+        import numpy as np
+
+        a = np.ones((n, n), dtype=np.float32)
+        step = lambda: (a @ a)[0, 0]  # noqa: E731
+    elif framework == "torch":
+        import torch
+
+        a = torch.ones(n, n)
+        step = lambda: (a @ a)[0, 0].item()  # noqa: E731
+    elif framework == "tf":
+        import tensorflow as tf
+
+        a = tf.ones((n, n))
+        step = lambda: float(tf.matmul(a, a)[0, 0])  # noqa: E731
+    else:
+        import jax
+        import jax.numpy as jnp
+
+        a = jnp.ones((n, n))
+        f = jax.jit(lambda x: x @ x)
+        step = lambda: f(a).block_until_ready()  # noqa: E731
+    step()
+    count, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        step()
+        count += 1
+    return count / (time.perf_counter() - t0)
+
+
 def main() -> None:
     framework = sys.argv[1] if len(sys.argv) > 1 else "none"
     first_op(framework)
     names = thread_names()
-    print(json.dumps({"framework": framework, "threads": len(names), "names": names}))
+    out = {"framework": framework, "threads": len(names), "names": names}
+    if len(sys.argv) > 2:
+        out["per_s"] = round(matmul_loop(framework, float(sys.argv[2])), 1)
+    print(json.dumps(out))
 
 
 if __name__ == "__main__":
