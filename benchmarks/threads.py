@@ -52,11 +52,13 @@ def main() -> None:
     ap.add_argument("--quotas", default="0.5,1,1.5")
     ap.add_argument("--frameworks", default="none,torch,tf,jax")
     ap.add_argument("--sweep", default="1,2,3,4")
+    ap.add_argument("--rounds", type=int, default=3,
+                    help="interleaved rounds per configuration; the median is reported")
     args = ap.parse_args()
     facts = probe_host("/", environ={})
     sweep = [int(x) for x in args.sweep.split(",")]
-    print(f"host: {facts.affinity_cpus} CPUs; {args.seconds}s per measurement; iterations/s of "
-          f"a 384x384 matmul")
+    print(f"host: {facts.affinity_cpus} CPUs; {args.seconds}s per measurement, median of "
+          f"{args.rounds} interleaved rounds; iterations/s of a 384x384 matmul")
     header = (f"{'framework':<9} {'quota':>5} {'default':>8} {'caps':>8} "
               + " ".join(f"{'t=' + str(n):>7}" for n in sweep)
               + f" {'best':>5} {'caps/best':>9} {'caps/def':>8} {'threads':>7} {'est':>4}")
@@ -72,10 +74,16 @@ def main() -> None:
                     prof = Path(d) / "bench.yaml"
                     prof.write_text(f"extends: base\nlimits: {{cpus: {q}}}\n")
                     caps = compute_caps(load_profile(prof), facts, framework=fw)
-                default = measure(fw, {}, rc, args.seconds)
-                capped = measure(fw, caps.environment(), rc, args.seconds)
-                swept = {n: measure(fw, {v: str(n) for v in THREAD_VARS}, rc, args.seconds)
-                         for n in sweep}
+                configs = {"default": {}, "caps": caps.environment(),
+                           **{n: {v: str(n) for v in THREAD_VARS} for n in sweep}}
+                seen: dict = {k: [] for k in configs}
+                for _ in range(args.rounds):  # interleaved, so drift hits every config alike
+                    for key, env in configs.items():
+                        seen[key].append(measure(fw, env, rc, args.seconds))
+                med = {k: sorted(v, key=lambda r: r["per_s"])[len(v) // 2]
+                       for k, v in seen.items()}
+                default, capped = med["default"], med["caps"]
+                swept = {n: med[n] for n in sweep}
             finally:
                 rc.cleanup()
             best_n = max(swept, key=lambda n: swept[n]["per_s"])
