@@ -25,5 +25,11 @@ def profile(tmp: Path, name: str, text: str) -> str:
     return str(path)
 
 
+def run_dir_of(stderr: str) -> Path:
+    """The run folder `launcher run` names in its last line."""
+    line = next(x for x in stderr.splitlines() if "telemetry, summary and plot in" in x)
+    return Path(line.split(" in ", 1)[1].split("/ (", 1)[0])
+
+
 def compose_bin() -> str:
     return str(Path(sys.executable).parent / "docker-compose")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
-from tests.docker_helpers import launcher, profile
+from tests.docker_helpers import launcher, profile, run_dir_of
 
 BOMB = ("import threading, time\nwhile True:\n"
         "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
@@ -36,11 +36,6 @@ def writable():
         pytest.skip("no writable pids cgroup here")
 
 
-def _run_dir(stderr: str) -> Path:
-    line = next(x for x in stderr.splitlines() if "telemetry, summary and plot in" in x)
-    return Path(line.split(" in ", 1)[1].split("/ (", 1)[0])
-
-
 def test_thread_bomb_stopped_by_the_kernel_at_40(writable, tmp_path):
     prof = profile(tmp_path, "p40", "extends: base\nlimits: {pids: 40}\n")
     proc = launcher("run", "--runtime", "native", "-p", prof, "--", sys.executable, "-c", BOMB)
@@ -48,7 +43,7 @@ def test_thread_bomb_stopped_by_the_kernel_at_40(writable, tmp_path):
     assert "enforced by the kernel: pids 40 (cgroup" in proc.stderr
     sentence = ("the pids limit was reached: pids.current hit 40/40 and the kernel refused")
     assert f"launcher: {sentence}" in proc.stderr
-    run_dir = _run_dir(proc.stderr)
+    run_dir = run_dir_of(proc.stderr)
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["diagnosis"].startswith(sentence)
     assert summary["engine"]["enforced"]["pids"].startswith("40 (cgroup")

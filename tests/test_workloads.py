@@ -17,15 +17,10 @@ from typer.testing import CliRunner
 from launcher.cli.main import app
 from launcher.telemetry.sampler import KEYS
 from tests.conftest import ROOT
-from tests.docker_helpers import launcher
+from tests.docker_helpers import launcher, run_dir_of
 from tests.test_thread_estimate import _need
 
 runner = CliRunner()
-
-
-def _run_dir(stderr: str) -> Path:
-    line = next(x for x in stderr.splitlines() if "telemetry, summary and plot in" in x)
-    return Path(line.split(" in ", 1)[1].split("/ (", 1)[0])
 
 
 def _check_run_files(run_dir: Path) -> dict:  # type: ignore[type-arg]
@@ -45,7 +40,7 @@ def test_stress_jax(phase):
     proc = launcher("run", "--runtime", "native", "--interval", "0.5", "stress-jax", "--phase",
                     str(phase), "--quick", "--max-runs", "3")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    run_dir = _run_dir(proc.stderr)
+    run_dir = run_dir_of(proc.stderr)
     _check_run_files(run_dir)
     result = json.loads((run_dir / "stress-jax" / f"phase{phase}.json").read_text())
     assert [r["num_envs"] for r in result["runs"]] == [64, 128, 256]
@@ -61,7 +56,7 @@ def test_stress_jax_adapts_to_the_memory_limit(tmp_path):
                     "--quick", "--steps", "20000")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "stopped before breaking a limit: num_envs=" in proc.stdout
-    run_dir = _run_dir(proc.stderr)
+    run_dir = run_dir_of(proc.stderr)
     result = json.loads((run_dir / "stress-jax" / "phase1.json").read_text())
     assert 1 <= len(result["runs"]) < 5 and result["limits"]["memory_limit"] == 700 << 20
 
@@ -71,7 +66,7 @@ def test_pytorch_phase3():
     proc = launcher("run", "--runtime", "native", "--interval", "0.5", "pytorch-phase3",
                     "--quick")
     assert proc.returncode == 0, proc.stderr[-2000:]
-    run_dir = _run_dir(proc.stderr)
+    run_dir = run_dir_of(proc.stderr)
     _check_run_files(run_dir)
     result = json.loads((run_dir / "pytorch-phase3" / "results.json").read_text())
     assert len(result["points"]) == 4
@@ -105,7 +100,7 @@ def test_tf_train_folds_in_fresh_processes_and_resume(tmp_path):
     assert len(ran) == 2 or (out / "fold-2.json").exists()
     agg = json.loads((out / "aggregate.json").read_text())
     assert len(set(agg["pids"])) == 3 and agg["pids"][0] == fold1["pid"]
-    _check_run_files(_run_dir(second.stderr))
+    _check_run_files(run_dir_of(second.stderr))
 
 
 def test_user_workload_yaml(tmp_path, monkeypatch):

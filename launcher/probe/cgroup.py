@@ -99,6 +99,16 @@ def _read(path: Path) -> str | None:
         raise HostError(f"{path}: cannot read: {exc}") from None
 
 
+def read_int_or_none(path: Path) -> int | None:
+    """A counter or limit file as an int; None when missing, `max` or unreadable (for telemetry
+    and diagnosis, which must never fail)."""
+    try:
+        text = path.read_text().strip()
+        return None if text == "max" else int(text)
+    except (OSError, ValueError):
+        return None
+
+
 def _int(path: Path, text: str) -> int:
     try:
         return int(text)

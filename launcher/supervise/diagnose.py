@@ -6,7 +6,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from launcher.probe.cgroup import find_chains, read_oom_kills
+from launcher.probe.cgroup import find_chains, read_int_or_none, read_oom_kills
 from launcher.units import format_size
 
 
@@ -21,18 +21,6 @@ class Counters:
     memory_limit: int | None = None
     memory_peak: int | None = None
 
-
-def _read_int(path: Path) -> int | None:
-    try:
-        text = path.read_text().strip()
-    except OSError:
-        return None
-    if text == "max":
-        return None
-    try:
-        return int(text)
-    except ValueError:
-        return None
 
 
 def _events(path: Path, key: str) -> int | None:
@@ -54,8 +42,8 @@ def read_counters(root: Path = Path("/")) -> Counters:
     c = Counters()
     if "pids" in chains:
         leaf = chains["pids"].dirs[0]
-        c.pids_max = _read_int(leaf / "pids.max")
-        c.pids_peak = _read_int(leaf / "pids.peak")
+        c.pids_max = read_int_or_none(leaf / "pids.max")
+        c.pids_peak = read_int_or_none(leaf / "pids.peak")
         c.pids_events_max = _events(leaf / "pids.events", "max")
     if "memory" in chains:
         ch = chains["memory"]
@@ -64,9 +52,10 @@ def read_counters(root: Path = Path("/")) -> Counters:
             c.oom_kills = read_oom_kills(leaf, v2)
         except Exception:  # noqa: BLE001
             c.oom_kills = None
-        limit = _read_int(leaf / ("memory.max" if v2 else "memory.limit_in_bytes"))
+        limit = read_int_or_none(leaf / ("memory.max" if v2 else "memory.limit_in_bytes"))
         c.memory_limit = limit if limit and limit < (1 << 62) else None
-        c.memory_peak = _read_int(leaf / ("memory.peak" if v2 else "memory.max_usage_in_bytes"))
+        peak = "memory.peak" if v2 else "memory.max_usage_in_bytes"
+        c.memory_peak = read_int_or_none(leaf / peak)
     return c
 
 

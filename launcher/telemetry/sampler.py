@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from launcher.probe.cgroup import read_int_or_none
+
 KEYS = ("t", "threads", "pids_current", "pids_max", "maps", "max_map_count", "rss_bytes",
         "memory_limit_bytes")
 LIMIT_OF = {"threads": "pids_max", "pids_current": "pids_max", "maps": "max_map_count",
@@ -33,16 +35,6 @@ def descendants(pid: int, proc: Path = Path("/proc")) -> list[int]:
         except OSError:
             continue
     return out
-
-
-def _read_int(path: Path | None) -> int | None:
-    if path is None:
-        return None
-    try:
-        text = path.read_text().strip()
-        return None if text == "max" else int(text)
-    except (OSError, ValueError):
-        return None
 
 
 def sample_tree(pid: int, proc: Path = Path("/proc")) -> tuple[int, int, int]:
@@ -78,7 +70,8 @@ class Sampler(threading.Thread):
 
     def sample(self) -> dict[str, Any]:
         threads, maps, rss = sample_tree(self.pid)
-        pids_current = _read_int(self.pids_dir / "pids.current") if self.pids_dir else None
+        pids_current = (read_int_or_none(self.pids_dir / "pids.current") if self.pids_dir
+                        else None)
         row = {"t": round(time.monotonic() - self.start_time, 3), "threads": threads,
                "pids_current": pids_current, "pids_max": self.limits.get("pids_max"),
                "maps": maps, "max_map_count": self.limits.get("max_map_count"),
