@@ -59,6 +59,9 @@ def main() -> None:
                 [*compose, "run", "--rm", "-T", "main", "true"], None),
             "launcher run --image IMAGE -- true": (
                 [*launcher, "run", "-p", str(prof), "--image", args.image, "--", "true"], env),
+            "true (a bare process)": (["true"], None),
+            "launcher run --runtime native -- true": (
+                [*launcher, "run", "--runtime", "native", "-p", str(prof), "--", "true"], env),
         }, args.runs)
         subprocess.run([*compose, "down"], capture_output=True)
     bare = rows["docker run --rm IMAGE true"]
@@ -67,6 +70,8 @@ def main() -> None:
         print(f"{name:<40} {t:9.3f} {t / bare:13.2f}")
     ratio = rows["launcher run --image IMAGE -- true"] / rows["docker compose run --rm main true"]
     print(f"launcher run / compose run: {ratio:.2f} (target <= 1.00)")
+    native = rows["launcher run --runtime native -- true"] - rows["true (a bare process)"]
+    print(f"native run overhead over a bare process: {native * 1000:.0f} ms")
     py = median_time([sys.executable, "-c", "pass"], args.runs)
     helpt = median_time([*launcher, "--help"], args.runs, env)
     print(f"python -c pass: {py * 1000:.0f} ms; launcher --help: {helpt * 1000:.0f} ms "

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import ROOT, docker_client
-from tests.docker_helpers import BASE, compose_bin, launcher, profile
+from tests.docker_helpers import BASE, compose_bin, launcher, profile, run_dir_of
 
 pytestmark = pytest.mark.docker
 
@@ -181,3 +181,28 @@ def test_env_value_round_trips_through_compose_config(value, tmp_path_factory):
     assert cfg.returncode == 0, cfg.stderr
     got = json.loads(cfg.stdout)["services"]["main"]["environment"]["X"]
     assert got.replace("$$", "$") == value
+
+
+def test_docker_run_has_telemetry_against_the_container_limits(tmp_path):
+    prof = profile(tmp_path, "tele", "extends: base\nlimits: {pids: 64, memory: 128MiB}\n")
+    code = ("import threading, time\n[threading.Thread(target=time.sleep, args=(3,)).start() "
+            "for _ in range(8)]\ntime.sleep(3)\n")
+    proc = launcher("run", "--runtime", "docker", "-p", prof, "--image", BASE, "--interval",
+                    "0.5", "--", "python3", "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = run_dir_of(proc.stderr)
+    rows = [json.loads(x) for x in (run_dir / "telemetry.jsonl").read_text().splitlines()]
+    assert rows, "no samples"
+    assert rows[0]["pids_max"] == 64 and rows[0]["memory_limit_bytes"] == 128 << 20
+    assert max(r["threads"] for r in rows) >= 9  # the supervisor, python and its 8 threads
+    assert max(r["pids_current"] or 0 for r in rows) >= 9
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["runtime"] == "docker" and summary["exit_status"] == 0
+
+
+def test_no_daemon_is_one_clear_line(tmp_path):
+    proc = launcher("build", "-p", "base", "--base-image", BASE,
+                    env={"DOCKER_HOST": f"unix://{tmp_path}/none.sock"})
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: no Docker daemon answers")
+    assert "Traceback" not in proc.stderr

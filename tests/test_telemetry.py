@@ -82,3 +82,19 @@ def test_summary_plot_and_report(tmp_path):
     assert "exit status 0: the workload exited with status 0." in result.stdout
     missing = runner.invoke(app, ["report", str(tmp_path / "nope")])
     assert missing.exit_code == 1 and "no such file" in missing.stderr
+
+
+def test_amd_gpu_telemetry_from_sysfs(tmp_path):
+    from launcher.telemetry.gpus import GpuSampler
+
+    dev = tmp_path / "sys/class/drm/card0/device"
+    dev.mkdir(parents=True)
+    (dev / "gpu_busy_percent").write_text("37\n")
+    (dev / "mem_info_vram_used").write_text(str(512 << 20))
+    (dev / "mem_info_vram_total").write_text(str(8 << 30))
+    (tmp_path / "sys/class/drm/renderD128").mkdir()
+    g = GpuSampler(tmp_path)
+    assert g.any
+    assert g.sample() == [{"gpu": 0, "util_percent": 37, "mem_used_bytes": 512 << 20,
+                           "mem_total_bytes": 8 << 30}]
+    assert not GpuSampler(tmp_path / "none").any

@@ -67,6 +67,10 @@ class Sampler(threading.Thread):
         self.start_time = time.monotonic()
         self.warned: set[str] = set()
         self.samples = 0
+        from launcher.telemetry.gpus import GpuSampler
+
+        gpus = GpuSampler()
+        self.gpus = gpus if gpus.any else None
 
     def sample(self) -> dict[str, Any]:
         threads, maps, rss = sample_tree(self.pid)
@@ -76,6 +80,8 @@ class Sampler(threading.Thread):
                "pids_current": pids_current, "pids_max": self.limits.get("pids_max"),
                "maps": maps, "max_map_count": self.limits.get("max_map_count"),
                "rss_bytes": rss, "memory_limit_bytes": self.limits.get("memory_limit_bytes")}
+        if self.gpus is not None:  # GPU memory and utilisation, when GPUs exist
+            row["gpus"] = self.gpus.sample()
         self.out.write(json.dumps(row) + "\n")
         self.out.flush()
         self.samples += 1
