@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from typer.testing import CliRunner
 
@@ -97,3 +98,19 @@ def test_env_override_syntax():
     result = runner.invoke(app, ["plan", "--env", "NOEQUALS"])
     assert result.exit_code == 1
     assert "--env: expected NAME=VALUE (got 'NOEQUALS')" in result.stderr
+
+
+def test_doctor_capture_round_trip(tmp_path):
+    result = runner.invoke(app, ["doctor", "--capture", str(tmp_path / "cap"), "--host-root",
+                                 str(HOSTS / "v2-limited")])
+    assert result.exit_code == 0, result.output
+    back = runner.invoke(app, ["doctor", "--json", "--host-root", str(tmp_path / "cap")])
+    orig = runner.invoke(app, ["doctor", "--json", "--host-root", str(HOSTS / "v2-limited")])
+    def strip(text: str, root: Path) -> dict:  # type: ignore[type-arg]
+        host = json.loads(text)["host"]
+        host.pop("root")
+        host["cgroup"]["dirs"] = {k: str(Path(v).relative_to(root))
+                                  for k, v in host["cgroup"]["dirs"].items()}
+        return host
+
+    assert strip(back.stdout, tmp_path / "cap") == strip(orig.stdout, HOSTS / "v2-limited")

@@ -33,7 +33,15 @@ def diagnose(facts: HostFacts, profile_ref: str | None) -> dict[str, Any]:
     return out
 
 
-def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None) -> int:
+def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
+           capture: Path | None = None) -> int:
+    if capture is not None:
+        from launcher.probe.capture import capture as copy_tree
+
+        files = copy_tree(capture, host_root or Path("/"))
+        print(f"captured {len(files)} files into {capture}; read them back with "
+              f"`launcher doctor --host-root {capture}`")
+        return 0
     facts = probe_host(host_root or "/")
     report = diagnose(facts, profile_ref)
     if as_json:

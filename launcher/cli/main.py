@@ -77,13 +77,16 @@ def doctor(
     json: Json = False,
     profile: Annotated[str | None, typer.Option("--profile", "-p",
                                                    help="Also judge this profile here.")] = None,
+    capture: Annotated[Path | None, typer.Option(
+        "--capture", help="Copy the files the probe reads into DIR (for a bug report or a "
+                          "test fixture; read it back with --host-root DIR).")] = None,
     host_root: HostRoot = None,
 ) -> None:
     """Report this host's real limits (cgroup, rlimits, kernel, GPUs), the one that will bite
     first, and stale thread variables inherited from the shell."""
     from launcher.cli import doctor_cmd
 
-    _run(lambda: doctor_cmd.doctor(json, profile, host_root))
+    _run(lambda: doctor_cmd.doctor(json, profile, host_root, capture))
 
 
 @app.command()

@@ -5,7 +5,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from launcher.probe.cgroup import find_chains
@@ -40,9 +39,11 @@ def capture(dest: Path, root: Path = Path("/")) -> list[str]:
 
     for rel in _FILES:
         take(rel)
-    if (dest / "proc/self/status").exists():  # so the UID task count sees one process
-        (dest / "proc/1").mkdir(parents=True, exist_ok=True)
-        shutil.copy(dest / "proc/self/status", dest / "proc/1/status")
+    proc = root / "proc"
+    if proc.is_dir():  # every process's status: the UID task count (RLIMIT_NPROC) survives
+        for d in proc.iterdir():
+            if d.name.isdigit():
+                take(f"proc/{d.name}/status")
     for chain in find_chains(root).values():
         for d in chain.dirs:
             rel_dir = d.relative_to(root)
