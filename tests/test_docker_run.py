@@ -4,6 +4,7 @@ diagnoses, Ctrl-C cleanup, a compose stack, and values that round-trip without e
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -73,7 +74,8 @@ def test_sigint_stops_and_removes_the_container(client):
     name = f"launcher-test-{uuid.uuid4().hex[:8]}"
     proc = subprocess.Popen(
         [sys.executable, "-m", "launcher", "run", "--name", name, "--image", BASE, "--",
-         "sleep", "60"], env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+         "sleep", "60"], env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
+                              "LAUNCHER_RUNS_DIR": os.environ["LAUNCHER_RUNS_DIR"]},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         deadline = time.time() + 60
