@@ -12,7 +12,6 @@ MANAGED: dict[str, str] = {
     "NUMEXPR_NUM_THREADS": "NumExpr threads used",
     "TF_NUM_INTRAOP_THREADS": "TensorFlow intra-op pool (process_util.cc)",
     "TF_NUM_INTEROP_THREADS": "TensorFlow inter-op pool",
-    "XLA_FLAGS": "XLA CPU threading (does not fully cap JAX; affinity does)",
     "OMP_STACKSIZE": "OpenMP worker stack",
     "GOMP_STACKSIZE": "GNU OpenMP worker stack (KiB)",
     "OMP_MAX_ACTIVE_LEVELS": "nested OpenMP levels (OMP_NESTED is deprecated)",

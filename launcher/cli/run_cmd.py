@@ -46,7 +46,8 @@ def run(command: list[str], profile: str, framework: str | None, processes: int 
         engine = get_engine("auto")
         runtime = engine.name if engine.name in ("docker", "native") else "docker"
     workload = find(command[0])
-    if runtime == "docker" and engine is not None and engine.name == "docker" and not image:
+    if (runtime == "docker" and engine is not None and engine.name == "docker" and not image
+            and not dry_run):
         from launcher.profiles import load_profile
 
         prof = load_profile(profile)
