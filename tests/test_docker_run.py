@@ -27,6 +27,11 @@ BOMB = ("import threading, time\nn = 0\nwhile True:\n"
 HOG = "chunks = []\nwhile True:\n    chunks.append(b'x' * (8 << 20))\n"
 
 
+def _diagnosis(stderr: str) -> str:
+    """The supervisor's sentence: the last `launcher: the ...` line."""
+    return [x for x in stderr.splitlines() if x.startswith("launcher: the ")][-1]
+
+
 @pytest.fixture(scope="module")
 def client():
     return docker_client()
@@ -57,7 +62,7 @@ def test_thread_bomb_hits_pids_limit_and_is_explained(tmp_path):
     prof = profile(tmp_path, "bomb", "extends: base\nlimits: {pids: 50}\n")
     proc = launcher("run", "-p", prof, "--image", BASE, "--", "python3", "-c", BOMB)
     assert proc.returncode != 0
-    last = proc.stderr.strip().splitlines()[-1]
+    last = _diagnosis(proc.stderr)
     assert last.startswith("launcher: the pids limit was reached: pids.current hit 50/50"), last
 
 
@@ -65,7 +70,7 @@ def test_memory_hog_is_explained_from_the_oom_counter(tmp_path):
     prof = profile(tmp_path, "hog", "extends: base\nlimits: {memory: 64MiB}\n")
     proc = launcher("run", "-p", prof, "--image", BASE, "--", "python3", "-c", HOG)
     assert proc.returncode == 137
-    last = proc.stderr.strip().splitlines()[-1]
+    last = _diagnosis(proc.stderr)
     assert last.startswith("launcher: the memory limit of 64MiB killed the workload: the "
                            "cgroup's OOM-kill counter rose by"), last
 

@@ -44,8 +44,9 @@ def _join(root: Path, path: str) -> Path:
 
 
 def find_chains(root: Path, pid: str = "self") -> dict[str, Chain]:
-    """Controller -> directories to read, using /proc/PID/cgroup and mountinfo."""
-    mounts = parse_mountinfo(root / f"proc/{pid}/mountinfo")
+    """Controller -> directories to read: PID's cgroups (/proc/PID/cgroup), found through this
+    process's mounts (a container's PID has its own mount namespace; ours is the one we read)."""
+    mounts = parse_mountinfo(root / "proc/self/mountinfo")
     members = parse_proc_cgroup(root / f"proc/{pid}/cgroup")
     chains: dict[str, Chain] = {}
     unified = next((m for m in members if m.hierarchy == "0" and not m.controllers), None)
