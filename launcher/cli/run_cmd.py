@@ -179,7 +179,9 @@ def _write_summary(run_dir: Path, p: Any, engine: Engine, command: list[str], st
             "threads_estimate": p.caps.estimate, "engine": engine.notes}
     summary = summarize(rows, meta)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    if rows and not plot(rows, run_dir / "telemetry.png", f"{run_dir.name}: {diagnosis}"):
+    if len(rows) < 2:  # one sample draws no series, and matplotlib costs ~1 s to import
+        return
+    if not plot(rows, run_dir / "telemetry.png", f"{run_dir.name}: {diagnosis}"):
         say("matplotlib is not installed: no telemetry.png (pip install matplotlib)")
 
 

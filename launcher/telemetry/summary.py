@@ -60,7 +60,9 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> bool:
         ax.set_title(label, fontsize=9)
         ax.legend(fontsize=7, loc="upper left")
     axes[-1].set_xlabel("seconds")
-    fig.suptitle(title, fontsize=10)
+    import textwrap
+
+    fig.suptitle(textwrap.fill(title, 110), fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
