@@ -42,7 +42,7 @@ def prepare_env() -> dict[str, str] | int:
     quiet = os.environ.get("LAUNCHER_QUIET", "") not in ("", "0")
     try:
         environ = dict(os.environ)
-        caps = resolve(load_recipe(CAPS, environ), environ, base_env=read_base_env(BASE_ENV))
+        caps = resolve(load_recipe(CAPS), environ, base_env=read_base_env(BASE_ENV))
     except (OSError, ValueError, LauncherError) as exc:
         say(f"error: cannot apply the caps from {CAPS}: {exc}")
         return 1

@@ -40,10 +40,8 @@ def recipe_from(profile: Profile, framework: str, processes: int | None,
     }
 
 
-def load_recipe(path: Path, environ: dict[str, str]) -> dict[str, Any]:
-    """The recipe from $LAUNCHER_RECIPE (set by `launcher run`), else from the image's caps.json."""
-    if environ.get("LAUNCHER_RECIPE"):
-        return json.loads(environ["LAUNCHER_RECIPE"])
+def load_recipe(path: Path) -> dict[str, Any]:
+    """The profile recipe baked into the image (caps.json)."""
     return json.loads(path.read_text())["recipe"]
 
 
@@ -52,15 +50,9 @@ def profile_of(recipe: dict[str, Any]) -> Profile:
     return Profile(p["name"], Path(p["path"]), p["data"], p["origin"], p["chain"])
 
 
-def explicit_names(environ: dict[str, str], base_env: dict[str, str] | None,
-                   declared: str | None) -> set[str]:
-    """Which managed variables in the environment were set on purpose (-e, a pod's env).
-
-    `declared` (LAUNCHER_OVERRIDES, set by `launcher run`) lists them when present; otherwise a
-    value that differs from what the base image itself set is taken as explicit.
-    """
-    if declared is not None:
-        return {n for n in declared.split(",") if n}
+def explicit_names(environ: dict[str, str], base_env: dict[str, str] | None) -> set[str]:
+    """Which managed variables in the environment were set on purpose (-e, a pod's env): a
+    value that differs from what the base image itself set (recorded at build)."""
     base = base_env or {}
     return {n for n, v in environ.items() if n in MANAGED and base.get(n) != v}
 
@@ -68,7 +60,7 @@ def explicit_names(environ: dict[str, str], base_env: dict[str, str] | None,
 def resolve(recipe: dict[str, Any], environ: dict[str, str], facts: HostFacts | None = None,
             base_env: dict[str, str] | None = None) -> Caps:
     facts = facts or probe_host("/", environ)
-    explicit = explicit_names(environ, base_env, environ.get("LAUNCHER_OVERRIDES"))
+    explicit = explicit_names(environ, base_env)
     overrides = {**recipe.get("overrides", {}),
                  **{n: environ[n] for n in explicit if n in environ}}
     inherited = {n: v for n, v in environ.items() if n in MANAGED and n not in explicit}
@@ -81,8 +73,6 @@ def child_env(caps: Caps, environ: dict[str, str]) -> dict[str, str]:
     for name in caps.removed():
         env.pop(name, None)
     env.update(caps.environment())
-    env.pop("LAUNCHER_OVERRIDES", None)
-    env.pop("LAUNCHER_RECIPE", None)
     return env
 
 
