@@ -10,6 +10,11 @@ from typing import Annotated
 os.environ.setdefault("TYPER_USE_RICH", "0")  # plain help; rich costs ~100 ms at start
 
 import typer  # noqa: E402
+import typer.core  # noqa: E402
+import typer.main  # noqa: E402
+
+# Plain help: rich costs ~100 ms at start, and typer < 0.21 escapes "[default: ...]" with it.
+typer.core.HAS_RICH = typer.main.HAS_RICH = False
 
 from launcher.cli.errors import run_guarded  # noqa: E402
 
