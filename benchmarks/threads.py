@@ -24,8 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from launcher.caps.plan import compute_caps  # noqa: E402
 from launcher.caps.variables import MANAGED  # noqa: E402
+
+from launcher.caps.plan import compute_caps  # noqa: E402
 from launcher.probe import probe_host  # noqa: E402
 from launcher.profiles import load_profile  # noqa: E402
 from launcher.runtime.run_cgroup import make_run_cgroup  # noqa: E402

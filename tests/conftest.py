@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher.caps.variables import MANAGED
+from launcher.variables import managed
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -26,7 +26,7 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """Tests see no managed variable from the developer's shell; runs go to a temp folder."""
-    for name in MANAGED:
+    for name in managed():
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("LAUNCHER_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
     monkeypatch.delenv("LAUNCHER_CGROUP_ROOT", raising=False)
@@ -35,11 +35,13 @@ def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPath
 
 
 def check_golden(path: Path, text: str, update: bool) -> None:
-    if update or not path.exists():
-        if not update and os.environ.get("CI"):
-            pytest.fail(f"golden file {path} is missing; run pytest --update-golden")
+    """`text` equals the golden file; `pytest --update-golden` (re)writes it. A missing golden
+    fails: it is written only when asked, never to make a test pass."""
+    if update:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
+    if not path.exists():
+        pytest.fail(f"golden file {path} is missing; run pytest --update-golden to write it")
     assert text == path.read_text(), f"{path} differs; run pytest --update-golden to accept"
 
 

@@ -1,22 +1,28 @@
-"""A fake engine that records calls, for CLI tests only (never for behaviour an issue proves)."""
+"""A fake engine that records calls, for CLI tests only (never for behaviour an issue proves).
+It is registered like any engine: one module (this one) and one registry line."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from launcher.runtime.engine import BuildEvent, Engine
+from launcher.runtime.engine import BuildEvent, Enforcement, Engine, RunResult, Started
+from launcher.runtime.spec import RunSpec
 
 
 class FakeEngine(Engine):
     name = "fake"
-
-    def __init__(self, status: int = 0) -> None:
-        self.calls: list[tuple[str, Any]] = []
-        self.status = status
+    calls: ClassVar[list[tuple[str, Any]]] = []  # shared: the registry makes new instances
+    status: ClassVar[int] = 0
 
     def ping(self) -> None:
         self.calls.append(("ping", None))
+
+    def image_exists(self, image: str | None) -> bool:
+        return True
+
+    def describe(self, spec: RunSpec) -> dict[str, Any]:
+        return {"command": spec.command}
 
     def build(self, context: Path, tag: str, labels: dict[str, str], on_event,  # type: ignore[no-untyped-def]
               no_cache: bool = False) -> str:
@@ -26,7 +32,11 @@ class FakeEngine(Engine):
         on_event(BuildEvent("done", "sha256:" + "0" * 64))
         return "sha256:" + "0" * 64
 
-    def run(self, spec: dict[str, Any], on_output, on_start=None) -> int:  # type: ignore[no-untyped-def]
+    def run(self, spec: RunSpec, on_output, on_start=None) -> RunResult:  # type: ignore[no-untyped-def]
         self.calls.append(("run", spec))
+        enforcement = Enforcement({"pids": "recorded by the fake"})
+        if on_start is not None:
+            on_start(Started(None, enforcement))
         on_output("stdout", b"hello\n")
-        return self.status
+        on_output("stderr", b"launcher: the workload exited with its own status 3.\n")
+        return RunResult(self.status, enforcement)

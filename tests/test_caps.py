@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from launcher.caps.plan import compute_caps
+from launcher.caps.resolve import resolve
 from launcher.probe import probe_host
 from launcher.profiles import load_profile
 from tests.conftest import HOSTS
@@ -24,7 +24,7 @@ def _profile(tmp_path, text, name="p"):
 
 
 def test_auto_threads_follow_the_quota(limited):
-    caps = compute_caps(load_profile("base"), limited)
+    caps = resolve(load_profile("base"), limited).caps
     assert caps.cpus == 1  # quota 1.5 rounded down
     env = caps.environment()
     assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
@@ -36,14 +36,14 @@ def test_auto_threads_follow_the_quota(limited):
 
 def test_processes_share_the_cpus(tmp_path):
     facts = probe_host(HOSTS / "v2-unlimited", environ={})  # 8 CPUs
-    caps = compute_caps(load_profile("base"), facts, processes=4)
+    caps = resolve(load_profile("base"), facts, processes=4).caps
     assert caps.threads["intra_op"] == 2 and "/ 4 processes" in caps.env["OMP_NUM_THREADS"].source
 
 
 def test_inherited_value_is_replaced_and_reported(limited):
     inherited = {"OMP_NUM_THREADS": "32", "OMP_NESTED": "TRUE",
                  "XLA_PYTHON_CLIENT_MEM_FRACTION": ".5", "CUDA_VISIBLE_DEVICES": "3"}
-    caps = compute_caps(load_profile("base"), limited, inherited=inherited)
+    caps = resolve(load_profile("base"), limited, inherited=inherited).caps
     omp = caps.env["OMP_NUM_THREADS"]
     assert (omp.value, omp.replaced) == ("1", "32")
     assert caps.env["OMP_NESTED"].value is None and "OMP_NESTED" in caps.removed()
@@ -56,8 +56,8 @@ def test_inherited_value_is_replaced_and_reported(limited):
 
 def test_explicit_overrides_win(tmp_path, limited):
     p = _profile(tmp_path, "extends: base\nenv:\n  OMP_NUM_THREADS: 3\n  MY_FLAG: yes\n")
-    caps = compute_caps(p, limited, overrides={"MKL_NUM_THREADS": "5"},
-                        inherited={"OMP_NUM_THREADS": "32"})
+    caps = resolve(p, limited, overrides={"MKL_NUM_THREADS": "5"},
+                        inherited={"OMP_NUM_THREADS": "32"}).caps
     assert caps.env["OMP_NUM_THREADS"].value == "3"
     assert caps.env["OMP_NUM_THREADS"].source.startswith("profile env.OMP_NUM_THREADS")
     assert caps.env["OMP_NUM_THREADS"].replaced == "32"
@@ -72,7 +72,7 @@ def test_pids_refusal_names_the_limit(tmp_path):
     facts = probe_host(HOSTS / "v2-unlimited", environ={})
     p = _profile(tmp_path, "extends: base\nframework: tf\nlimits: {pids: 40}\n"
                            "threads: {intra_op: 4, inter_op: 4}\n")
-    caps = compute_caps(p, facts, processes=5)
+    caps = resolve(p, facts, processes=5).caps
     assert caps.verdict.level == "refuse"
     per = caps.estimate["per_process"]
     assert f"5 processes x ~{per} threads would exceed the pids limit 40." in caps.verdict.reasons
@@ -81,7 +81,7 @@ def test_pids_refusal_names_the_limit(tmp_path):
 def test_cgroup_pids_headroom_binds(limited):
     facts = dataclasses.replace(limited, cgroup=dataclasses.replace(limited.cgroup,
                                                                      pids_current=70))
-    caps = compute_caps(load_profile("runpod"), facts, framework="jax")
+    caps = resolve(load_profile("runpod"), facts, framework="jax").caps
     assert caps.budget["available"] == 7
     assert caps.budget["binding"] == "pids.max 77 (pids.current 70)"
     assert caps.verdict.level == "refuse"
@@ -89,7 +89,7 @@ def test_cgroup_pids_headroom_binds(limited):
 
 def test_rig_memory_budget(limited):
     rig = load_profile("rig-6600")
-    caps = compute_caps(rig, limited)
+    caps = resolve(rig, limited).caps
     assert caps.limits["memory"].value == int(7.7 * (1 << 30)) - 3 * (1 << 30)
     assert caps.verdict.level == "warn"
     assert any("12 processes x 400MiB" in r for r in caps.verdict.reasons)
@@ -99,14 +99,14 @@ def test_rig_memory_budget(limited):
 
 def test_rig_refuses_too_many_big_workers(tmp_path, limited):
     p = _profile(tmp_path, "extends: rig-6600\nworkers: {memory: 700MiB}\n")
-    caps = compute_caps(p, limited)
+    caps = resolve(p, limited).caps
     assert caps.verdict.level == "refuse"
     assert ("12 processes x 700MiB = 8.2GiB exceed the 4.7GiB memory budget; at most 6 fit."
             in caps.verdict.reasons)
 
 
 def test_ulimits_and_container_limits(limited):
-    caps = compute_caps(load_profile("docker-5gpu"), limited)
+    caps = resolve(load_profile("docker-5gpu"), limited).caps
     assert caps.limits["pids"].value == 7680
     assert caps.limits["shm"].value == 8 << 30
     assert (caps.ulimits["stack"].soft, caps.ulimits["stack"].hard) == (8 << 20, -1)

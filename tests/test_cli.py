@@ -16,11 +16,19 @@ from tests.conftest import HOSTS, ROOT
 runner = CliRunner()
 
 
+def _commands(help_text: str) -> list[str]:
+    """The command names listed under "Commands:" in a help text."""
+    lines = help_text.split("Commands:\n", 1)[1].splitlines()
+    return [line.split()[0] for line in lines if line.startswith("  ") and line.strip()]
+
+
 def test_help_lists_commands():
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    for cmd in ("doctor", "plan", "profiles"):
-        assert cmd in result.stdout
+    assert _commands(result.stdout) == ["doctor", "plan", "render", "build", "run", "workloads",
+                                        "report", "profiles"]
+    sub = runner.invoke(app, ["profiles", "--help"])
+    assert _commands(sub.stdout) == ["list", "show", "validate"]
 
 
 def test_help_imports_no_heavy_module():

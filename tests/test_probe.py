@@ -7,7 +7,7 @@ import pytest
 from launcher.errors import HostError
 from launcher.probe import probe_host
 from launcher.probe.cgroup import effective_cpus, parse_cpu_list
-from launcher.probe.gpus import gfx_name
+from launcher.vendors.amd import gfx_name
 from tests.conftest import HOSTS
 
 # fixture: (version, cpu_quota, cpuset, pids_max, pids_current, memory_limit, oom_kills, effective)
@@ -80,6 +80,15 @@ def test_cpu_rounding_is_down_with_minimum_one():
     assert effective_cpus(2, None, None) == 2
 
 
+def test_cpu_rounding_half_up_is_passed_in():
+    assert effective_cpus(32, None, 1.5, "half-up") == 2
+    assert effective_cpus(32, None, 1.4, "half-up") == 1
+    assert effective_cpus(32, None, 0.3, "half-up") == 1
+    assert effective_cpus(2, None, 3.5, "half-up") == 2  # never above the affinity
+    with pytest.raises(ValueError, match="rounding must be one of"):
+        effective_cpus(2, None, 1.5, "up")
+
+
 def test_cpu_list_and_gfx():
     assert parse_cpu_list("0-3,8,10-11") == 7
     assert gfx_name(100302) == "gfx1032"
@@ -105,7 +114,7 @@ def test_amd_topology(tmp_path):
     facts = probe_host(tmp_path, environ={})
     assert [(g.vendor, g.gfx_target, g.render_node) for g in facts.gpus] == [
         ("amd", "gfx1032", "/dev/dri/renderD128"), ("amd", "gfx1032", "/dev/dri/renderD129")]
-    assert facts.render_gid == 105 and facts.video_gid == 44
+    assert facts.groups == {"video": 44, "render": 105}
 
 
 def test_nvidia_proc(tmp_path):

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from launcher.cli.main import app
 from launcher.profiles import available
-from tests.conftest import GOLDEN, HOSTS, check_golden
+from tests.conftest import GOLDEN, HOSTS, ROOT, check_golden
 
 runner = CliRunner()
 BIN = Path(sys.executable).parent
@@ -28,10 +28,10 @@ def _tool(name: str) -> str:
     return path
 
 
-def render(tmp_path: Path, *args: str) -> Path:
+def render(tmp_path: Path, *args: str, host: str = "v2-limited") -> Path:
     out = tmp_path / "out"
     result = runner.invoke(app, ["render", "--out", str(out), "--host-root",
-                                 str(HOSTS / "v2-limited"), *args])
+                                 str(HOSTS / host), *args])
     assert result.exit_code == 0, result.output
     return out
 
@@ -45,6 +45,19 @@ def test_render_golden(name, tmp_path, update_golden):
     assert caps["recipe"]["profile"]["name"] == name
     assert (out / "launcher" / "supervise" / "__main__.py").is_file()
     assert not (out / "launcher" / "cli").exists()  # only the stdlib-only modules ship
+
+
+# The ready stacks in compose/ are rendered against the seed's own captured host where there is
+# one (its render GID, its GPUs).
+STACK_HOSTS = {"gtx1650": "v2-limited", "docker-5gpu": "docker-5gpu", "rig-6600": "rig-6600",
+               "runpod": "v2-limited"}
+
+
+@pytest.mark.parametrize("name", SEEDS)
+def test_shipped_compose_stacks_are_current(name, tmp_path, update_golden):
+    out = render(tmp_path, "--profile", name, host=STACK_HOSTS[name])
+    check_golden(ROOT / "compose" / f"{name}.yaml", (out / "compose.yaml").read_text(),
+                 update_golden)
 
 
 @pytest.mark.parametrize("framework", ["torch", "tf", "jax", "none"])

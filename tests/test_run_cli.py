@@ -1,5 +1,6 @@
-"""`launcher run` and `launcher build` through the CLI with a fake engine, and the exact
-container configuration for the multi-GPU profiles (golden files)."""
+"""`launcher run` and `launcher build` through the CLI with a fake engine (registered as any
+engine is: one module, one registry line), and the exact configuration sent to the daemon for
+the multi-GPU profiles (golden files)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from launcher.cli.main import app
-from launcher.runtime.engine import set_engine_factory
+from launcher.runtime import engines
 from tests.conftest import GOLDEN, HOSTS, ROOT, check_golden
 from tests.fake_engine import FakeEngine
 
@@ -17,11 +18,11 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def fake():
-    engine = FakeEngine(status=3)
-    set_engine_factory(lambda: engine)
-    yield engine
-    set_engine_factory(None)
+def fake(monkeypatch):
+    monkeypatch.setitem(engines.REGISTRY, "fake", "tests.fake_engine:FakeEngine")
+    FakeEngine.calls.clear()
+    monkeypatch.setattr(FakeEngine, "status", 3)
+    return FakeEngine
 
 
 def _normal(text: str) -> str:
@@ -30,72 +31,92 @@ def _normal(text: str) -> str:
 
 @pytest.mark.parametrize("name", ["rig-6600", "docker-5gpu"])
 def test_dry_run_json_golden(name, update_golden):
-    result = runner.invoke(app, ["run", "-p", name, "--host-root", str(HOSTS / name),
-                                 "--image", "launcher/test:1", "--dry-run", "--json", "--",
-                                 "python3", "train.py"])
+    result = runner.invoke(app, ["run", "-p", name, "--runtime", "docker", "--host-root",
+                                 str(HOSTS / name), "--image", "launcher/test:1", "--dry-run",
+                                 "--json", "--", "python3", "train.py"])
     assert result.exit_code == 0, result.output
     check_golden(GOLDEN / "run" / f"{name}.json", _normal(result.stdout), update_golden)
 
 
+def _dry(*args: str) -> dict:  # type: ignore[type-arg]
+    result = runner.invoke(app, ["run", "--runtime", "docker", "--dry-run", "--json", *args])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
 def test_dry_run_contents():
-    rig = json.loads(runner.invoke(app, ["run", "-p", "rig-6600", "--host-root",
-                                         str(HOSTS / "rig-6600"), "--gpus", "0,3", "--dry-run",
-                                         "--json", "--", "true"]).stdout)
-    assert rig["devices"] == ["/dev/kfd:/dev/kfd:rwm",
-                              "/dev/dri/renderD128:/dev/dri/renderD128:rwm",
-                              "/dev/dri/renderD131:/dev/dri/renderD131:rwm"]
-    assert rig["group_add"] == ["video", "993"]
-    assert rig["security_opt"] == ["seccomp=unconfined"]
-    assert rig["environment"]["HSA_OVERRIDE_GFX_VERSION"] == "10.3.0"
-    five = json.loads(runner.invoke(app, ["run", "-p", "docker-5gpu", "--host-root",
-                                          str(HOSTS / "docker-5gpu"), "--gpus", "all",
-                                          "--dry-run", "--json", "--", "true"]).stdout)
-    assert five["device_requests"] == [{"Driver": "nvidia", "Capabilities": [["gpu"]],
-                                        "Count": -1}]
-    assert five["environment"]["NVIDIA_VISIBLE_DEVICES"] == "all"
-    assert five["environment"]["NVIDIA_DRIVER_CAPABILITIES"] == "compute,utility"
-    assert five["pids_limit"] == 7680 and five["shm_size"] == 8 << 30
-    assert {"Name": "memlock", "Soft": -1, "Hard": -1} in five["ulimits"]
+    rig = _dry("-p", "rig-6600", "--host-root", str(HOSTS / "rig-6600"), "--gpus", "0,3",
+               "--", "true")
+    host = rig["request"]["body"]["HostConfig"]
+    assert [d["PathOnHost"] for d in host["Devices"]] == [
+        "/dev/kfd", "/dev/dri/renderD128", "/dev/dri/renderD131"]
+    assert {d["CgroupPermissions"] for d in host["Devices"]} == {"rwm"}
+    assert host["GroupAdd"] == ["video", "993"]
+    assert host["SecurityOpt"] == ["seccomp=unconfined"]
+    assert "HSA_OVERRIDE_GFX_VERSION=10.3.0" in rig["request"]["body"]["Env"]
+    assert rig["spec"]["gpus"] == {"vendor": "amd", "ids": [0, 3], "all": False,
+                                   "shortfall": None}
+    five = _dry("-p", "docker-5gpu", "--host-root", str(HOSTS / "docker-5gpu"), "--gpus", "all",
+                "--", "true")
+    host = five["request"]["body"]["HostConfig"]
+    assert host["DeviceRequests"] == [{"Driver": "nvidia", "Count": -1, "DeviceIDs": None,
+                                       "Capabilities": [["gpu"]]}]
+    env = five["request"]["body"]["Env"]
+    assert "NVIDIA_VISIBLE_DEVICES=all" in env
+    assert "NVIDIA_DRIVER_CAPABILITIES=compute,utility" in env
+    assert host["PidsLimit"] == 7680 and host["ShmSize"] == 8 << 30
+    assert {"Name": "memlock", "Soft": -1, "Hard": -1} in host["Ulimits"]
 
 
-def test_missing_gpus_refused_naming_gpus_none():
-    result = runner.invoke(app, ["run", "-p", "rig-6600", "--host-root",
-                                 str(HOSTS / "v2-limited"), "--dry-run", "--", "true"])
+def test_missing_gpus_warn_in_a_dry_run_and_refuse_a_real_run(fake):
+    dry = runner.invoke(app, ["run", "-p", "rig-6600", "--runtime", "docker", "--host-root",
+                              str(HOSTS / "v2-limited"), "--dry-run", "--json", "--", "true"])
+    assert dry.exit_code == 0, dry.output
+    lacking = ("profile rig-6600 asks for 12 AMD GPU(s) and this host has 0; use --gpus none "
+               "to run on the CPU, or --gpus N for fewer")
+    assert f"launcher: warning: {lacking} (a real run refuses)" in dry.stderr
+    devices = json.loads(dry.stdout)["request"]["body"]["HostConfig"]["Devices"]
+    assert len(devices) == 13  # /dev/kfd and the render nodes of the profile's 12 GPUs
+    real = runner.invoke(app, ["run", "-p", "rig-6600", "--runtime", "fake", "--host-root",
+                               str(HOSTS / "v2-limited"), "--", "true"])
+    assert real.exit_code == 1
+    assert real.stderr.strip() == f"error: {lacking}"
+    result = runner.invoke(app, ["run", "-p", "docker-5gpu", "--runtime", "fake", "--host-root",
+                                 str(HOSTS / "docker-5gpu"), "--gpus", "7", "--", "true"])
     assert result.exit_code == 1
-    assert result.stderr.strip() == (
-        "error: profile rig-6600 asks for 12 AMD GPU(s) and this host has 0; use --gpus none "
-        "to run on the CPU, or --gpus N for fewer")
-    result = runner.invoke(app, ["run", "-p", "docker-5gpu", "--host-root",
-                                 str(HOSTS / "docker-5gpu"), "--gpus", "7", "--dry-run", "--",
-                                 "true"])
     assert "asks for 7 NVIDIA GPU(s) and this host has 5" in result.stderr
+    assert [c for c, _ in fake.calls] == []
 
 
 def test_run_passes_status_and_env(fake):
-    result = runner.invoke(app, ["run", "-p", "gtx1650", "--gpus", "none", "--image", "img",
-                                 "--env", "FOO=a b", "--", "python3", "-c", "pass"])
+    result = runner.invoke(app, ["run", "-p", "gtx1650", "--runtime", "fake", "--gpus", "none",
+                                 "--image", "img", "--env", "FOO=a b", "--", "python3", "-c",
+                                 "pass"])
     assert result.exit_code == 3
     assert result.stdout == "hello\n"
-    spec = fake.calls[0][1]
-    assert spec["command"] == ["python3", "-c", "pass"]
-    assert spec["environment"]["FOO"] == "a b"
-    assert spec["environment"]["LAUNCHER_RESOLVED"] == "1"
-    assert spec["environment"]["LAUNCHER_REMOVE"] == "OMP_NESTED,XLA_PYTHON_CLIENT_MEM_FRACTION"
-    assert spec["environment"]["OMP_NUM_THREADS"] == "2"
-    assert "device_requests" not in spec and "NVIDIA_VISIBLE_DEVICES" not in spec["environment"]
-    assert spec["entrypoint"] == ["python3", "-I", "-S", "/opt/launcher/entrypoint.py"]
+    assert "launcher: fake run; enforced by the kernel: pids recorded by the fake" in \
+        result.stderr
+    kind, spec = fake.calls[0]
+    assert kind == "run"
+    assert spec.command == ["python3", "-c", "pass"]
+    assert spec.env["FOO"] == "a b"
+    assert spec.remove_env == ["OMP_NESTED", "XLA_PYTHON_CLIENT_MEM_FRACTION"]
+    assert spec.env["OMP_NUM_THREADS"] == "2"
+    assert spec.gpus.vendor == "none" and "NVIDIA_VISIBLE_DEVICES" not in spec.env
+    assert spec.supervised
 
 
 def test_refused_plan_does_not_start(fake, tmp_path):
     prof = tmp_path / "tight.yaml"
     prof.write_text("extends: base\nframework: tf\nlimits: {pids: 5}\n")
-    result = runner.invoke(app, ["run", "-p", str(prof), "--image", "img", "--", "true"])
+    result = runner.invoke(app, ["run", "-p", str(prof), "--runtime", "fake", "--", "true"])
     assert result.exit_code == 1
     assert "would exceed the pids limit 5" in result.stderr
     assert fake.calls == []
 
 
-def test_build_uses_engine_with_context(fake):
+def test_build_uses_engine_with_context(fake, monkeypatch):
+    monkeypatch.setitem(engines.REGISTRY, "docker", "tests.fake_engine:FakeEngine")
     result = runner.invoke(app, ["build", "-p", "runpod", "--base-image", "launcher-base:bookworm",
                                  "--tag", "t/runpod"])
     assert result.exit_code == 0, result.output
@@ -108,3 +129,10 @@ def test_build_uses_engine_with_context(fake):
 def test_nothing_to_run():
     result = runner.invoke(app, ["run"])
     assert result.exit_code == 1 and "nothing to run" in result.stderr
+
+
+def test_workload_help_comes_from_its_parser(fake):
+    result = runner.invoke(app, ["run", "--runtime", "fake", "stress-jax", "--help"])
+    assert result.exit_code == 0, result.output
+    assert "usage: stress-jax" in result.stdout and "--max-runs N" in result.stdout
+    assert fake.calls == []

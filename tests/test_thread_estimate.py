@@ -15,10 +15,10 @@ import sys
 
 import pytest
 
-from launcher.caps.plan import compute_caps
-from launcher.caps.variables import MANAGED
+from launcher.caps.resolve import resolve
 from launcher.probe import probe_host
 from launcher.profiles import load_profile
+from launcher.variables import managed
 from tests.conftest import ROOT
 
 MODULES = {"none": "numpy", "torch": "torch", "tf": "tensorflow", "jax": "jax"}
@@ -32,7 +32,7 @@ def _need(framework: str) -> None:
 
 
 def count_threads(framework: str, env: dict[str, str], cpu: int | None = None) -> int:
-    base = {k: v for k, v in os.environ.items() if k not in MANAGED}
+    base = {k: v for k, v in os.environ.items() if k not in managed()}
     proc = subprocess.run(
         [sys.executable, "-m", "launcher.workloads.threadprobe", framework],
         env={**base, **env, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"},
@@ -51,7 +51,7 @@ def test_estimate_matches_real_threads(framework, intra, tmp_path):
     facts = probe_host("/", environ={})
     if facts.affinity_cpus < 2:
         pytest.skip("needs 2 CPUs")
-    caps = compute_caps(load_profile(path), facts, framework=framework)
+    caps = resolve(load_profile(path), facts, framework=framework).caps
     assert count_threads(framework, caps.environment()) == caps.estimate["per_process"]
 
 
@@ -62,5 +62,5 @@ def test_estimate_with_one_cpu_of_affinity(framework):
     facts = probe_host("/", environ={})
     cpu = min(os.sched_getaffinity(0))
     facts = dataclasses.replace(facts, affinity_cpus=1, effective_cpus=1)
-    caps = compute_caps(load_profile("base"), facts, framework=framework)
+    caps = resolve(load_profile("base"), facts, framework=framework).caps
     assert count_threads(framework, caps.environment(), cpu) == caps.estimate["per_process"]

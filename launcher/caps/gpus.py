@@ -3,71 +3,81 @@
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 from launcher.errors import LauncherError
 from launcher.probe.host import HostFacts
 from launcher.profiles.loader import Profile
+from launcher.vendors import get as get_vendor
+from launcher.vendors import resolve as resolve_vendor
+from launcher.vendors.base import GpuSelection
+
+GPUS_HELP = "all, none, a count such as 2, or device IDs such as 0,2"
 
 
-@dataclass(frozen=True)
-class GpuChoice:
-    vendor: str  # nvidia | amd | none
-    ids: tuple[int, ...]
-    all: bool = False
+def profile_vendor(profile: Profile, facts: HostFacts) -> str:
+    return resolve_vendor(profile.get("gpu.vendor", "none"),
+                          list(dict.fromkeys(g.vendor for g in facts.gpus)))
 
 
 def select_gpus(profile: Profile, facts: HostFacts, selection: str | None,
-                for_this_host: bool = True) -> GpuChoice:
+                for_this_host: bool = True) -> GpuSelection:
     """The GPUs to use. With `for_this_host` False (render, build: the target is another
-    machine) the profile's count is taken as GPUs 0..N-1 without looking for them here."""
-    vendor = profile.get("gpu.vendor", "none")
-    if vendor == "auto":
-        vendor = facts.gpus[0].vendor if facts.gpus else "none"
+    machine) the profile's count is taken as GPUs 0..N-1 without looking for them here. GPUs
+    this host lacks are still selected (a dry run shows the profile's configuration); the
+    selection's `shortfall` says what is missing, and only a real run refuses it."""
+    vendor = profile_vendor(profile, facts)
     found = [g.index for g in facts.gpus if g.vendor == vendor]
     count = profile.get("gpu.count", "auto")
-    if not for_this_host and isinstance(count, int):
-        found = sorted(set(found) | set(range(count)))
+    if selection is not None:
+        selection = selection.strip().lower()
     if selection == "none" or vendor == "none":
         if selection not in (None, "none"):
             raise LauncherError(f"--gpus {selection}: profile {profile.name} uses no GPU vendor "
-                                f"(gpu.vendor: {vendor})")
-        return GpuChoice("none", ())
+                                f"(gpu.vendor: {vendor}); only --gpus none applies")
+        return GpuSelection("none", ())
+    if not for_this_host and isinstance(count, int):
+        found = sorted(set(found) | set(range(count)))
+    label = get_vendor(vendor).label
     if selection is None:
         selection = "all" if count == "auto" else str(count)
     if selection == "all":
-        ids = tuple(found)
-        if not ids:
-            raise _lacking(profile, vendor, "all", found)
-        return GpuChoice(vendor, ids, all=True)
+        if found:
+            return GpuSelection(vendor, tuple(found), all=True)
+        ids = tuple(range(count)) if isinstance(count, int) else ()
+        return GpuSelection(vendor, ids, all=True,
+                            shortfall=_lacking(profile, label, "all", found))
     if selection.isdigit():
         n = int(selection)
         if n == 0:
-            return GpuChoice("none", ())
+            return GpuSelection("none", ())
         if n > len(found):
-            raise _lacking(profile, vendor, n, found)
-        return GpuChoice(vendor, tuple(found[:n]))
+            # the host's GPUs, then the lowest indices it lacks
+            ids = tuple(found) + tuple(i for i in range(2 * n) if i not in found)[:n - len(found)]
+            return GpuSelection(vendor, tuple(sorted(ids)), shortfall=_lacking(
+                profile, label, n, found))
+        return GpuSelection(vendor, tuple(found[:n]))
     try:
         ids = tuple(int(x) for x in selection.split(","))
+        if any(i < 0 for i in ids) or len(set(ids)) != len(ids):
+            raise ValueError
     except ValueError:
-        raise LauncherError(f"--gpus must be all, none, a count or IDs such as 0,2 "
-                            f"(got {selection!r})") from None
+        raise LauncherError(f"--gpus must be {GPUS_HELP} (got {selection!r})") from None
     missing = [i for i in ids if i not in found]
+    shortfall = None
     if missing:
-        raise LauncherError(f"--gpus {selection}: this host has no {vendor.upper()} GPU "
-                            f"{', '.join(map(str, missing))} (found: "
-                            f"{', '.join(map(str, found)) or 'none'}); use --gpus none to run "
-                            f"on the CPU")
-    return GpuChoice(vendor, ids)
+        shortfall = (f"--gpus {selection}: this host has no {label} GPU "
+                     f"{', '.join(map(str, missing))} (found: "
+                     f"{', '.join(map(str, found)) or 'none'}); use --gpus none to run "
+                     f"on the CPU")
+    return GpuSelection(vendor, ids, shortfall=shortfall)
 
 
-def _lacking(profile: Profile, vendor: str, want: object, found: list[int]) -> LauncherError:
-    return LauncherError(f"profile {profile.name} asks for {want} {vendor.upper()} GPU(s) and "
-                         f"this host has {len(found)}; use --gpus none to run on the CPU, or "
-                         f"--gpus N for fewer")
+def _lacking(profile: Profile, label: str, want: object, found: list[int]) -> str:
+    return (f"profile {profile.name} asks for {want} {label} GPU(s) and this host has "
+            f"{len(found)}; use --gpus none to run on the CPU, or --gpus N for fewer")
 
 
-def with_gpus(profile: Profile, choice: GpuChoice) -> Profile:
+def with_gpus(profile: Profile, choice: GpuSelection) -> Profile:
     """The profile with gpu.vendor and gpu.count set to the choice."""
     data = copy.deepcopy(profile.data)
     gpu = data.setdefault("gpu", {})

@@ -5,17 +5,19 @@ No I/O here. Every value carries its source so `plan` and the entrypoint can exp
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from launcher.caps.threads import ThreadEstimate, estimate_threads
-from launcher.caps.variables import DEPRECATED, MANAGED
 from launcher.errors import ProfileError
+from launcher.probe.cgroup import effective_cpus
 from launcher.probe.host import HostFacts
 from launcher.profiles.loader import Profile
 from launcher.profiles.schema import AUTO, UNLIMITED
 from launcher.units import format_size, kib
+from launcher.variables import DEPRECATED, managed
+from launcher.vendors import get as get_vendor
+from launcher.vendors.base import GpuSelection
 
 UNLIMITED_RLIMIT = -1
 
@@ -83,11 +85,13 @@ def compute_caps(
     processes: int | None = None,
     overrides: dict[str, str] | None = None,
     inherited: dict[str, str] | None = None,
+    selection: GpuSelection | None = None,
 ) -> Caps:
-    """Resolve a profile against host facts.
+    """Resolve a profile against host facts (callers go through `caps.resolve.resolve`).
 
     `inherited` is the environment the workload would otherwise inherit (the shell's, or the
-    base image's); `overrides` are explicit `--env` values, which win over everything.
+    base image's); `overrides` are explicit `--env` values, which win over everything;
+    `selection` the GPUs chosen (default: the profile's, as `select_gpus` makes them).
     """
     fw = framework or profile.get("framework", "none")
     procs = processes or profile.get("workers.processes", 1)
@@ -138,9 +142,13 @@ def compute_caps(
     if get("threads.max_active_levels") is not None:
         want["OMP_MAX_ACTIVE_LEVELS"] = (str(get("threads.max_active_levels")),
                                          _src(profile, "threads.max_active_levels"))
-    gpu = _gpu(profile, facts)
-    _allocator(profile, gpu, want)
-    _vendor_env(profile, gpu, want)
+    if selection is None:
+        from launcher.caps.gpus import select_gpus
+
+        selection = select_gpus(profile, facts, None)
+    gpu = _gpu(profile, facts, selection)
+    _allocator(profile, selection, want)
+    _vendor_env(profile, selection, want)
 
     inherited = inherited or {}
     env = _settle(want, profile, overrides or {}, inherited)
@@ -171,15 +179,23 @@ def compute_caps(
     )
 
 
+def fit_rlimit(soft: int, hard: int, ceiling: int | None) -> tuple[int, int]:
+    """A (soft, hard) pair (-1 = unlimited) lowered to fit under `ceiling` (None = unlimited):
+    what an unprivileged process, or a daemon without CAP_SYS_RESOURCE, can set."""
+    if ceiling is None:
+        return soft, hard
+    hard = ceiling if hard < 0 else min(hard, ceiling)
+    return (hard if soft < 0 else min(soft, hard)), hard
+
+
 def clamp_ulimits(caps: Caps, facts: HostFacts) -> Caps:
-    """Lower ulimits to this host's hard limits (a daemon without CAP_SYS_RESOURCE cannot
-    raise them, and the container would not start). Only for runs on this host."""
+    """Lower ulimits to the hard limits in `facts` (this host's, or inside a container its
+    own): the one clamp for `launcher run`, the native runtime and the supervisor."""
     for name, u in caps.ulimits.items():
         host = facts.rlimits.get(name)
         if host is None or host.hard is None:
             continue
-        soft = host.hard if u.soft < 0 else min(u.soft, host.hard)
-        hard = host.hard if u.hard < 0 else min(u.hard, host.hard)
+        soft, hard = fit_rlimit(u.soft, u.hard, host.hard)
         if (soft, hard) != (u.soft, u.hard):
             caps.ulimits[name] = Ulimit(soft, hard, f"{u.source}, lowered to this host's hard "
                                                     f"limit {host.hard}")
@@ -204,43 +220,38 @@ def pool_cpus(framework: str, facts: HostFacts, cpu_limit: float | str) -> tuple
     """CPUs the thread pools are sized for: min(affinity, cpuset, the quota rounded for the
     framework), at least 1. The quota is the profile's limits.cpus, else the cgroup's."""
     quota = cpu_limit if cpu_limit != AUTO else facts.cgroup.cpu_quota
+    rounding = rounding_for(framework)
     parts = [f"affinity {facts.affinity_cpus}"]
-    cands = [facts.affinity_cpus]
     if facts.cgroup.cpuset_cpus:
         parts.append(f"cpuset {facts.cgroup.cpuset_cpus}")
-        cands.append(facts.cgroup.cpuset_cpus)
     if quota is not None:
-        up = framework in ROUND_HALF_UP
-        rounded = max(1, math.floor(float(quota) + 0.5) if up else math.floor(float(quota)))
         src = "limits.cpus" if cpu_limit != AUTO else "quota"
-        parts.append(f"{src} {float(quota):g} rounded {'half up' if up else 'down'}")
-        cands.append(rounded)
+        parts.append(f"{src} {float(quota):g} rounded {rounding.replace('-', ' ')}")
     why = "min of " + ", ".join(parts) if len(parts) > 1 else parts[0]
-    return max(1, min(cands)), why
+    cpus = effective_cpus(facts.affinity_cpus, facts.cgroup.cpuset_cpus,
+                          float(quota) if quota is not None else None, rounding)
+    return cpus, why
 
 
-def _gpu(profile: Profile, facts: HostFacts) -> dict[str, Any]:
-    vendor = profile.get("gpu.vendor", "none")
-    if vendor == AUTO:
-        vendor = facts.gpus[0].vendor if facts.gpus else "none"
-    found = [g for g in facts.gpus if g.vendor == vendor]
-    count = profile.get("gpu.count", AUTO)
-    if count == AUTO:
-        count = len(found)
-    if vendor == "none":
-        count = 0
+def rounding_for(framework: str) -> str:
+    return "half-up" if framework in ROUND_HALF_UP else "down"
+
+
+def _gpu(profile: Profile, facts: HostFacts, selection: GpuSelection) -> dict[str, Any]:
+    vendor = selection.vendor
+    count = selection.count
+    found = [g for g in facts.gpus if g.vendor == vendor] if vendor != "none" else []
     return {"vendor": vendor, "count": count, "found": len(found),
             "model": profile.get("gpu.model"), "gfx_version": profile.get("gpu.gfx_version")}
 
 
-def _allocator(profile: Profile, gpu: dict[str, Any], want: dict) -> None:
+def _allocator(profile: Profile, selection: GpuSelection, want: dict) -> None:
     conf = profile.get("allocator.torch")  # validated by the loader
     if conf is not None:
         src = _src(profile, "allocator.torch")
-        want["PYTORCH_ALLOC_CONF"] = (conf, src)
-        want["PYTORCH_CUDA_ALLOC_CONF"] = (conf, src)
-        if gpu["vendor"] == "amd":
-            want["PYTORCH_HIP_ALLOC_CONF"] = (conf, src)
+        for name in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF",
+                     *get_vendor(selection.vendor).torch_alloc_variables):
+            want[name] = (conf, src)
     pre = profile.get("allocator.xla_preallocate")
     if pre is not None:
         want["XLA_PYTHON_CLIENT_PREALLOCATE"] = (
@@ -253,22 +264,21 @@ def _allocator(profile: Profile, gpu: dict[str, Any], want: dict) -> None:
         want["XLA_PYTHON_CLIENT_ALLOCATOR"] = (alloc, _src(profile, "allocator.xla_allocator"))
 
 
-def _vendor_env(profile: Profile, gpu: dict[str, Any], want: dict) -> None:
-    if gpu["vendor"] == "nvidia" and gpu["count"] > 0:
-        src = _src(profile, "gpu.count")
-        want["NVIDIA_VISIBLE_DEVICES"] = (",".join(str(i) for i in range(gpu["count"])), src)
-        caps = profile.get("gpu.driver_capabilities", "compute,utility")
-        want["NVIDIA_DRIVER_CAPABILITIES"] = (caps, _src(profile, "gpu.driver_capabilities")
-                                              if profile.get("gpu.driver_capabilities")
-                                              else "NVIDIA container toolkit: compute,utility")
-    if gpu["vendor"] == "amd" and gpu["gfx_version"]:
-        want["HSA_OVERRIDE_GFX_VERSION"] = (gpu["gfx_version"], _src(profile, "gpu.gfx_version"))
+def _vendor_env(profile: Profile, selection: GpuSelection, want: dict) -> None:
+    """The vendor's variables for the selection, each with the profile key it comes from."""
+    vendor = get_vendor(selection.vendor)
+    sources = vendor.sources()
+    for name, value in vendor.environment(selection, profile.get("gpu", {})).items():
+        key, _, fallback = sources.get(name, "").partition("|")
+        given = key and profile.get(key) is not None
+        want[name] = (value, _src(profile, key) if given or not fallback else fallback)
 
 
 def _settle(want: dict[str, tuple[str | None, str]], profile: Profile,
             overrides: dict[str, str], inherited: dict[str, str]) -> dict[str, Setting]:
     """Apply precedence: --env > profile env > computed; note every inherited value replaced."""
     out: dict[str, Setting] = {}
+    managed_names = managed()
     for name, (value, source) in want.items():
         if value is None and name not in inherited:
             continue  # nothing to remove
@@ -281,7 +291,7 @@ def _settle(want: dict[str, tuple[str | None, str]], profile: Profile,
         if name in out:
             if out[name].value != old:
                 out[name].replaced = old
-        elif name in MANAGED:
+        elif name in managed_names:
             out[name] = Setting(old, "inherited (this profile does not set it)")
     # A deprecated variable's value moves to its successor unless that is set.
     for old_name, new_name in DEPRECATED.items():
@@ -396,7 +406,8 @@ def _verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Threa
                         f"{need * 100 // mem_budget}% of the {format_size(mem_budget)} memory "
                         f"budget; the OOM killer may take workers.")
     if gpu["count"] > gpu["found"]:
-        say("warn", f"the profile asks for {gpu['count']} {gpu['vendor'].upper()} GPU(s) and "
+        label = get_vendor(gpu["vendor"]).label
+        say("warn", f"the profile asks for {gpu['count']} {label} GPU(s) and "
                     f"this host shows {gpu['found']}; use --gpus none to run on the CPU.")
     if fw == "tf" and gpu["count"] > 0 and (facts.max_map_count or 0) <= 65530:
         say("warn", f"vm.max_map_count is {facts.max_map_count} and cannot be raised from a "

@@ -7,9 +7,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from launcher.cli.common import default_tag, prepare
+from launcher.cli.common import default_tag, resolve_profile
 from launcher.cli.render_cmd import render_files, write_tree
-from launcher.runtime.engine import BuildEvent, get_engine
+from launcher.runtime.engine import BuildEvent
+from launcher.runtime.engines import get_engine
 
 
 class Progress:
@@ -40,10 +41,11 @@ class Progress:
 
 def build(profile: str, framework: str | None, base_image: str | None, tag: str | None,
           ca_cert: Path | None, host_root: Path | None, no_cache: bool = False) -> int:
-    p = prepare(profile, framework, None, None, None, host_root, for_this_host=False)
+    p = resolve_profile(profile, framework, host_root=host_root, inherit_shell=False,
+                        for_this_host=False)
     tag = tag or default_tag(p.profile.name, p.framework)
     files = render_files(p, base_image, ca_cert, tag)
-    engine = get_engine()
+    engine = get_engine("docker")
     engine.ping()
     progress = Progress()
     started = time.monotonic()

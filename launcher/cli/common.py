@@ -1,49 +1,27 @@
-"""What render, build and run share: a profile resolved for a target, with its GPU choice."""
+"""What the commands share: a profile resolved against a host, and the default image tag."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from launcher.caps.gpus import GpuChoice, select_gpus, with_gpus
-from launcher.caps.plan import Caps, compute_caps
+from launcher.caps.resolve import Resolved, resolve
 from launcher.cli.output import parse_env_pairs
-from launcher.errors import LauncherError
-from launcher.probe import HostFacts, probe_host
-from launcher.profiles import Profile, load_profile
-from launcher.profiles.schema import FRAMEWORKS
-from launcher.supervise.apply import recipe_from
+from launcher.probe import probe_host
+from launcher.profiles import load_profile
 
 
-@dataclass
-class Prepared:
-    profile: Profile  # with the GPU choice applied
-    facts: HostFacts
-    choice: GpuChoice
-    framework: str
-    caps: Caps
-    overrides: dict[str, str]
-    recipe: dict[str, Any]
-
-
-def prepare(profile_ref: str, framework: str | None, processes: int | None,
-            env_pairs: list[str] | None, gpus: str | None, host_root: Path | None,
-            inherit_shell: bool = False, for_this_host: bool = True) -> Prepared:
-    if framework is not None and framework not in FRAMEWORKS:
-        raise LauncherError(f"--framework must be one of {', '.join(FRAMEWORKS)} "
-                            f"(got {framework!r})")
-    facts = probe_host(host_root or "/")
-    base = load_profile(profile_ref)
-    choice = select_gpus(base, facts, gpus, for_this_host)
-    profile = with_gpus(base, choice)
-    fw = framework or profile.get("framework", "none")
+def resolve_profile(profile_ref: str, framework: str | None = None,
+                    processes: int | None = None, env_pairs: list[str] | None = None,
+                    gpus: str | None = None, host_root: Path | None = None,
+                    inherit_shell: bool = True, for_this_host: bool = True,
+                    clamp: bool = False) -> Resolved:
+    """Load `profile_ref`, read the host (or `host_root`) and resolve: the one path, with the
+    shell's managed variables as the inherited environment when `inherit_shell`."""
     overrides = parse_env_pairs(env_pairs)
-    caps = compute_caps(profile, facts, fw, processes, overrides,
-                        inherited=facts.env if inherit_shell else {})
-    return Prepared(profile, facts, choice, fw, caps, overrides,
-                    recipe_from(profile, fw, processes, overrides))
+    facts = probe_host(host_root or "/")
+    return resolve(load_profile(profile_ref), facts, framework, processes, overrides, gpus,
+                   facts.env if inherit_shell else {}, for_this_host, clamp)
 
 
 def default_tag(profile: str, framework: str) -> str:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from launcher.caps.plan import compute_caps
+from launcher.caps.plan import pool_cpus
+from launcher.caps.resolve import resolve
 from launcher.cli.output import print_json, table
 from launcher.probe import HostFacts, probe_host
 from launcher.profiles import load_profile
+from launcher.profiles.schema import AUTO, FRAMEWORKS
 from launcher.units import format_size
 
 
@@ -18,7 +20,7 @@ def _lim(v: int | None) -> str:
 
 def diagnose(facts: HostFacts, profile_ref: str | None) -> dict[str, Any]:
     profile = load_profile(profile_ref or "auto")
-    caps = compute_caps(profile, facts, inherited=facts.env)
+    caps = resolve(profile, facts, inherited=facts.env).caps
     warnings = []
     for name, s in caps.env.items():
         if s.replaced is not None:
@@ -26,8 +28,9 @@ def diagnose(facts: HostFacts, profile_ref: str | None) -> dict[str, Any]:
             warnings.append(f"{name}={s.replaced} inherited from the shell; under profile "
                             f"{profile.name} launcher replaces it ({new}, {s.source}).")
     warnings += [r for r in caps.verdict.reasons if r not in warnings]
-    out: dict[str, Any] = {"host": facts.to_json(), "first_limit": caps.budget,
-                           "warnings": warnings}
+    pools = {fw: pool_cpus(fw, facts, AUTO)[0] for fw in FRAMEWORKS}
+    out: dict[str, Any] = {"host": facts.to_json(), "pool_cpus": pools,
+                           "first_limit": caps.budget, "warnings": warnings}
     if profile_ref:
         out["plan"] = caps.to_json()
     return out
@@ -53,6 +56,8 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
     rows = [
         ("CPUs", f"{facts.online_cpus} online, {facts.affinity_cpus} in affinity, cpuset "
                  f"{cg.cpuset_cpus or '-'}, quota {quota} -> {facts.effective_cpus} effective"),
+        ("pools", "sized for " + ", ".join(f"{fw} {n}" for fw, n in report["pool_cpus"].items())
+         + " CPU(s) (quota rounded down for OpenBLAS and JAX, half up for torch and TF)"),
         ("cgroup", f"{cg.version} ({', '.join(f'{k}: {v}' for k, v in cg.dirs.items()) or '-'})"),
         ("pids", f"max {_lim(cg.pids_max)}, current "
                  f"{'-' if cg.pids_current is None else cg.pids_current}"),

@@ -5,25 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from launcher.caps.plan import compute_caps
-from launcher.cli.output import parse_env_pairs, print_json, table
-from launcher.probe import probe_host
-from launcher.profiles import load_profile
+from launcher.cli.common import resolve_profile
+from launcher.cli.output import print_json, table
 from launcher.units import format_size
 
 
 def plan(profile_ref: str, framework: str | None, processes: int | None,
          env_pairs: list[str] | None, as_json: bool, host_root: Path | None) -> int:
-    from launcher.errors import LauncherError
-    from launcher.profiles.schema import FRAMEWORKS
-
-    if framework is not None and framework not in FRAMEWORKS:
-        raise LauncherError(f"--framework must be one of {', '.join(FRAMEWORKS)} "
-                            f"(got {framework!r})")
-    facts = probe_host(host_root or "/")
-    profile = load_profile(profile_ref)
-    caps = compute_caps(profile, facts, framework, processes, parse_env_pairs(env_pairs),
-                        inherited=facts.env)
+    caps = resolve_profile(profile_ref, framework, processes, env_pairs,
+                           host_root=host_root).caps
     data = caps.to_json()
     if as_json:
         print_json(data)

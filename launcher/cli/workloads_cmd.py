@@ -13,6 +13,7 @@ def list_workloads(as_json: bool) -> int:
         return 0
     for w in items.values():
         print(f"{w.name}  [{w.framework}]  {w.description}  ({w.source})")
-        if w.flags:
-            print(table([(flag, text) for flag, text in w.flags.items()], indent="    "))
+        flags = w.flags()
+        if flags:
+            print(table([(flag, text) for flag, text in flags.items()], indent="    "))
     return 0

@@ -256,15 +256,26 @@ def read_cgroup(root: Path) -> CgroupFacts:
     return facts
 
 
-def effective_cpus(affinity: int, cpuset: int | None, quota: float | None) -> int:
-    """min(affinity, cpuset, floor(quota)), at least 1.
+ROUNDINGS = ("down", "half-up")
 
-    The quota is rounded down (as uber-go/automaxprocs does): a pool one thread larger than
-    the quota is throttled every period, which costs more than one idle fraction of a CPU.
-    """
+
+def round_quota(quota: float, rounding: str = "down") -> int:
+    """Whole CPUs from a quota, at least 1: `down` (as uber-go/automaxprocs: a pool one thread
+    larger than the quota is throttled every period) or `half-up` (for pools whose idle
+    workers block, which make use of a fractional CPU)."""
+    if rounding not in ROUNDINGS:
+        raise ValueError(f"rounding must be one of {ROUNDINGS} (got {rounding!r})")
+    return max(1, math.floor(quota + 0.5) if rounding == "half-up" else math.floor(quota))
+
+
+def effective_cpus(affinity: int, cpuset: int | None, quota: float | None,
+                   rounding: str = "down") -> int:
+    """min(affinity, cpuset, the quota rounded as asked), at least 1. The one function for
+    this fact: `doctor` shows it rounded down, the caps size each framework's pools with the
+    framework's rounding."""
     candidates = [affinity]
     if cpuset:
         candidates.append(cpuset)
     if quota is not None:
-        candidates.append(max(1, math.floor(quota)))
+        candidates.append(round_quota(quota, rounding))
     return max(1, min(candidates))

@@ -7,18 +7,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from launcher.caps.variables import MANAGED
 from launcher.probe.cgroup import CgroupFacts, effective_cpus, parse_cpu_list, read_cgroup
-from launcher.probe.gpus import Gpu, read_gpus
+from launcher.probe.gpus import read_gpus, read_groups
 from launcher.probe.limits import (
     Rlimit,
     read_affinity,
-    read_group_gid,
     read_meminfo,
     read_rlimits,
     read_sysctl,
     read_uid_tasks,
 )
+from launcher.variables import managed_in
+from launcher.vendors import all_vendors
+from launcher.vendors.base import Gpu, HostGpus
 
 
 @dataclass
@@ -26,7 +27,7 @@ class HostFacts:
     root: str
     online_cpus: int
     affinity_cpus: int
-    effective_cpus: int
+    effective_cpus: int  # whole CPUs: min(affinity, cpuset, quota rounded down)
     cgroup: CgroupFacts
     rlimits: dict[str, Rlimit]
     uid: int | None
@@ -37,8 +38,7 @@ class HostFacts:
     mem_total: int | None
     mem_available: int | None
     gpus: list[Gpu]
-    render_gid: int | None
-    video_gid: int | None
+    groups: dict[str, int] = field(default_factory=dict)  # GPU groups (video, render) -> GID
     env: dict[str, str] = field(default_factory=dict)  # managed variables already set
 
     def to_json(self) -> dict[str, Any]:
@@ -47,6 +47,9 @@ class HostFacts:
     def memory_budget(self) -> int | None:
         """The memory a workload may use: the cgroup limit, else the host's RAM."""
         return self.cgroup.memory_limit or self.mem_total
+
+    def host_gpus(self) -> HostGpus:
+        return HostGpus(tuple(self.gpus), dict(self.groups))
 
 
 def _online_cpus(root: Path) -> int:
@@ -65,7 +68,7 @@ def probe_host(root: Path | str = "/", environ: dict[str, str] | None = None) ->
     affinity = read_affinity(root) or online
     meminfo = read_meminfo(root)
     uid, tasks = read_uid_tasks(root)
-    env = dict(os.environ if environ is None else environ)
+    groups = {g for v in all_vendors() for g in v.host_groups}
     return HostFacts(
         root=str(root),
         online_cpus=online,
@@ -81,7 +84,6 @@ def probe_host(root: Path | str = "/", environ: dict[str, str] | None = None) ->
         mem_total=meminfo.get("MemTotal"),
         mem_available=meminfo.get("MemAvailable"),
         gpus=read_gpus(root, use_tools=live),
-        render_gid=read_group_gid(root, "render"),
-        video_gid=read_group_gid(root, "video"),
-        env={k: v for k, v in env.items() if k in MANAGED},
+        groups=read_groups(root, groups),
+        env=managed_in(dict(os.environ if environ is None else environ)),
     )

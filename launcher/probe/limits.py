@@ -116,15 +116,3 @@ def read_meminfo(root: Path) -> dict[str, int]:
         if fields and fields[0].isdigit():
             out[key] = int(fields[0]) * (1024 if fields[1:2] == ["kB"] else 1)
     return out
-
-
-def read_group_gid(root: Path, name: str) -> int | None:
-    try:
-        text = (root / "etc/group").read_text()
-    except FileNotFoundError:
-        return None
-    for line in text.splitlines():
-        fields = line.split(":")
-        if len(fields) >= 3 and fields[0] == name and fields[2].isdigit():
-            return int(fields[2])
-    return None

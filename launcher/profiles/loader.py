@@ -17,8 +17,10 @@ _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def shipped_dir() -> Path:
-    """The profiles that ship with launcher (top-level `profiles/` of the source tree)."""
-    return Path(__file__).resolve().parents[2] / "profiles"
+    """The profiles that ship with launcher (package data; `profiles/` of the source tree)."""
+    from launcher.shipped import shipped
+
+    return shipped("profiles")
 
 
 def display_path(path: Path) -> str:
@@ -94,8 +96,9 @@ def locate(ref: str, near: Path | None = None) -> Path:
     import difflib
 
     hint = difflib.get_close_matches(ref, names, n=1)
-    extra = f"; did you mean {hint[0]!r}?" if hint else f"; known: {', '.join(names)}"
-    raise ProfileError(f"profile {ref!r} not found{extra}")
+    extra = f"; did you mean {hint[0]!r}?" if hint else f"; known: {', '.join(names) or 'none'}"
+    looked = ", ".join(str(d) for d in dirs)
+    raise ProfileError(f"profile {ref!r} not found{extra} (looked in {looked})")
 
 
 def load_profile(ref: str | Path) -> Profile:
@@ -227,8 +230,8 @@ def _check(
             raise bad("must be true or false")
         return value
     if kind == "choice":
-        if value not in key.choices:
-            raise bad(f"must be one of {', '.join(key.choices)}")
+        if value not in key.allowed():
+            raise bad(f"must be one of {', '.join(key.allowed())}")
         return value
     if kind == "str":
         if not isinstance(value, (str, int, float)) or isinstance(value, bool) or value == "":

@@ -5,6 +5,7 @@ Kept declarative so the README table, validation and did-you-mean all come from 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 AUTO = "auto"
@@ -17,12 +18,22 @@ class Key:
     doc: str
     auto: bool = False
     unlimited: bool = False
-    choices: tuple[str, ...] = ()
+    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()
     minimum: float = 1
     maximum: float | None = None
 
 
+    def allowed(self) -> tuple[str, ...]:
+        return self.choices() if callable(self.choices) else self.choices
+
+
 FRAMEWORKS = ("torch", "tf", "jax", "none")
+
+
+def _vendor_choices() -> tuple[str, ...]:
+    from launcher.vendors import names
+
+    return (*names(), AUTO)
 
 SCHEMA: dict[str, Key | dict[str, Key]] = {
     "name": Key("str", "profile name; must equal the file name"),
@@ -35,7 +46,8 @@ SCHEMA: dict[str, Key | dict[str, Key]] = {
         "reserved_memory": Key("size", "RAM kept back for the OS and drivers (ROCm, CUDA)"),
     },
     "gpu": {
-        "vendor": Key("choice", "GPU vendor", choices=("nvidia", "amd", "none", "auto")),
+        "vendor": Key("choice", "GPU vendor (launcher/vendors/), or auto",
+                      choices=_vendor_choices),
         "count": Key("int", "GPUs to use", auto=True, minimum=0),
         "model": Key("str", "GPU model, informative"),
         "memory": Key("size", "memory per GPU", auto=True),

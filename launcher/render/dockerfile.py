@@ -9,18 +9,13 @@ from pathlib import Path
 from typing import Any
 
 from launcher.profiles.loader import Profile
-from launcher.render.images import (
-    IMAGES,
-    TEMPLATES,
-    check_apt_packages,
-    check_image_ref,
-    check_pip_requirements,
-)
+from launcher.render.images import check_apt_packages, check_image_ref, check_pip_requirements
+from launcher.vendors import get as get_vendor
 
 PACKAGE = Path(__file__).resolve().parents[1]
-IMAGES_DIR = PACKAGE.parent / "images"
 # Parts of the package an image needs: the standard-library-only supervisor and what it imports.
-IMAGE_MODULES = ("__init__.py", "errors.py", "units.py", "probe", "caps", "profiles", "supervise")
+IMAGE_MODULES = ("__init__.py", "errors.py", "units.py", "variables.py", "probe", "caps",
+                 "profiles", "vendors", "supervise")
 
 
 @dataclass(frozen=True)
@@ -35,12 +30,9 @@ class ImageSpec:
     ca_cert: bool
 
 
-def image_spec(profile: Profile, framework: str, base_image: str | None = None,
-               ca_cert: bool = False, vendor: str | None = None) -> ImageSpec:
-    vendor = vendor or profile.get("gpu.vendor", "none")
-    if vendor == "auto":
-        vendor = "none"
-    default_base, fw_reqs = IMAGES[(vendor, framework)]
+def image_spec(profile: Profile, framework: str, vendor: str, base_image: str | None = None,
+               ca_cert: bool = False) -> ImageSpec:
+    v = get_vendor(vendor)
     where = profile.where("image")
     if base_image is not None:
         base = check_image_ref(base_image, "--base-image")
@@ -48,10 +40,10 @@ def image_spec(profile: Profile, framework: str, base_image: str | None = None,
         base = check_image_ref(profile.get("image.base"), f"{profile.where('image.base')}: "
                                                           "image.base")
     else:
-        base = default_base
+        base = v.base_image
     return ImageSpec(
         profile=profile, framework=framework, vendor=vendor, base_image=base,
-        framework_requirements=fw_reqs,
+        framework_requirements=list(v.requirements.get(framework, [])),
         profile_requirements=check_pip_requirements(profile.get("image.pip_packages", []), where),
         apt_packages=check_apt_packages(profile.get("image.apt_packages", []), where),
         ca_cert=ca_cert,
@@ -61,8 +53,10 @@ def image_spec(profile: Profile, framework: str, base_image: str | None = None,
 def _env():  # type: ignore[no-untyped-def]
     import jinja2
 
+    from launcher.shipped import shipped
+
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(IMAGES_DIR)),
+        loader=jinja2.FileSystemLoader(str(shipped("images"))),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
@@ -71,7 +65,7 @@ def _env():  # type: ignore[no-untyped-def]
 
 def render_dockerfile(spec: ImageSpec) -> str:
     reqs = spec.framework_requirements + spec.profile_requirements
-    return _env().get_template(TEMPLATES[spec.vendor]).render(
+    return _env().get_template(get_vendor(spec.vendor).template).render(
         profile_name=spec.profile.name,
         vendor=spec.vendor,
         framework=spec.framework,

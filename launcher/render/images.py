@@ -1,34 +1,11 @@
-"""Which base image and framework packages a (vendor, framework) pair gets."""
+"""Checks on what reaches a Dockerfile: image references, Debian package names, pip
+requirements. (Base images and framework packages belong to each vendor: launcher/vendors/.)"""
 
 from __future__ import annotations
 
 import re
 
 from launcher.errors import LauncherError
-
-CUDA_BASE = "nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04"
-CPU_BASE = "python:3.11-slim-bookworm"
-ROCM_BASE = "rocm/dev-ubuntu-22.04:6.2"
-
-# (vendor, framework) -> (base image, requirements for the framework layer)
-IMAGES: dict[tuple[str, str], tuple[str, list[str]]] = {
-    ("nvidia", "torch"): (CUDA_BASE, ["torch"]),
-    ("nvidia", "tf"): (CUDA_BASE, ["tensorflow[and-cuda]"]),
-    ("nvidia", "jax"): (CUDA_BASE, ["jax[cuda12]"]),
-    ("nvidia", "none"): (CUDA_BASE, ["numpy"]),
-    ("amd", "torch"): (ROCM_BASE, ["--index-url https://download.pytorch.org/whl/rocm6.2",
-                                   "torch"]),
-    ("amd", "tf"): (ROCM_BASE, ["tensorflow-rocm"]),
-    ("amd", "jax"): (ROCM_BASE, ["jax[rocm]"]),
-    ("amd", "none"): (ROCM_BASE, ["numpy"]),
-    ("none", "torch"): (CPU_BASE, ["--index-url https://download.pytorch.org/whl/cpu", "torch"]),
-    ("none", "tf"): (CPU_BASE, ["tensorflow-cpu"]),
-    ("none", "jax"): (CPU_BASE, ["jax"]),
-    ("none", "none"): (CPU_BASE, []),
-}
-
-TEMPLATES = {"nvidia": "Dockerfile.cuda.j2", "amd": "Dockerfile.rocm.j2",
-             "none": "Dockerfile.cpu.j2"}
 
 # docker's reference grammar, simplified: [registry[:port]/]path[:tag][@digest]
 _IMAGE_REF = re.compile(

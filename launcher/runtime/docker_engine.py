@@ -1,8 +1,11 @@
-"""Docker through the docker SDK (imported only here, only when a command needs it)."""
+"""Docker: runs through a small standard-library Engine API client (docker_api.py), builds
+through the docker SDK (imported only for a build). The only module that speaks Docker's
+vocabulary: the neutral run spec is translated here into the daemon's create request."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import signal
 import threading
@@ -11,9 +14,87 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import EngineError
-from launcher.runtime.engine import BuildEvent, Engine, OutputSink, StartHook
+from launcher.runtime.engine import (
+    BuildEvent,
+    Enforcement,
+    Engine,
+    OutputSink,
+    RunResult,
+    Started,
+    StartHook,
+)
+from launcher.runtime.spec import RunSpec
+from launcher.units import format_size
 
 _STEP = re.compile(r"^Step \d+/\d+ :")
+PACKAGE = Path(__file__).resolve().parents[1]
+SUPERVISOR = ["python3", "-I", "-S", "/opt/launcher/entrypoint.py"]
+IN_IMAGE = "/opt/launcher"  # where the supervisor and launcher's package sit in a container
+
+
+# Limits (runtime/spec.py) -> HostConfig fields; NanoCpus in billionths of a CPU.
+_HOST_CONFIG = {"pids": "PidsLimit", "memory": "Memory", "memory_swap": "MemorySwap",
+                "shm": "ShmSize", "cpus": "NanoCpus", "cpuset": "CpusetCpus"}
+
+
+def create_request(spec: RunSpec) -> dict[str, Any]:
+    """The Engine API's POST /containers/create: {"query": ..., "body": ...}."""
+    host: dict[str, Any] = {"Init": False, "AutoRemove": True}  # the supervisor is PID 1
+    for key, value in spec.limits.given().items():
+        host[_HOST_CONFIG[key]] = int(value * 1e9) if key == "cpus" else value
+    if spec.ulimits:
+        host["Ulimits"] = [{"Name": n, "Soft": u.soft, "Hard": u.hard}
+                           for n, u in spec.ulimits.items()]
+    access = spec.gpu_access
+    if access.request is not None:
+        r = access.request
+        host["DeviceRequests"] = [{"Driver": r.driver, "Count": -1 if r.ids is None else 0,
+                                   "DeviceIDs": None if r.ids is None else list(r.ids),
+                                   "Capabilities": [list(r.capabilities)]}]
+    if access.devices:
+        host["Devices"] = [{"PathOnHost": d, "PathInContainer": d, "CgroupPermissions": "rwm"}
+                           for d in access.devices]
+    if access.groups:
+        host["GroupAdd"] = list(access.groups)
+    if access.security_opt:
+        host["SecurityOpt"] = list(access.security_opt)
+    binds = [f"{m.source}:{m.target}:{'ro' if m.read_only else 'rw'}" for m in spec.mounts]
+    env = spec.supervisor_env()
+    if spec.supervised:
+        binds += [f"{PACKAGE}:{IN_IMAGE}/launcher:ro",
+                  f"{PACKAGE}/supervise/entrypoint.py:{IN_IMAGE}/entrypoint.py:ro"]
+    if spec.imports_launcher:
+        env["PYTHONPATH"] = IN_IMAGE
+    if binds:
+        host["Binds"] = binds
+    body: dict[str, Any] = {
+        "Image": spec.image,
+        "Cmd": list(spec.command),
+        "Env": [f"{k}={v}" for k, v in sorted(env.items())],
+        "Labels": dict(spec.labels),
+        "AttachStdout": True,
+        "AttachStderr": True,
+        "HostConfig": host,
+    }
+    if spec.supervised:
+        body["Entrypoint"] = SUPERVISOR
+    if spec.workdir:
+        body["WorkingDir"] = spec.workdir
+    if spec.user:
+        body["User"] = spec.user
+    return {"query": {"name": spec.name} if spec.name else {}, "body": body}
+
+
+def enforcement_of(spec: RunSpec) -> Enforcement:
+    lim, how = spec.limits, "(Docker cgroup)"
+    enforced = {}
+    if lim.pids:
+        enforced["pids"] = f"{lim.pids} {how}"
+    if lim.memory:
+        enforced["memory"] = f"{format_size(lim.memory)} {how}"
+    if lim.cpus:
+        enforced["cpus"] = f"{lim.cpus:g} {how}"
+    return Enforcement(enforced)
 
 
 class DockerEngine(Engine):
@@ -24,6 +105,7 @@ class DockerEngine(Engine):
 
     @property
     def client(self) -> Any:
+        """The docker SDK client, for builds only."""
         if self._client is None:
             import docker
 
@@ -37,7 +119,23 @@ class DockerEngine(Engine):
         return self._client
 
     def ping(self) -> None:
-        _ = self.client
+        from launcher.runtime.docker_api import DockerAPI
+
+        DockerAPI().ping()
+
+    def image_exists(self, image: str | None) -> bool:
+        from launcher.runtime.docker_api import ApiError, DockerAPI
+
+        if not image:
+            return False
+        try:
+            DockerAPI().request("GET", f"/images/{image}/json")
+            return True
+        except ApiError:
+            return False
+
+    def describe(self, spec: RunSpec) -> dict[str, Any]:
+        return create_request(spec)
 
     def build(self, context: Path, tag: str, labels: dict[str, str],
               on_event: Callable[[BuildEvent], None], no_cache: bool = False) -> str:
@@ -65,24 +163,23 @@ class DockerEngine(Engine):
         on_event(BuildEvent("done", image_id))
         return image_id
 
-    def run(self, spec: dict[str, Any], on_output: OutputSink,
-            on_start: StartHook | None = None) -> int:
-        """Through the light API client (no SDK import): create with AutoRemove, attach and
-        wait before start (as the docker CLI does), stream, and remove in any case."""
-        import json
-
-        from launcher.runtime.docker_api import ApiError, DockerAPI, create_body
+    def run(self, spec: RunSpec, on_output: OutputSink,
+            on_start: StartHook | None = None) -> RunResult:
+        """Create with AutoRemove, attach and wait before start (as the docker CLI does),
+        stream, and remove in any case."""
+        from launcher.runtime.docker_api import ApiError, DockerAPI
 
         api = DockerAPI()
-        body, query = create_body(spec)
+        req = create_request(spec)
         try:
-            cid = api.request("POST", "/containers/create", body, query)["Id"]
+            cid = api.request("POST", "/containers/create", req["body"], req["query"])["Id"]
         except ApiError as exc:
             if exc.status == 404:
-                raise EngineError(f"image {spec['image']!r} not found; build it with `launcher "
+                raise EngineError(f"image {spec.image!r} not found; build it with `launcher "
                                   f"build` or pass --image") from None
             raise EngineError(f"the daemon refused the container: {exc}") from None
         stopping = threading.Event()
+        enforcement = enforcement_of(spec)
 
         def stop(signum: int, _frame: object) -> None:
             sig = "SIGKILL" if stopping.is_set() else signal.Signals(signum).name
@@ -98,12 +195,14 @@ class DockerEngine(Engine):
             except ApiError as exc:
                 raise EngineError(f"the daemon could not start the container: {exc}") from None
             if on_start is not None:
+                pid = None
                 with contextlib.suppress(Exception):  # telemetry must not stop the run
-                    on_start(int(api.request("GET", f"/containers/{cid}/json")["State"]["Pid"]))
+                    pid = int(api.request("GET", f"/containers/{cid}/json")["State"]["Pid"])
+                on_start(Started(pid or None, enforcement))
             for stream, data in frames:
                 on_output("stderr" if stream == 2 else "stdout", data)
             result = json.loads(waiter.read() or b"{}")
-            return int(result.get("StatusCode", 1))
+            return RunResult(int(result.get("StatusCode", 1)), enforcement)
         finally:
             for s, h in old.items():
                 signal.signal(s, h)

@@ -1,13 +1,16 @@
-"""The container engine interface. Docker sits behind it; another backend (the docker CLI,
-native processes, Ray) can replace it without a caller changing."""
+"""The engine interface. Docker and native processes sit behind it (runtime/engines.py is the
+registry); another backend is one module and one registry line, and no caller changes."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+from launcher.errors import EngineError
+from launcher.runtime.spec import RunSpec
 
 
 @dataclass
@@ -16,56 +19,71 @@ class BuildEvent:
     text: str
 
 
+@dataclass
+class Enforcement:
+    """Which of the spec's limits the engine has the kernel enforce, and which it cannot."""
+
+    enforced: dict[str, str] = field(default_factory=dict)  # cap -> how
+    advisory: dict[str, str] = field(default_factory=dict)  # cap -> why not
+
+    def sentence(self) -> str:
+        parts = []
+        if self.enforced:
+            parts.append("enforced by the kernel: " + ", ".join(
+                f"{k} {v}" for k, v in self.enforced.items()))
+        if self.advisory:
+            parts.append("advisory only: " + ", ".join(
+                f"{k} ({v})" for k, v in self.advisory.items()))
+        return "; ".join(parts) or "no container limits asked for"
+
+
+@dataclass
+class Started:
+    pid: int | None  # the host PID of the supervisor, when the engine knows it
+    enforcement: Enforcement
+
+
+@dataclass
+class RunResult:
+    status: int  # the workload's exit status (128 + N for a signal)
+    enforcement: Enforcement
+
+
 OutputSink = Callable[[str, bytes], None]  # ("stdout" | "stderr", data)
-StartHook = Callable[[int], None]  # the host PID of the supervisor, once it runs
+StartHook = Callable[[Started], None]
 
 
 class Engine(ABC):
-    name = "engine"
+    name: ClassVar[str] = "engine"
+    python: ClassVar[str] = "python3"  # the interpreter that runs the built-in workloads
+    inherits_environment: ClassVar[bool] = False  # the workload sees the caller's environment
+
+    def available(self) -> bool:
+        try:
+            self.ping()
+            return True
+        except EngineError:
+            return False
 
     @abstractmethod
     def ping(self) -> None:
         """Raise EngineError with a helpful sentence when the engine does not answer."""
 
     @abstractmethod
+    def image_exists(self, image: str | None) -> bool:
+        """Whether `image` is there to run (engines that need no image: always)."""
+
     def build(self, context: Path, tag: str, labels: dict[str, str],
               on_event: Callable[[BuildEvent], None], no_cache: bool = False) -> str:
         """Build `context` as `tag`; stream events; return the image id."""
-
-    notes: dict[str, Any] = {}  # what the engine enforced, for the run's summary
+        raise EngineError(f"the {self.name} runtime builds no images; use --runtime docker")
 
     @abstractmethod
-    def run(self, spec: dict[str, Any], on_output: OutputSink,
-            on_start: StartHook | None = None) -> int:
-        """Start the workload under the spec's limits and stream its output; on Ctrl-C or
-        SIGTERM stop it and clean up. Return the workload's exit status; leave nothing behind."""
+    def describe(self, spec: RunSpec) -> dict[str, Any]:
+        """Exactly what `run` would send or start, for a dry run."""
 
-
-_factory: Callable[[], Engine] | None = None
-
-
-def set_engine_factory(factory: Callable[[], Engine] | None) -> None:
-    """Tests install a fake here; None restores the real Docker engine."""
-    global _factory
-    _factory = factory
-
-
-def get_engine(runtime: str = "docker") -> Engine:
-    """`docker`, `native`, or `auto` (docker when a daemon answers, else native)."""
-    if _factory is not None:
-        return _factory()
-    if runtime == "auto":
-        from launcher.runtime.docker_api import DockerAPI
-
-        try:
-            DockerAPI().ping()
-            runtime = "docker"
-        except Exception:  # noqa: BLE001 - any failure means: no daemon here
-            runtime = "native"
-    if runtime == "native":
-        from launcher.runtime.native import NativeEngine
-
-        return NativeEngine()
-    from launcher.runtime.docker_engine import DockerEngine
-
-    return DockerEngine()
+    @abstractmethod
+    def run(self, spec: RunSpec, on_output: OutputSink,
+            on_start: StartHook | None = None) -> RunResult:
+        """Start the workload under the spec's limits, stream its output through `on_output`;
+        on Ctrl-C or SIGTERM stop it and clean up. Leave nothing behind."""

@@ -1,5 +1,6 @@
 """The native runtime: the workload as a child process of this machine, for laptops and pods
-with no Docker. Same supervisor, same signals, exit status and diagnosis as a container."""
+with no Docker. Same supervisor, same signals, exit status and diagnosis as a container; the
+pids, memory and CPU limits go into a cgroup of the run's own when the host allows it."""
 
 from __future__ import annotations
 
@@ -8,75 +9,85 @@ import resource
 import signal
 import subprocess
 import sys
+import threading
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from launcher.errors import EngineError
-from launcher.runtime.engine import Engine, OutputSink, StartHook
-from launcher.runtime.run_cgroup import RunCgroup, make_run_cgroup
+from launcher.runtime.engine import Enforcement, Engine, OutputSink, RunResult, Started, StartHook
+from launcher.runtime.run_cgroup import make_run_cgroup
+from launcher.runtime.spec import RunSpec
+from launcher.supervise.apply import rlimit_triples
+from launcher.vendors import get as get_vendor
 
-ENTRY = Path(__file__).resolve().parents[1] / "supervise" / "entrypoint.py"
-_RLIMIT = {"nproc": resource.RLIMIT_NPROC, "nofile": resource.RLIMIT_NOFILE,
-           "stack": resource.RLIMIT_STACK, "memlock": resource.RLIMIT_MEMLOCK}
-
-
-def _rlimits(ulimits: list[dict[str, Any]]) -> list[tuple[int, int, int]]:
-    """(resource, soft, hard) within this process's hard limits (an unprivileged process
-    cannot raise them)."""
-    out = []
-    for u in ulimits:
-        res = _RLIMIT.get(u["Name"])
-        if res is None:
-            continue
-        _, cur_hard = resource.getrlimit(res)
-        inf = resource.RLIM_INFINITY
-
-        def fit(v: int, cur_hard: int = cur_hard, inf: int = inf) -> int:
-            v = inf if v < 0 else v
-            return v if cur_hard == inf or (v != inf and v <= cur_hard) else cur_hard
-
-        hard = fit(u["Hard"])
-        soft = min(fit(u["Soft"]), hard) if hard != inf else fit(u["Soft"])
-        out.append((res, soft, hard))
-    return out
+PACKAGE = Path(__file__).resolve().parents[1]
+ENTRY = PACKAGE / "supervise" / "entrypoint.py"
 
 
 class NativeEngine(Engine):
     name = "native"
+    python = sys.executable
+    inherits_environment = True
 
     def __init__(self, cgroup_root: Path | None = None) -> None:
         self.cgroup_root = cgroup_root or Path(os.environ.get("LAUNCHER_CGROUP_ROOT", "/"))
-        self.notes: dict[str, Any] = {}
 
     def ping(self) -> None:
         return None
 
-    def build(self, context, tag, labels, on_event):  # type: ignore[no-untyped-def]
-        raise EngineError("the native runtime builds no images; use --runtime docker")
+    def image_exists(self, image: str | None) -> bool:
+        return True  # a native run needs no image
 
-    def run(self, spec: dict[str, Any], on_output: OutputSink,
-            on_start: StartHook | None = None) -> int:
-        cpus = spec.get("nano_cpus")
-        rc: RunCgroup = make_run_cgroup(
-            f"launcher-{spec.get('name') or uuid.uuid4().hex[:12]}", spec.get("pids_limit"),
-            spec.get("mem_limit"), cpus / 1e9 if cpus else None, self.cgroup_root)
-        self.notes = {"enforced": rc.enforced, "advisory": rc.advisory}
-        print(f"launcher: native run; {rc.sentence()}", file=sys.stderr, flush=True)
-        limits = _rlimits(spec.get("ulimits", []))
+    def _plan(self, spec: RunSpec) -> dict[str, Any]:
+        for m in spec.mounts:
+            if os.path.realpath(m.source) != os.path.realpath(m.target):
+                raise EngineError(f"a native run sees this host's files as they are; it cannot "
+                                  f"mount {m.source} at {m.target} (use --runtime docker)")
+        if spec.user:
+            raise EngineError("--user applies to containers; a native run is the calling user")
+        env = dict(spec.supervisor_env())
+        if spec.gpus.ids and not spec.gpus.all:
+            env.update(get_vendor(spec.gpus.vendor).visible(spec.gpus.ids))
+        if spec.imports_launcher:
+            env["PYTHONPATH"] = os.pathsep.join(
+                [str(PACKAGE.parent), *filter(None, [os.environ.get("PYTHONPATH")])])
+        argv = ([sys.executable, "-I", "-S", str(ENTRY)] if spec.supervised else []) + \
+            list(spec.command)
+        return {"argv": argv, "env": env, "cwd": spec.workdir,
+                "rlimits": {n: [u.soft, u.hard] for n, u in spec.ulimits.items()},
+                "cgroup": {"pids": spec.limits.pids, "memory": spec.limits.memory,
+                           "cpus": spec.limits.cpus}}
 
-        def before_exec() -> None:  # in the child: rlimits, then join the run's cgroups
+    def describe(self, spec: RunSpec) -> dict[str, Any]:
+        plan = self._plan(spec)
+        plan["env_added"] = plan.pop("env")  # on top of this shell's environment
+        return plan
+
+    def run(self, spec: RunSpec, on_output: OutputSink,
+            on_start: StartHook | None = None) -> RunResult:
+        plan = self._plan(spec)
+        rc = make_run_cgroup(f"launcher-{spec.name or uuid.uuid4().hex[:12]}",
+                             spec.limits.pids, spec.limits.memory, spec.limits.cpus,
+                             self.cgroup_root)
+        enforcement = Enforcement(rc.enforced, rc.advisory)
+        limits = rlimit_triples(spec.ulimits)
+
+        def before_exec() -> None:  # in the child: die with launcher, rlimits, the cgroup
+            _die_with_parent()
             for res, soft, hard in limits:
-                resource.setrlimit(res, (soft, hard))
+                resource.setrlimit(res, (soft, hard))  # within ours: clamped by the caller
             rc.join(os.getpid())
 
-        env = {**os.environ, **spec.get("environment", {})}
-        cmd = [sys.executable, "-I", "-S", str(ENTRY), *spec["command"]]
         try:
-            child = subprocess.Popen(cmd, env=env, preexec_fn=before_exec)
+            child = subprocess.Popen(plan["argv"], env={**os.environ, **plan["env"]},
+                                     cwd=plan["cwd"], preexec_fn=before_exec,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         except (OSError, subprocess.SubprocessError) as exc:
             rc.cleanup()
             raise EngineError(f"cannot start the workload: {exc}") from None
+        pumps = [_pump(child.stdout, "stdout", on_output), _pump(child.stderr, "stderr",
+                                                                  on_output)]
 
         def forward(signum: int, _frame: object) -> None:
             child.send_signal(signum)
@@ -84,8 +95,10 @@ class NativeEngine(Engine):
         old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             if on_start is not None:
-                on_start(child.pid)
+                on_start(Started(child.pid, enforcement))
             code = child.wait()
+            for t in pumps:
+                t.join()
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
@@ -93,4 +106,25 @@ class NativeEngine(Engine):
                 child.kill()
                 child.wait()
             rc.cleanup()
-        return 128 - code if code < 0 else code
+        return RunResult(128 - code if code < 0 else code, enforcement)
+
+
+def _pump(stream: IO[bytes] | None, name: str, sink: OutputSink) -> threading.Thread:
+    def loop() -> None:
+        assert stream is not None
+        for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
+            sink(name, chunk)
+
+    t = threading.Thread(target=loop, daemon=True, name=f"launcher-{name}")
+    t.start()
+    return t
+
+
+def _die_with_parent() -> None:
+    """PR_SET_PDEATHSIG: the supervisor gets SIGTERM when launcher dies, even by kill -9, and
+    stops the workload (it forwards the signal)."""
+    import contextlib
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG

@@ -8,7 +8,6 @@ controllers can be enabled in it). Anything that cannot be enforced is reported 
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,16 +39,6 @@ class RunCgroup:
                     break
                 except OSError:
                     time.sleep(0.05)
-
-    def sentence(self) -> str:
-        parts = []
-        if self.enforced:
-            parts.append("enforced by the kernel: " + ", ".join(
-                f"{k} {v}" for k, v in self.enforced.items()))
-        if self.advisory:
-            parts.append("advisory only: " + ", ".join(
-                f"{k} ({v})" for k, v in self.advisory.items()))
-        return "; ".join(parts) or "no container limits asked for"
 
 
 def make_run_cgroup(name: str, pids: int | None, memory: int | None, cpus: float | None,
@@ -118,8 +107,3 @@ def _write_limit(d: Path, version: str, cap: str, value: float) -> None:
         else:
             (d / "cpu.cfs_period_us").write_text(str(period))
             (d / "cpu.cfs_quota_us").write_text(str(quota))
-
-
-def move_self(rc: RunCgroup) -> None:
-    """preexec hook: the child joins the run's cgroups before it execs."""
-    rc.join(os.getpid())

@@ -1,96 +1,122 @@
-"""The exact container configuration for a run: docker-py `containers.create` keyword arguments,
-as plain JSON (the engine turns ulimits and device requests into docker types)."""
+"""The run spec: launcher's own, engine-neutral description of a workload to start. Each engine
+(runtime/engines.py) and each renderer (compose, RunPod, Kubernetes) translates from it."""
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from launcher.caps.gpus import GpuChoice
-from launcher.caps.plan import Caps
-from launcher.caps.variables import DEPRECATED
-from launcher.probe.host import HostFacts
-
-SUPERVISOR = ["python3", "-I", "-S", "/opt/launcher/entrypoint.py"]
+from launcher.caps.resolve import Resolved
+from launcher.variables import DEPRECATED
+from launcher.vendors import get as get_vendor
+from launcher.vendors.base import GpuAccess, GpuSelection
 
 
-def ulimit_list(caps: Caps) -> list[dict[str, Any]]:
-    return [{"Name": n, "Soft": u.soft, "Hard": u.hard} for n, u in caps.ulimits.items()]
+@dataclass(frozen=True)
+class Mount:
+    source: str  # a path on the host
+    target: str  # where the workload sees it
+    read_only: bool = False
 
 
-def gpu_config(choice: GpuChoice, facts: HostFacts) -> dict[str, Any]:
-    """Devices, device requests, groups and security options for the chosen GPUs."""
-    if choice.vendor == "nvidia":
-        req: dict[str, Any] = {"Driver": "nvidia", "Capabilities": [["gpu"]]}
-        if choice.all:
-            req["Count"] = -1
-        else:
-            req["DeviceIDs"] = [str(i) for i in choice.ids]
-        return {"device_requests": [req]}
-    if choice.vendor == "amd":
-        nodes = {g.index: g.render_node for g in facts.gpus if g.vendor == "amd"}
-        devices = ["/dev/kfd:/dev/kfd:rwm"]
-        if choice.all:
-            devices.append("/dev/dri:/dev/dri:rwm")
-        else:
-            for i in choice.ids:
-                node = nodes.get(i) or f"/dev/dri/renderD{128 + i}"
-                devices.append(f"{node}:{node}:rwm")
-        groups = ["video"] + ([str(facts.render_gid)] if facts.render_gid is not None else [])
-        return {"devices": devices, "group_add": groups, "security_opt": ["seccomp=unconfined"]}
-    return {}
+@dataclass(frozen=True)
+class Limits:
+    pids: int | None = None
+    memory: int | None = None  # bytes
+    swap: int | None = None  # swap allowed beyond `memory` (0: none)
+    shm: int | None = None  # bytes of /dev/shm
+    cpus: float | None = None  # CPU quota
+    cpuset: str | None = None  # e.g. "0-3"
+
+    def given(self) -> dict[str, Any]:
+        """The limits that are set, with `memory_swap` = memory + the swap allowed."""
+        out: dict[str, Any] = {}
+        for key, value in asdict(self).items():
+            if key == "swap":
+                if self.memory:
+                    out["memory_swap"] = self.memory + (value or 0)
+            elif value:
+                out[key] = value
+        return out
 
 
-def vendor_env(choice: GpuChoice) -> dict[str, str]:
-    if choice.vendor == "nvidia":
-        return {"NVIDIA_VISIBLE_DEVICES": "all" if choice.all else
-                ",".join(map(str, choice.ids))}
-    return {}
+@dataclass(frozen=True)
+class Rlimit:
+    soft: int  # -1: unlimited
+    hard: int
 
 
-def container_spec(
-    caps: Caps,
-    choice: GpuChoice,
-    facts: HostFacts,
-    image: str,
-    command: list[str],
-    mount_supervisor: str | None = None,
-    name: str | None = None,
-) -> dict[str, Any]:
-    """Everything sent to the daemon. `mount_supervisor` is the host's launcher package, bind-
-    mounted read-only for images that were not built by launcher."""
+@dataclass
+class RunSpec:
+    command: list[str]
+    image: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    remove_env: list[str] = field(default_factory=list)  # stale names the image may hold
+    mounts: list[Mount] = field(default_factory=list)
+    workdir: str | None = None
+    user: str | None = None  # "UID[:GID]" in a container
+    limits: Limits = field(default_factory=Limits)
+    ulimits: dict[str, Rlimit] = field(default_factory=dict)
+    gpus: GpuSelection = field(default_factory=GpuSelection)
+    gpu_access: GpuAccess = field(default_factory=GpuAccess)  # devices, groups: containers
+    labels: dict[str, str] = field(default_factory=dict)
+    name: str | None = None
+    supervised: bool = True  # run under launcher's supervisor, caps resolved by the caller
+    imports_launcher: bool = False  # the workload imports launcher (the built-in workloads)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def supervisor_env(self) -> dict[str, str]:
+        """The environment handed to the supervisor: the caps resolved here (it takes them as
+        given) and the stale names to remove, which the image's ENV may hold."""
+        env = dict(self.env)
+        if self.supervised:
+            env["LAUNCHER_RESOLVED"] = "1"
+            env["LAUNCHER_REMOVE"] = ",".join(sorted(set(self.remove_env)))
+        return dict(sorted(env.items()))
+
+
+def build_spec(r: Resolved, command: list[str], image: str | None = None,
+               name: str | None = None, mounts: list[Mount] | None = None,
+               workdir: str | None = None, user: str | None = None,
+               selection: GpuSelection | None = None, share: int = 1) -> RunSpec:
+    """A resolved profile as a run of `command`; with `selection` and `share`, one of `share`
+    runs that split the GPUs, the memory and the CPUs between them."""
+    caps = r.caps
     env = caps.environment()
-    env.update(vendor_env(choice))
-    # The caps are resolved here, for this container and the limits set below, so the
-    # supervisor inside takes them as given (its fast path) and only removes stale names.
-    env["LAUNCHER_RESOLVED"] = "1"
-    remove = set(caps.removed()) | {n for n in DEPRECATED if n not in env}
-    env["LAUNCHER_REMOVE"] = ",".join(sorted(remove))  # stale names the image's ENV may hold
-    spec: dict[str, Any] = {
-        "image": image,
-        "command": command,
-        "environment": dict(sorted(env.items())),
-        "ulimits": ulimit_list(caps),
-        "labels": {"launcher.profile": caps.profile, "launcher.framework": caps.framework},
-        "init": False,  # the supervisor is PID 1: it forwards signals and reaps
-    }
-    if name:
-        spec["name"] = name
     lim = caps.limits
-    if lim["pids"].value:
-        spec["pids_limit"] = int(lim["pids"].value)
-    if lim["memory"].value:
-        spec["mem_limit"] = int(lim["memory"].value)
-        spec["memswap_limit"] = int(lim["memory"].value)  # no swap beyond the limit
-    if lim["shm"].value:
-        spec["shm_size"] = int(lim["shm"].value)
-    if lim["cpus"].value:
-        spec["nano_cpus"] = int(float(lim["cpus"].value) * 1_000_000_000)
-    spec.update(gpu_config(choice, facts))
-    if mount_supervisor:
-        spec["entrypoint"] = SUPERVISOR
-        spec["volumes"] = {
-            f"{mount_supervisor}": {"bind": "/opt/launcher/launcher", "mode": "ro"},
-            f"{mount_supervisor}/supervise/entrypoint.py": {
-                "bind": "/opt/launcher/entrypoint.py", "mode": "ro"},
-        }
-    return spec
+    selection = selection or r.selection
+    memory = int(lim["memory"].value) // share if lim["memory"].value else None
+    cpus = float(lim["cpus"].value) / share if lim["cpus"].value else None
+    return RunSpec(
+        command=list(command),
+        image=image,
+        env=env,
+        remove_env=sorted(set(caps.removed()) | {n for n in DEPRECATED if n not in env}),
+        mounts=list(mounts or []),
+        workdir=workdir,
+        user=user,
+        limits=Limits(
+            pids=int(lim["pids"].value) if lim["pids"].value else None,
+            memory=memory,
+            swap=0 if memory else None,  # no swap beyond the limit
+            shm=int(lim["shm"].value) if lim["shm"].value else None,
+            cpus=cpus,
+        ),
+        ulimits={n: Rlimit(u.soft, u.hard) for n, u in caps.ulimits.items()},
+        gpus=selection,
+        gpu_access=get_vendor(selection.vendor).access(selection, r.facts.host_gpus()),
+        labels={"launcher.profile": caps.profile, "launcher.framework": caps.framework},
+        name=name,
+    )
+
+
+def per_gpu_specs(r: Resolved, command: list[str], image: str) -> dict[str, RunSpec]:
+    """One spec per GPU (`gpuN`), each with its share of memory and CPUs, for multi-GPU
+    profiles; else one spec (`main`)."""
+    sel = r.selection
+    if sel.vendor == "none" or sel.count <= 1:
+        return {"main": build_spec(r, command, image)}
+    return {f"gpu{i}": build_spec(r, command, image, selection=GpuSelection(sel.vendor, (i,)),
+                                  share=sel.count) for i in sel.ids}

@@ -62,7 +62,6 @@ def resolved_env() -> dict[str, str]:
     for name in env.pop("LAUNCHER_REMOVE", "").split(","):
         env.pop(name, None)
     env.pop("LAUNCHER_RESOLVED", None)
-    env.pop("LAUNCHER_DIAGNOSIS_FILE", None)
     return env
 
 
@@ -89,9 +88,6 @@ def run(cmd: list[str]) -> int:
     sentence = explain(rc, before, read_counters())
     if rc != 0 or not quiet:
         say(sentence)
-    if os.environ.get("LAUNCHER_DIAGNOSIS_FILE"):
-        with contextlib.suppress(OSError), open(os.environ["LAUNCHER_DIAGNOSIS_FILE"], "w") as f:
-            f.write(sentence + "\n")
     return 128 - rc if rc < 0 else rc
 
 

@@ -1,18 +1,19 @@
 """Sample a process tree and its cgroup: threads, pids, memory maps, RSS, against their limits.
 
-Walks the tree through /proc/PID/task/TID/children (a few reads per process), so a sample costs
-well under a millisecond for a small tree; `benchmarks/telemetry.py` measures it.
+The tree, its threads and RSS come from psutil; `benchmarks/telemetry.py` measures the cost of a
+sample.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
+
+import psutil
 
 from launcher.probe.cgroup import read_int_or_none
 
@@ -20,38 +21,38 @@ KEYS = ("t", "threads", "pids_current", "pids_max", "maps", "max_map_count", "rs
         "memory_limit_bytes")
 LIMIT_OF = {"threads": "pids_max", "pids_current": "pids_max", "maps": "max_map_count",
             "rss_bytes": "memory_limit_bytes"}
-PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
-def descendants(pid: int, proc: Path = Path("/proc")) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        p = todo.pop()
-        out.append(p)
-        try:
-            for tid in os.listdir(proc / str(p) / "task"):
-                text = (proc / str(p) / "task" / tid / "children").read_text()
-                todo.extend(int(c) for c in text.split())
-        except OSError:
-            continue
-    return out
+def tree(pid: int) -> list[psutil.Process]:
+    """The process and its descendants (psutil); [] once it is gone."""
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return []
 
 
-def sample_tree(pid: int, proc: Path = Path("/proc")) -> tuple[int, int, int]:
+def sample_tree(pid: int) -> tuple[int, int, int]:
     """(threads, largest map count of one process, total RSS in bytes) of the tree."""
     threads = maps = rss = 0
-    for p in descendants(pid, proc):
-        base = proc / str(p)
+    for p in tree(pid):
         try:
-            with open(base / "stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-            threads += int(fields[17])  # num_threads (field 20)
-            rss += int(fields[21]) * PAGE  # rss pages (field 24)
-            with open(base / "maps", "rb") as f:
-                maps = max(maps, f.read().count(b"\n"))
-        except (OSError, IndexError, ValueError):
-            continue
+            with p.oneshot():
+                threads += p.num_threads()
+                rss += p.memory_info().rss
+            maps = max(maps, _map_count(p.pid))
+        except psutil.Error:
+            continue  # exited while we looked
     return threads, maps, rss
+
+
+def _map_count(pid: int) -> int:
+    """Lines of /proc/PID/maps (psutil's memory_maps parses smaps: ~100x the cost)."""
+    try:
+        with open(f"/proc/{pid}/maps", "rb") as f:
+            return f.read().count(b"\n")
+    except OSError:
+        return 0
 
 
 class Sampler(threading.Thread):

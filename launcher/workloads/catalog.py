@@ -11,10 +11,11 @@ A user workload file (in $LAUNCHER_WORKLOAD_PATH folders or ~/.config/launcher/w
 
 from __future__ import annotations
 
+import argparse
+import importlib
 import os
 import shlex
-import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from launcher.errors import LauncherError
@@ -26,14 +27,36 @@ class Workload:
     name: str
     description: str
     framework: str
-    module: str | None = None  # built-in: run as `python -m MODULE`
+    module: str | None = None  # built-in: run as `python -m MODULE`, which has `parser()`
     command: tuple[str, ...] = ()  # user: the command itself
     args: tuple[str, ...] = ()
     source: str = "built-in"
-    flags: dict[str, str] = field(default_factory=dict)
+
+    def parser(self) -> argparse.ArgumentParser | None:
+        """The workload's own argument parser (built-ins), the one source of its flags."""
+        if self.module is None:
+            return None
+        return importlib.import_module(self.module).parser()  # type: ignore[no-any-return]
+
+    def flags(self) -> dict[str, str]:
+        """`--flag METAVAR` -> help, from the parser."""
+        ap = self.parser()
+        if ap is None:
+            return {}
+        out = {}
+        for action in ap._actions:  # argparse has no public iterator over its actions
+            if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
+                continue
+            flag = action.option_strings[-1]
+            if action.choices:
+                flag += " " + "|".join(map(str, action.choices))
+            elif action.nargs != 0:
+                flag += " " + (action.metavar or action.dest.upper())
+            out[flag] = action.help or ""
+        return out
 
     def to_json(self) -> dict:  # type: ignore[type-arg]
-        return asdict(self)
+        return {**asdict(self), "flags": self.flags()}
 
     def argv(self, extra: list[str], python: str) -> list[str]:
         base = [python, "-m", self.module] if self.module else list(self.command)
@@ -43,20 +66,14 @@ class Workload:
 BUILTIN = {
     "stress-jax": Workload(
         "stress-jax", "JAX environment stress test: largest stable num_envs for this hardware",
-        "jax", "launcher.workloads.stress_jax",
-        flags={"--phase 1|2": "1: rollouts (vmap over envs, lax.scan over steps); 2: + a policy "
-               "trained with jax.grad", "--max-runs N": "configurations to try",
-               "--quick": "small sizes for a 2-core machine"}),
+        "jax", "launcher.workloads.stress_jax"),
     "pytorch-phase3": Workload(
         "pytorch-phase3", "PyTorch autotuner: vectorized_envs x batch_size, samples/s and peak "
                           "memory, best stable point", "torch",
-        "launcher.workloads.pytorch_phase3",
-        flags={"--max-points N": "grid points to try", "--quick": "small grid"}),
+        "launcher.workloads.pytorch_phase3"),
     "tf-train": Workload(
         "tf-train", "TensorFlow k-fold training, one fresh process per fold, resumable", "tf",
-        "launcher.workloads.tf_train",
-        flags={"--folds K": "folds (default 3)", "--out DIR": "results (default runs/tf-train)",
-               "--quick": "small data and model"}),
+        "launcher.workloads.tf_train"),
 }
 
 
@@ -108,7 +125,3 @@ def catalog() -> dict[str, Workload]:
 
 def find(name: str) -> Workload | None:
     return catalog().get(name)
-
-
-def python_for(runtime: str) -> str:
-    return sys.executable if runtime == "native" else "python3"

@@ -68,13 +68,19 @@ def run_point(envs: int, batch: int, seq: int, d_model: int, seconds: float,
             "gpu_peak": gpu_peak, "threads": threads_now()}
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The workload's flags: the one source for `launcher workloads`, --help and the README."""
     ap = argparse.ArgumentParser(prog="pytorch-phase3", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--max-points", type=int, default=None)
+    ap.add_argument("--max-points", type=int, default=None, metavar="N",
+                    help="grid points to try")
     ap.add_argument("--quick", action="store_true", help="a small grid and model")
-    ap.add_argument("--out", help="results folder (default: this run's folder)")
-    args = ap.parse_args(argv)
+    ap.add_argument("--out", metavar="DIR", help="results folder (default: this run's folder)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     import torch
 
     device = "cuda" if torch.cuda.is_available() else "cpu"

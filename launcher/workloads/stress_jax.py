@@ -117,15 +117,24 @@ def search_space(quick: bool) -> list[int]:
     return [64, 128, 256, 512, 1024] if quick else [512, 1024, 2048, 4096, 8192, 16384]
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The workload's flags: the one source for `launcher workloads`, --help and the README."""
     ap = argparse.ArgumentParser(prog="stress-jax", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--phase", type=int, choices=(1, 2), default=1)
-    ap.add_argument("--max-runs", type=int, default=None)
+    ap.add_argument("--phase", type=int, choices=(1, 2), default=1,
+                    help="1: rollouts (vmap over envs, lax.scan over steps); 2: + a policy "
+                         "trained with jax.grad")
+    ap.add_argument("--max-runs", type=int, default=None, metavar="N",
+                    help="configurations to try")
     ap.add_argument("--quick", action="store_true", help="small sizes for a 2-core machine")
-    ap.add_argument("--steps", type=int, default=None, help="steps per episode")
-    ap.add_argument("--out", help="results folder (default: this run's folder)")
-    args = ap.parse_args(argv)
+    ap.add_argument("--steps", type=int, default=None, metavar="N",
+                    help="steps per episode (default 500; 50 with --quick)")
+    ap.add_argument("--out", metavar="DIR", help="results folder (default: this run's folder)")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     steps = args.steps or (50 if args.quick else 500)
     space = search_space(args.quick)[: args.max_runs]
     import jax

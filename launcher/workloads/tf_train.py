@@ -119,13 +119,19 @@ def fold_worker(args: argparse.Namespace) -> int:
     return 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
+    """The workload's flags: the one source for `launcher workloads`, --help and the README."""
     ap = argparse.ArgumentParser(prog="tf-train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--folds", type=int, default=3)
+    ap.add_argument("--folds", type=int, default=3, metavar="K", help="folds (default 3)")
     ap.add_argument("--quick", action="store_true", help="small data and model")
-    ap.add_argument("--out", help="results folder (default runs/tf-train)")
+    ap.add_argument("--out", metavar="DIR", help="results folder (default runs/tf-train)")
     ap.add_argument("--fold-worker", type=int, help=argparse.SUPPRESS)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = parser()
     args = ap.parse_args(argv)
     if args.folds < 2:
         ap.error("--folds must be at least 2")

@@ -1,8 +1,12 @@
-"""Every environment variable launcher manages, and why (FIELD.md facts 6-12, 17-18)."""
+"""Every environment variable launcher manages, and why (FIELD.md facts 6-12, 17-18).
+
+A leaf: the host readers use it to report what is already set, the caps to set values. GPU
+vendors add their own variables (launcher/vendors/).
+"""
 
 from __future__ import annotations
 
-MANAGED: dict[str, str] = {
+CORE: dict[str, str] = {
     # threads (read at library load: must be set before the interpreter starts)
     "OMP_NUM_THREADS": "OpenMP pool (libgomp, torch)",
     "MKL_NUM_THREADS": "MKL pool; beats OMP_NUM_THREADS for MKL and torch",
@@ -24,18 +28,10 @@ MANAGED: dict[str, str] = {
     # allocators
     "PYTORCH_ALLOC_CONF": "PyTorch allocator (newer name)",
     "PYTORCH_CUDA_ALLOC_CONF": "PyTorch CUDA allocator (older name)",
-    "PYTORCH_HIP_ALLOC_CONF": "PyTorch ROCm allocator",
     "XLA_PYTHON_CLIENT_PREALLOCATE": "JAX GPU preallocation",
     "XLA_CLIENT_MEM_FRACTION": "JAX GPU memory fraction",
     "XLA_PYTHON_CLIENT_MEM_FRACTION": "deprecated; removed when inherited",
     "XLA_PYTHON_CLIENT_ALLOCATOR": "JAX GPU allocator",
-    # vendors
-    "NVIDIA_VISIBLE_DEVICES": "GPUs the NVIDIA runtime exposes",
-    "NVIDIA_DRIVER_CAPABILITIES": "driver libraries mounted (compute,utility)",
-    "CUDA_VISIBLE_DEVICES": "GPUs CUDA sees",
-    "ROCR_VISIBLE_DEVICES": "GPUs ROCm sees",
-    "HIP_VISIBLE_DEVICES": "GPUs HIP sees",
-    "HSA_OVERRIDE_GFX_VERSION": "ROCm ISA override (10.3.0 for gfx1032)",
 }
 
 # Deprecated spellings: removed (with a note) when found in the environment.
@@ -43,3 +39,19 @@ DEPRECATED = {
     "OMP_NESTED": "OMP_MAX_ACTIVE_LEVELS",
     "XLA_PYTHON_CLIENT_MEM_FRACTION": "XLA_CLIENT_MEM_FRACTION",
 }
+
+
+def managed() -> dict[str, str]:
+    """The core variables and every registered vendor's."""
+    from launcher.vendors import all_vendors
+
+    out = dict(CORE)
+    for vendor in all_vendors():
+        out.update(vendor.variables)
+    return out
+
+
+def managed_in(environ: dict[str, str]) -> dict[str, str]:
+    """The managed variables present in `environ`."""
+    names = managed()
+    return {k: v for k, v in environ.items() if k in names}

@@ -1,0 +1,70 @@
+"""The one path from a profile to caps, for plan, doctor, run, render, build, jobs and the
+supervisor inside an image: GPUs selected, the profile narrowed to them, caps computed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from launcher.caps.gpus import select_gpus, with_gpus
+from launcher.caps.plan import Caps, clamp_ulimits, compute_caps
+from launcher.errors import LauncherError
+from launcher.probe.host import HostFacts
+from launcher.profiles.loader import Profile, display_path
+from launcher.profiles.schema import FRAMEWORKS
+from launcher.vendors.base import GpuSelection
+
+
+@dataclass
+class Resolved:
+    profile: Profile  # with the GPU selection applied
+    facts: HostFacts
+    selection: GpuSelection
+    framework: str
+    processes: int | None
+    overrides: dict[str, str]
+    caps: Caps
+
+    def recipe(self) -> dict[str, Any]:
+        """What goes into caps.json: enough to recompute the caps where the image starts."""
+        p = self.profile
+        return {
+            "profile": {"name": p.name, "path": display_path(p.path), "data": p.data,
+                        "origin": p.origin, "chain": p.chain},
+            "framework": self.framework,
+            "processes": self.processes,
+            "overrides": self.overrides,
+        }
+
+
+def resolve(profile: Profile, facts: HostFacts, framework: str | None = None,
+            processes: int | None = None, overrides: dict[str, str] | None = None,
+            gpus: str | None = None, inherited: dict[str, str] | None = None,
+            for_this_host: bool = True, clamp: bool = False) -> Resolved:
+    """`for_this_host` False: the target is another machine (render, build), so its GPUs are
+    taken from the profile. `clamp`: the ulimits will be set on this host (run, supervisor),
+    so they are lowered to its hard limits."""
+    if framework is not None and framework not in FRAMEWORKS:
+        raise LauncherError(f"--framework must be one of {', '.join(FRAMEWORKS)} "
+                            f"(got {framework!r})")
+    selection = select_gpus(profile, facts, gpus, for_this_host)
+    narrowed = with_gpus(profile, selection)
+    fw = framework or narrowed.get("framework", "none")
+    overrides = dict(overrides or {})
+    caps = compute_caps(narrowed, facts, fw, processes, overrides, inherited or {}, selection)
+    if clamp:
+        clamp_ulimits(caps, facts)
+    return Resolved(narrowed, facts, selection, fw, processes, overrides, caps)
+
+
+def profile_of(recipe: dict[str, Any]) -> Profile:
+    p = recipe["profile"]
+    return Profile(p["name"], Path(p["path"]), p["data"], p["origin"], p["chain"])
+
+
+def resolve_recipe(recipe: dict[str, Any], facts: HostFacts, overrides: dict[str, str],
+                   inherited: dict[str, str]) -> Resolved:
+    """caps.json's recipe resolved where the image starts, against its own cgroup."""
+    return resolve(profile_of(recipe), facts, recipe.get("framework"), recipe.get("processes"),
+                   {**recipe.get("overrides", {}), **overrides}, None, inherited, clamp=True)

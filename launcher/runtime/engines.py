@@ -1,0 +1,46 @@
+"""Engines as a registry: name -> "module:Class", loaded only when used (the Docker engine's
+import must not slow `launcher --help`). A new backend is one module and one line here."""
+
+from __future__ import annotations
+
+import importlib
+
+from launcher.errors import LauncherError
+from launcher.runtime.engine import Engine
+
+REGISTRY: dict[str, str] = {
+    "docker": "launcher.runtime.docker_engine:DockerEngine",
+    "native": "launcher.runtime.native:NativeEngine",
+}
+# `--runtime auto`: the first engine that answers and has the image.
+AUTO_ORDER = ("docker", "native")
+
+def names() -> tuple[str, ...]:
+    return tuple(REGISTRY)
+
+
+def get_engine(name: str) -> Engine:
+    try:
+        module, _, cls = REGISTRY[name].partition(":")
+    except KeyError:
+        raise LauncherError(f"--runtime must be one of auto, {', '.join(REGISTRY)} "
+                            f"(got {name!r})") from None
+    return getattr(importlib.import_module(module), cls)()  # type: ignore[no-any-return]
+
+
+def choose_engine(runtime: str, image: str | None,
+                  check_image: bool = True) -> tuple[Engine, str | None]:
+    """The engine for `--runtime`; for `auto`, the first of AUTO_ORDER that answers (and has
+    the image, unless `check_image` is False), with a note saying why others were passed."""
+    if runtime != "auto":
+        return get_engine(runtime), None
+    passed = []
+    for name in AUTO_ORDER:
+        engine = get_engine(name)
+        if not engine.available():
+            passed.append(f"no {name} engine answers")
+        elif check_image and not engine.image_exists(image):
+            passed.append(f"no image {image} for {name} (build one with `launcher build`)")
+        else:
+            return engine, (f"{'; '.join(passed)}; using the {name} runtime" if passed else None)
+    raise LauncherError("no runtime can run this: " + "; ".join(passed))

@@ -1,0 +1,45 @@
+"""GPU vendors as a registry: one module per vendor, one line here. A vendor module defines
+`VENDOR`, an instance of `launcher.vendors.base.Vendor`; modules load when first asked for."""
+
+from __future__ import annotations
+
+import importlib
+
+from launcher.vendors.base import Vendor
+
+# name -> module defining VENDOR. A new vendor (Intel XPU, say) is one module and one line.
+REGISTRY: dict[str, str] = {
+    "nvidia": "launcher.vendors.nvidia",
+    "amd": "launcher.vendors.amd",
+    "none": "launcher.vendors.none",
+}
+AUTO = "auto"
+
+
+def names() -> tuple[str, ...]:
+    return tuple(REGISTRY)
+
+
+def get(name: str) -> Vendor:
+    try:
+        module = REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"unknown GPU vendor {name!r} (known: {', '.join(REGISTRY)})") from None
+    return importlib.import_module(module).VENDOR  # type: ignore[no-any-return]
+
+
+def all_vendors() -> list[Vendor]:
+    return [get(n) for n in REGISTRY]
+
+
+def gpu_vendors() -> list[Vendor]:
+    """Vendors that have GPUs to find (every one but `none`)."""
+    return [get(n) for n in REGISTRY if n != "none"]
+
+
+def resolve(name: str, found_vendors: list[str]) -> str:
+    """The profile's gpu.vendor, with `auto` resolved to the first vendor whose GPUs the host
+    shows (else `none`). The one place `auto` is resolved."""
+    if name != AUTO:
+        return name
+    return found_vendors[0] if found_vendors else "none"

@@ -1,0 +1,101 @@
+"""What every GPU vendor module provides, in launcher's own neutral terms.
+
+A vendor knows how to find its GPUs on a host, which variables it manages, what a container
+needs to reach the chosen GPUs (devices, groups, a device request), what makes exactly some
+GPUs visible to a plain process, the Kubernetes resource name, the image it builds on, and how
+to sample its GPUs for telemetry. Standard library only: the supervisor in images imports it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Gpu:
+    vendor: str
+    index: int
+    model: str
+    memory: int | None = None  # bytes
+    gfx_target: str | None = None  # AMD, e.g. gfx1032
+    render_node: str | None = None  # AMD, e.g. /dev/dri/renderD128
+
+
+@dataclass(frozen=True)
+class GpuSelection:
+    """The GPUs a run or a service gets: a vendor and device indices (`all`: every one)."""
+
+    vendor: str = "none"
+    ids: tuple[int, ...] = ()
+    all: bool = False
+    shortfall: str | None = None  # what this host lacks of it (a real run refuses)
+
+    @property
+    def count(self) -> int:
+        return len(self.ids)
+
+
+@dataclass(frozen=True)
+class DeviceRequest:
+    """A runtime hook that injects GPUs (the NVIDIA container toolkit)."""
+
+    driver: str
+    ids: tuple[str, ...] | None  # None: all
+    capabilities: tuple[str, ...] = ("gpu",)
+
+
+@dataclass(frozen=True)
+class GpuAccess:
+    """What a container needs to use the selected GPUs: device files mapped at the same path
+    (read, write, mknod), supplementary groups, security options and a device request."""
+
+    devices: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    security_opt: tuple[str, ...] = ()
+    request: DeviceRequest | None = None
+
+
+@dataclass(frozen=True)
+class HostGpus:
+    """The host facts a vendor needs to reach its GPUs."""
+
+    gpus: tuple[Gpu, ...] = ()
+    groups: dict[str, int] = field(default_factory=dict)  # group name -> numeric GID
+
+
+class Vendor:
+    name = "vendor"
+    label = "GPU"
+    variables: dict[str, str] = {}  # managed variables this vendor sets or reads, and why
+    host_groups: tuple[str, ...] = ()  # /etc/group entries to read for this vendor
+    k8s_resource: str | None = None  # extended resource in a pod's limits
+    template = "Dockerfile.cpu"  # in images/
+    base_image = "python:3.11-slim-bookworm"
+    requirements: dict[str, list[str]] = {}  # framework -> the image's framework layer
+    torch_alloc_variables: tuple[str, ...] = ()  # besides PYTORCH_(CUDA_)ALLOC_CONF
+
+    def detect(self, root: Path, use_tools: bool = False) -> list[Gpu]:
+        """This vendor's GPUs under `root` (a live host when `use_tools`)."""
+        return []
+
+    def environment(self, selection: GpuSelection, gpu: dict[str, Any]) -> dict[str, str]:
+        """Variables the image or container sets for `selection`; `gpu` is the profile's gpu
+        section. Each value's source is the profile key named by `sources`."""
+        return {}
+
+    def sources(self) -> dict[str, str]:
+        """Variable -> the profile key (gpu.*) or the fixed default it comes from."""
+        return {}
+
+    def visible(self, ids: tuple[int, ...]) -> dict[str, str]:
+        """Variables that make exactly `ids` visible to a process on the host (no container)."""
+        return {}
+
+    def access(self, selection: GpuSelection, host: HostGpus) -> GpuAccess:
+        return GpuAccess()
+
+    def sample(self, root: Path) -> list[dict[str, Any]]:
+        """GPU memory and utilisation, cheap enough for 1 Hz; [] when none is found."""
+        return []

@@ -1,0 +1,21 @@
+"""No GPU: the CPU images and nothing to map."""
+
+from __future__ import annotations
+
+from launcher.vendors.base import Vendor
+
+
+class NoGpu(Vendor):
+    name = "none"
+    label = "CPU"
+    template = "Dockerfile.cpu"
+    base_image = "python:3.11-slim-bookworm"
+    requirements = {
+        "torch": ["--index-url https://download.pytorch.org/whl/cpu", "torch"],
+        "tf": ["tensorflow-cpu"],
+        "jax": ["jax"],
+        "none": [],
+    }
+
+
+VENDOR = NoGpu()

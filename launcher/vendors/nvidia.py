@@ -1,0 +1,147 @@
+"""NVIDIA: nvidia-smi or /proc/driver/nvidia to find GPUs, the container toolkit's device
+request and variables (FIELD.md 17), CUDA_VISIBLE_DEVICES on the host, NVML for telemetry."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+from typing import Any
+
+from launcher.vendors.base import DeviceRequest, Gpu, GpuAccess, GpuSelection, HostGpus, Vendor
+
+DEFAULT_CAPABILITIES = "compute,utility"
+
+
+class Nvidia(Vendor):
+    name = "nvidia"
+    label = "NVIDIA"
+    variables = {
+        "NVIDIA_VISIBLE_DEVICES": "GPUs the NVIDIA container runtime exposes",
+        "NVIDIA_DRIVER_CAPABILITIES": "driver libraries mounted (compute,utility)",
+        "CUDA_VISIBLE_DEVICES": "GPUs CUDA sees",
+    }
+    k8s_resource = "nvidia.com/gpu"
+    template = "Dockerfile.cuda"
+    base_image = "nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04"
+    requirements = {
+        "torch": ["torch"],
+        "tf": ["tensorflow[and-cuda]"],
+        "jax": ["jax[cuda12]"],
+        "none": ["numpy"],
+    }
+
+    def detect(self, root: Path, use_tools: bool = False) -> list[Gpu]:
+        if use_tools:
+            found = _nvidia_smi()
+            if found is not None:
+                return found
+        base = root / "proc/driver/nvidia/gpus"
+        if not base.is_dir():
+            return []
+        gpus = []
+        for i, d in enumerate(sorted(base.iterdir())):
+            model = "NVIDIA GPU"
+            try:
+                for line in (d / "information").read_text().splitlines():
+                    if line.startswith("Model:"):
+                        model = line.split(":", 1)[1].strip()
+            except OSError:
+                pass
+            gpus.append(Gpu("nvidia", i, model))
+        return gpus
+
+    def environment(self, selection: GpuSelection, gpu: dict[str, Any]) -> dict[str, str]:
+        if not selection.ids:
+            return {}
+        return {"NVIDIA_VISIBLE_DEVICES": "all" if selection.all else
+                ",".join(map(str, selection.ids)),
+                "NVIDIA_DRIVER_CAPABILITIES": gpu.get("driver_capabilities") or
+                DEFAULT_CAPABILITIES}
+
+    def sources(self) -> dict[str, str]:
+        return {"NVIDIA_VISIBLE_DEVICES": "gpu.count",
+                "NVIDIA_DRIVER_CAPABILITIES": "gpu.driver_capabilities|NVIDIA container "
+                                              f"toolkit: {DEFAULT_CAPABILITIES}"}
+
+    def visible(self, ids: tuple[int, ...]) -> dict[str, str]:
+        return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, ids))}
+
+    def access(self, selection: GpuSelection, host: HostGpus) -> GpuAccess:
+        if not selection.ids:
+            return GpuAccess()
+        ids = None if selection.all else tuple(str(i) for i in selection.ids)
+        return GpuAccess(request=DeviceRequest("nvidia", ids, ("gpu",)))
+
+    def sample(self, root: Path) -> list[dict[str, Any]]:
+        return _NVML.sample() if str(root) == "/" else []
+
+
+def _nvidia_smi() -> list[Gpu] | None:
+    import shutil
+    import subprocess
+
+    if not shutil.which("nvidia-smi"):
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=index,name,memory.total",
+                              "--format=csv,noheader,nounits"],
+                             capture_output=True, text=True, timeout=10, check=True).stdout
+        gpus = []
+        for line in out.splitlines():
+            idx, name, mem = (f.strip() for f in line.split(","))
+            gpus.append(Gpu("nvidia", int(idx), name, int(float(mem)) * 1024 * 1024))
+        return gpus
+    except (OSError, subprocess.SubprocessError, ValueError):
+        return None
+
+
+class _Util(ctypes.Structure):
+    _fields_ = [("gpu", ctypes.c_uint), ("memory", ctypes.c_uint)]
+
+
+class _Mem(ctypes.Structure):
+    _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong),
+                ("used", ctypes.c_ulonglong)]
+
+
+class _Nvml:
+    """A handful of NVML calls through ctypes (nvidia-smi would cost a process per sample);
+    loaded on first use, and only once."""
+
+    def __init__(self) -> None:
+        self.lib: Any = None
+        self.tried = False
+
+    def _load(self) -> Any:
+        if not self.tried:
+            self.tried = True
+            try:
+                lib = ctypes.CDLL("libnvidia-ml.so.1")
+                if lib.nvmlInit_v2() == 0:
+                    self.lib = lib
+            except OSError:
+                pass
+        return self.lib
+
+    def sample(self) -> list[dict[str, Any]]:
+        lib = self._load()
+        if lib is None:
+            return []
+        count = ctypes.c_uint()
+        if lib.nvmlDeviceGetCount_v2(ctypes.byref(count)) != 0:
+            return []
+        out = []
+        for i in range(count.value):
+            handle = ctypes.c_void_p()
+            util, mem = _Util(), _Mem()
+            if (lib.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(handle)) != 0
+                    or lib.nvmlDeviceGetUtilizationRates(handle, ctypes.byref(util)) != 0
+                    or lib.nvmlDeviceGetMemoryInfo(handle, ctypes.byref(mem)) != 0):
+                continue
+            out.append({"vendor": "nvidia", "gpu": i, "util_percent": util.gpu,
+                        "mem_used_bytes": mem.used, "mem_total_bytes": mem.total})
+        return out
+
+
+_NVML = _Nvml()
+VENDOR = Nvidia()

@@ -1,0 +1,48 @@
+"""A made-up GPU vendor ("Example XPU"), registered as any vendor is: this module and one line
+in launcher.vendors.REGISTRY. Its GPUs are found under sys/class/example-xpu/ of a host tree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from launcher.vendors.base import Gpu, GpuAccess, GpuSelection, HostGpus, Vendor
+
+
+class ExampleXpu(Vendor):
+    name = "xpu"
+    label = "XPU"
+    variables = {"XPU_VISIBLE_DEVICES": "devices the XPU runtime sees",
+                 "XPU_QUEUE_MODE": "the runtime's queue mode"}
+    host_groups = ("xpu",)
+    k8s_resource = "example.com/xpu"
+    template = "Dockerfile.cpu"
+    base_image = "example/xpu-runtime:1"
+    requirements = {"torch": ["torch-xpu"], "none": []}
+
+    def detect(self, root: Path, use_tools: bool = False) -> list[Gpu]:
+        base = root / "sys/class/example-xpu"
+        if not base.is_dir():
+            return []
+        return [Gpu("xpu", i, (d / "name").read_text().strip())
+                for i, d in enumerate(sorted(base.iterdir()))]
+
+    def environment(self, selection: GpuSelection, gpu: dict[str, Any]) -> dict[str, str]:
+        return {"XPU_QUEUE_MODE": "single"} if selection.ids else {}
+
+    def sources(self) -> dict[str, str]:
+        return {"XPU_QUEUE_MODE": "gpu.count"}
+
+    def visible(self, ids: tuple[int, ...]) -> dict[str, str]:
+        return {"XPU_VISIBLE_DEVICES": ",".join(map(str, ids))}
+
+    def access(self, selection: GpuSelection, host: HostGpus) -> GpuAccess:
+        groups = tuple(str(host.groups[g]) for g in self.host_groups if g in host.groups)
+        return GpuAccess(tuple(f"/dev/xpu{i}" for i in selection.ids), groups)
+
+    def sample(self, root: Path) -> list[dict[str, Any]]:
+        return [{"vendor": "xpu", "gpu": g.index, "util_percent": 50}
+                for g in self.detect(root)]
+
+
+VENDOR = ExampleXpu()

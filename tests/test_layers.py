@@ -1,0 +1,149 @@
+"""The structure holds: the lower layers import no policy, only cli/ prints or exits, and no
+module imports itself back through others."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from tests.conftest import ROOT
+
+PACKAGE = ROOT / "launcher"
+# Reading the host, profiles and the leaves: nothing from the layers above.
+LOWER = ("launcher.probe", "launcher.profiles", "launcher.units", "launcher.errors",
+         "launcher.variables", "launcher.vendors", "launcher.shipped")
+UPPER = ("launcher.caps", "launcher.render", "launcher.runtime", "launcher.cli")
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if "_shipped" in path.parts:
+            continue
+        rel = path.relative_to(ROOT).with_suffix("")
+        parts = list(rel.parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        out[".".join(parts)] = path
+    return out
+
+
+def _imports(path: Path) -> set[str]:
+    """Every launcher module `path` imports, at any depth of its code."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            found |= {f"{node.module}.{a.name}" for a in node.names}
+    return {m for m in found if m == "launcher" or m.startswith("launcher.")}
+
+
+def _within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def test_lower_layers_import_no_policy():
+    bad = [(mod, imp) for mod, path in _modules().items() if _within(mod, LOWER)
+           for imp in _imports(path) if _within(imp, UPPER)]
+    assert bad == []
+
+
+def test_the_layer_check_can_fail(tmp_path):
+    leak = tmp_path / "leak.py"
+    leak.write_text("def f():\n    from launcher.caps.plan import compute_caps\n")
+    assert any(_within(i, UPPER) for i in _imports(leak))
+
+
+def _prints_or_exits(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Call):
+            f = node.func
+            name = f.id if isinstance(f, ast.Name) else (
+                f"{f.value.id}.{f.attr}" if isinstance(f, ast.Attribute) and
+                isinstance(f.value, ast.Name) else "")
+            if name in ("print", "exit", "quit", "sys.exit", "os._exit") or (
+                    isinstance(f, ast.Attribute) and f.attr == "write" and
+                    isinstance(f.value, ast.Attribute) and f.value.attr in ("stdout",
+                                                                             "stderr")):
+                found.append(f"{path.name}:{node.lineno}: {name or f.attr}")
+        elif isinstance(node, ast.Raise) and node.exc is not None:
+            exc = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+            if isinstance(exc, ast.Name) and exc.id == "SystemExit":
+                found.append(f"{path.name}:{node.lineno}: SystemExit")
+    return found
+
+
+def _is_program(mod: str) -> bool:
+    """Programs that run in their own process: `python -m` entry points, the supervisor in
+    images, and the workloads launcher starts. They own their output."""
+    return (mod.endswith(".__main__") or _within(mod, ("launcher.workloads",))
+            or mod == "launcher.supervise.entrypoint")
+
+
+def test_only_cli_prints_or_exits():
+    bad = [hit for mod, path in _modules().items()
+           if not _within(mod, ("launcher.cli",)) and not _is_program(mod)
+           for hit in _prints_or_exits(path)]
+    assert bad == []
+
+
+def test_the_print_check_can_fail(tmp_path):
+    noisy = tmp_path / "noisy.py"
+    noisy.write_text("import sys\nprint('x')\nsys.stderr.write('y')\nraise SystemExit(2)\n")
+    assert len(_prints_or_exits(noisy)) == 3
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                out.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return out
+
+
+def _graph() -> dict[str, set[str]]:
+    mods = _modules()
+    graph = {}
+    for mod, path in mods.items():
+        # an import of a package's attribute names the package; parents import nothing here
+        graph[mod] = {i if i in mods else i.rsplit(".", 1)[0] for i in _imports(path)} & set(
+            mods) - {mod}
+    return graph
+
+
+def test_no_import_cycle():
+    assert _cycles(_graph()) == []
+
+
+def test_the_cycle_check_can_fail():
+    assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]

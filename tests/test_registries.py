@@ -1,0 +1,96 @@
+"""A new GPU vendor and a new engine are each one module and one registry line: a fake of each
+is added that way here and used through the CLI, the probe, the renderers and telemetry."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from launcher import vendors
+from launcher.cli.main import app
+from launcher.runtime import engines
+from tests.fake_engine import FakeEngine
+
+runner = CliRunner()
+
+
+@pytest.fixture
+def xpu(monkeypatch, tmp_path):
+    monkeypatch.setitem(vendors.REGISTRY, "xpu", "tests.fake_vendor")  # the one line
+    host = tmp_path / "host"
+    for i in range(2):
+        (host / f"sys/class/example-xpu/xpu{i}").mkdir(parents=True)
+        (host / f"sys/class/example-xpu/xpu{i}/name").write_text("Example XPU 9000\n")
+    (host / "etc").mkdir()
+    (host / "etc/group").write_text("xpu:x:321:\n")
+    prof = tmp_path / "xpu-box.yaml"
+    prof.write_text("extends: base\ngpu: {vendor: xpu, count: 2}\nframework: torch\n")
+    return host, prof
+
+
+def test_fake_vendor_is_found_validated_and_planned(xpu):
+    host, prof = xpu
+    doctor = json.loads(runner.invoke(app, ["doctor", "--json", "--host-root",
+                                            str(host)]).stdout)
+    assert [(g["vendor"], g["model"]) for g in doctor["host"]["gpus"]] == [
+        ("xpu", "Example XPU 9000")] * 2
+    assert doctor["host"]["groups"] == {"xpu": 321}
+    plan = runner.invoke(app, ["plan", "-p", str(prof), "--json", "--host-root", str(host)])
+    assert plan.exit_code == 0, plan.output
+    env = json.loads(plan.stdout)["env"]
+    assert env["XPU_QUEUE_MODE"]["value"] == "single"
+    assert env["XPU_QUEUE_MODE"]["source"].startswith("profile gpu.count (")
+    bad = prof.with_name("bad.yaml")
+    bad.write_text("extends: base\ngpu: {vendor: xpx}\n")
+    result = runner.invoke(app, ["profiles", "validate", str(bad)])
+    assert result.exit_code == 1
+    assert "gpu.vendor: must be one of nvidia, amd, none, xpu, auto (got 'xpx')" in result.stderr
+
+
+def test_fake_vendor_reaches_the_container_and_the_stack(xpu, tmp_path):
+    host, prof = xpu
+    dry = runner.invoke(app, ["run", "-p", str(prof), "--runtime", "docker", "--dry-run",
+                              "--json", "--host-root", str(host), "--gpus", "1", "--", "true"])
+    assert dry.exit_code == 0, dry.output
+    hc = json.loads(dry.stdout)["request"]["body"]["HostConfig"]
+    assert [d["PathOnHost"] for d in hc["Devices"]] == ["/dev/xpu0"]
+    assert hc["GroupAdd"] == ["321"]
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["render", "-p", str(prof), "--out", str(out), "--host-root",
+                                 str(host)])
+    assert result.exit_code == 0, result.output
+    services = yaml.safe_load((out / "compose.yaml").read_text())["services"]
+    assert {n: s["devices"] for n, s in services.items()} == {
+        "gpu0": ["/dev/xpu0:/dev/xpu0:rwm"], "gpu1": ["/dev/xpu1:/dev/xpu1:rwm"]}
+    assert "FROM example/xpu-runtime:1" in (out / "Dockerfile").read_text()
+    assert (out / "requirements-framework.txt").read_text() == "torch-xpu\n"
+
+
+def test_fake_vendor_native_visibility_and_telemetry(xpu, monkeypatch):
+    host, prof = xpu
+    dry = runner.invoke(app, ["run", "-p", str(prof), "--runtime", "native", "--dry-run",
+                              "--json", "--host-root", str(host), "--gpus", "1", "--", "true"])
+    assert dry.exit_code == 0, dry.output
+    assert json.loads(dry.stdout)["request"]["env_added"]["XPU_VISIBLE_DEVICES"] == "0"
+    from launcher.telemetry.gpus import GpuSampler
+
+    assert GpuSampler(host).sample() == [{"vendor": "xpu", "gpu": 0, "util_percent": 50},
+                                         {"vendor": "xpu", "gpu": 1, "util_percent": 50}]
+
+
+def test_fake_engine_is_one_module_and_one_line(monkeypatch):
+    monkeypatch.setitem(engines.REGISTRY, "fake", "tests.fake_engine:FakeEngine")  # the one line
+    FakeEngine.calls.clear()
+    monkeypatch.setattr(FakeEngine, "status", 0)
+    result = runner.invoke(app, ["run", "--runtime", "fake", "--", "python3", "-V"])
+    assert result.exit_code == 0, result.output
+    assert [kind for kind, _ in FakeEngine.calls] == ["run"]
+    dry = runner.invoke(app, ["run", "--runtime", "fake", "--dry-run", "--json", "--", "x"])
+    assert json.loads(dry.stdout)["request"] == {"command": ["x"]}
+    unknown = runner.invoke(app, ["run", "--runtime", "podman", "--", "x"])
+    assert unknown.exit_code == 1
+    assert "--runtime must be one of auto, docker, native, fake (got 'podman')" in \
+        unknown.stderr
