@@ -24,19 +24,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from launcher.caps.variables import MANAGED  # noqa: E402
-
-from launcher.caps.plan import compute_caps  # noqa: E402
+from launcher.caps.resolve import resolve  # noqa: E402
 from launcher.probe import probe_host  # noqa: E402
 from launcher.profiles import load_profile  # noqa: E402
 from launcher.runtime.run_cgroup import make_run_cgroup  # noqa: E402
+from launcher.variables import managed  # noqa: E402
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
                "NUMEXPR_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
 
 
 def measure(framework: str, env: dict[str, str], rc, seconds: float) -> dict:  # type: ignore[no-untyped-def]
-    base = {k: v for k, v in os.environ.items() if k not in MANAGED}
+    base = {k: v for k, v in os.environ.items() if k not in managed()}
     proc = subprocess.run(
         [sys.executable, "-m", "launcher.workloads.threadprobe", framework, str(seconds)],
         env={**base, **env, "PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"},
@@ -74,7 +73,7 @@ def main() -> None:
                 with tempfile.TemporaryDirectory() as d:
                     prof = Path(d) / "bench.yaml"
                     prof.write_text(f"extends: base\nlimits: {{cpus: {q}}}\n")
-                    caps = compute_caps(load_profile(prof), facts, framework=fw)
+                    caps = resolve(load_profile(prof), facts, framework=fw).caps
                 configs = {"default": {}, "caps": caps.environment(),
                            **{n: {v: str(n) for v in THREAD_VARS} for n in sweep}}
                 seen: dict = {k: [] for k in configs}
