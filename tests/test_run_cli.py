@@ -26,14 +26,22 @@ def fake(monkeypatch):
 
 
 def _normal(text: str) -> str:
-    return text.replace(str(ROOT), "<repo>")
+    """The parts that depend on who runs the test and where."""
+    import os
+    import re
+    import socket
+
+    text = text.replace(str(ROOT), "<repo>")
+    text = re.sub(rf'"{re.escape(socket.gethostname())}:\d+"', '"<host>:<pid>"', text)
+    return text.replace(f'"{os.getuid()}:{os.getgid()}"', '"<uid>:<gid>"')
 
 
 @pytest.mark.parametrize("name", ["rig-6600", "docker-5gpu"])
 def test_dry_run_json_golden(name, update_golden):
     result = runner.invoke(app, ["run", "-p", name, "--runtime", "docker", "--host-root",
                                  str(HOSTS / name), "--image", "launcher/test:1", "--dry-run",
-                                 "--json", "--", "python3", "train.py"])
+                                 "--json", "--name", "golden", "--no-mount-cwd", "--",
+                                 "python3", "train.py"])
     assert result.exit_code == 0, result.output
     check_golden(GOLDEN / "run" / f"{name}.json", _normal(result.stdout), update_golden)
 

@@ -70,7 +70,7 @@ def test_summary_plot_and_report(tmp_path):
                          "runtime": "native", "command": ["x"], "exit_status": 0,
                          "diagnosis": "the workload exited with status 0.", "engine": {}})
     assert summary["peaks"]["threads"] == {"peak": 7, "limit": 40, "headroom": 33,
-                                           "percent": 17.5}
+                                           "percent": 17.5, "estimate": None}
     assert summary["peaks"]["rss_bytes"]["headroom"] == 50 << 20
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     assert plot(rows, tmp_path / "telemetry.png", "t")

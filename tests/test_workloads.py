@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,11 @@ def _check_run_files(run_dir: Path) -> dict:  # type: ignore[type-arg]
     rows = [json.loads(x) for x in (run_dir / "telemetry.jsonl").read_text().splitlines()]
     assert rows and set(rows[0]) == set(KEYS)
     assert max(r["threads"] for r in rows) >= 2
-    assert (run_dir / "telemetry.png").read_bytes()[:4] == b"\x89PNG"
+    png = run_dir / "telemetry.png"  # drawn in the background after the run
+    deadline = time.time() + 60
+    while not png.exists() and time.time() < deadline:
+        time.sleep(0.2)
+    assert png.read_bytes()[:4] == b"\x89PNG"
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["exit_status"] == 0
     assert summary["diagnosis"] == "the workload exited with status 0."
@@ -75,13 +80,16 @@ def test_pytorch_phase3():
 
 
 def test_tf_train_folds_in_fresh_processes_and_resume(tmp_path):
+    """Results land in the run's own folder; `--resume RUN_ID` reruns there and resumes."""
     _need("tf")
-    out = tmp_path / "tf"
-    argv = [sys.executable, "-m", "launcher", "run", "--runtime", "native", "tf-train",
-            "--folds", "3", "--quick", "--out", str(out)]
+    run_id = f"tf-{uuid.uuid4().hex[:6]}"
+    out = Path(os.environ["LAUNCHER_RUNS_DIR"]) / run_id / "tf-train"
+    work = ["tf-train", "--folds", "3", "--quick"]
+    base = [sys.executable, "-m", "launcher", "run", "--runtime", "native"]
+    argv = [*base, "--resume", run_id, *work]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True)
+    first = subprocess.Popen([*base, "--name", run_id, *work], env=env, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 240
     while not (out / "fold-1.json").exists():
         assert time.time() < deadline and first.poll() is None, first.communicate()

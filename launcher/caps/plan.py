@@ -198,7 +198,8 @@ def clamp_ulimits(caps: Caps, facts: HostFacts) -> Caps:
         soft, hard = fit_rlimit(u.soft, u.hard, host.hard)
         if (soft, hard) != (u.soft, u.hard):
             caps.ulimits[name] = Ulimit(soft, hard, f"{u.source}, lowered to this host's hard "
-                                                    f"limit {host.hard}")
+                                                    f"limit {host.hard} (a container cannot "
+                                                    f"raise it)")
     return caps
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import tempfile
 import time
@@ -9,6 +10,7 @@ from pathlib import Path
 
 from launcher.cli.common import default_tag, resolve_profile
 from launcher.cli.render_cmd import render_files, write_tree
+from launcher.errors import EngineError
 from launcher.runtime.engine import BuildEvent
 from launcher.runtime.engines import get_engine
 
@@ -22,7 +24,7 @@ class Progress:
         self.width = 100
 
     def __call__(self, ev: BuildEvent) -> None:
-        if ev.kind == "done":
+        if ev.kind in ("done", "error"):  # an error ends the build with its own line
             return
         if not self.tty:
             print(ev.text, file=self.stream, flush=True)
@@ -39,12 +41,24 @@ class Progress:
             self.stream.flush()
 
 
+# What a failed pull of the base image says (the daemon's words vary by cause).
+_PULL_FAILED = re.compile(r"registry|pull access denied|lookup |dial tcp|no such host|"
+                          r"manifest unknown|not found: manifest|TLS handshake|i/o timeout|"
+                          r"connection refused|repository does not exist", re.IGNORECASE)
+
+
+def _base_of(dockerfile: str) -> str:
+    m = re.search(r"^FROM (\S+)", dockerfile, re.MULTILINE)
+    return m.group(1) if m else "?"
+
+
 def build(profile: str, framework: str | None, base_image: str | None, tag: str | None,
-          ca_cert: Path | None, host_root: Path | None, no_cache: bool = False) -> int:
+          ca_cert: Path | None, host_root: Path | None, no_cache: bool = False,
+          push: bool = False) -> int:
     p = resolve_profile(profile, framework, host_root=host_root, inherit_shell=False,
                         for_this_host=False)
     tag = tag or default_tag(p.profile.name, p.framework)
-    files = render_files(p, base_image, ca_cert, tag)
+    files, _ = render_files(p, base_image, ca_cert, tag)
     engine = get_engine("docker")
     engine.ping()
     progress = Progress()
@@ -56,7 +70,20 @@ def build(profile: str, framework: str | None, base_image: str | None, tag: str 
             image_id = engine.build(Path(ctx), tag, {"launcher.profile": p.profile.name,
                                                      "launcher.framework": p.framework}, progress,
                                    no_cache)
+        except EngineError as exc:
+            base = _base_of(files["Dockerfile"])
+            if _PULL_FAILED.search(str(exc)) and not engine.image_exists(base):
+                raise EngineError(
+                    f"cannot pull the base image {base} (no registry reachable?): build a local "
+                    f"one with `bash scripts/base-image.sh` and pass --base-image "
+                    f"launcher-base:bookworm (or set image.base in the profile)") from None
+            raise
         finally:
             progress.end()
     print(f"built {tag} ({image_id[:19]}) in {time.monotonic() - started:.1f}s")
+    if push:
+        print(f"pushing {tag} ...", flush=True)
+        engine.push(tag, progress)
+        progress.end()
+        print(f"pushed {tag}: cloud templates can pull it (`launcher render --image {tag}`)")
     return 0

@@ -8,6 +8,7 @@ from typing import Any
 from launcher.caps.plan import pool_cpus
 from launcher.caps.resolve import resolve
 from launcher.cli.output import print_json, table
+from launcher.errors import LauncherError
 from launcher.probe import HostFacts, probe_host
 from launcher.profiles import load_profile
 from launcher.profiles.schema import AUTO, FRAMEWORKS
@@ -36,8 +37,30 @@ def diagnose(facts: HostFacts, profile_ref: str | None) -> dict[str, Any]:
     return out
 
 
+def leftovers(clean: bool) -> list[dict[str, str]]:
+    """What killed launcher runs left behind, from every engine that answers; removed with
+    `clean`."""
+    from launcher.runtime.engines import get_engine, names
+
+    found = []
+    for name in names():
+        engine = get_engine(name)
+        try:
+            items = engine.leftovers()
+        except LauncherError:
+            continue
+        for item in items:
+            state = "left behind"
+            if clean:
+                engine.remove(item)
+                state = "removed"
+            found.append({"engine": name, "kind": item.kind, "id": item.ident,
+                          "detail": item.detail, "state": state})
+    return found
+
+
 def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
-           capture: Path | None = None) -> int:
+           capture: Path | None = None, clean: bool = False) -> int:
     if capture is not None:
         from launcher.probe.capture import capture as copy_tree
 
@@ -47,6 +70,7 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
         return 0
     facts = probe_host(host_root or "/")
     report = diagnose(facts, profile_ref)
+    report["leftovers"] = leftovers(clean) if host_root is None else []
     if as_json:
         print_json(report)
         return 0
@@ -68,24 +92,45 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
     for name in ("nproc", "nofile", "stack", "as"):
         if name in rl:
             r = rl[name]
-            rows.append((f"RLIMIT_{name.upper()}", f"soft {_lim(r.soft)}, hard {_lim(r.hard)}"))
-    rows.append(("tasks", f"{facts.uid_tasks} of UID {facts.uid} (RLIMIT_NPROC counts these)"))
-    rows.append(("kernel", f"threads-max {_lim(facts.threads_max)}, pid_max {_lim(facts.pid_max)},"
-                           f" vm.max_map_count {_lim(facts.max_map_count)}"))
+            fmt = _size if name in ("stack", "as") else _lim
+            rows.append((f"RLIMIT_{name.upper()}", f"soft {fmt(r.soft)}, hard {fmt(r.hard)}"))
+    if facts.uid is not None:
+        rows.append(("tasks", f"{facts.uid_tasks} of UID {facts.uid} (RLIMIT_NPROC counts "
+                              f"these)"))
+    rows.append(("kernel", f"threads-max {_known(facts.threads_max)}, pid_max "
+                           f"{_known(facts.pid_max)}, vm.max_map_count "
+                           f"{_known(facts.max_map_count)}"))
     if facts.mem_total:
         rows.append(("RAM", f"{format_size(facts.mem_total)} total, "
                             f"{format_size(facts.mem_available or 0)} available"))
     gpus = ", ".join(f"{g.vendor} {g.index}: {g.model}" for g in facts.gpus) or "none found"
     rows.append(("GPUs", gpus))
-    rows.append(("first limit", f"{report['first_limit']['binding']} "
-                                f"({report['first_limit']['available']} tasks available)"))
+    first = report["first_limit"]
+    rows.append(("first limit", f"{first['binding']} ({first['available']} tasks available)"
+                 if first["available"] is not None else "none found"))
     print(table(rows, indent=""))
     if report["warnings"]:
         print("warnings:")
         for w in report["warnings"]:
             print(f"  - {w}")
+    if report["leftovers"]:
+        print("left behind by killed runs:" if not clean else "removed:")
+        for x in report["leftovers"]:
+            print(f"  - {x['engine']} {x['kind']} {x['id']} ({x['detail']})")
+        if not clean:
+            print("  remove them with `launcher doctor --clean`")
+    elif clean:
+        print("nothing left behind by earlier runs")
     if profile_ref:
         from launcher.cli.plan_cmd import print_verdict
 
         print_verdict(report["plan"])
     return 0
+
+
+def _known(v: int | None) -> str:
+    return "-" if v is None else str(v)
+
+
+def _size(v: int | None) -> str:
+    return "unlimited" if v is None else format_size(v)

@@ -16,7 +16,8 @@ def run_guarded(fn: Callable[[], object]) -> int:
         result = fn()
         return int(result) if isinstance(result, int) else 0
     except LauncherError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        for line in str(exc).splitlines() or [""]:  # several mistakes: one line each
+            print(f"error: {line}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -24,7 +25,13 @@ def run_guarded(fn: Callable[[], object]) -> int:
     except BrokenPipeError:
         return 0
     except Exception:  # a bug: keep the traceback off the terminal, in a log file
-        log = Path(tempfile.gettempdir()) / "launcher-crash.log"
-        log.write_text(traceback.format_exc())
-        print(f"error: launcher hit an internal error; the traceback is in {log}", file=sys.stderr)
+        import os
+
+        log = Path(tempfile.gettempdir()) / f"launcher-crash-{os.getuid()}.log"
+        try:
+            log.write_text(traceback.format_exc())
+            where = f"the traceback is in {log}"
+        except OSError:
+            where = "the traceback could not be saved"
+        print(f"error: launcher hit an internal error; {where}", file=sys.stderr)
         return 3

@@ -26,11 +26,11 @@ app = typer.Typer(
     rich_markup_mode=None,
     pretty_exceptions_enable=False,
     no_args_is_help=True,
-    add_completion=False,
+    suggest_commands=False,  # click says "Did you mean ...?" itself
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 profiles_app = typer.Typer(help="List, show and validate hardware profiles.", no_args_is_help=True,
-                           rich_markup_mode=None)
+                           rich_markup_mode=None, suggest_commands=False)
 app.add_typer(profiles_app, name="profiles")
 
 HostRoot = Annotated[
@@ -51,6 +51,28 @@ def _run(fn) -> None:  # type: ignore[no-untyped-def]
     code = run_guarded(fn)
     if code:
         raise typer.Exit(code)
+
+
+def _version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            print(f"launcher {version('launcher')}")
+        except PackageNotFoundError:
+            from launcher import __version__
+
+            print(f"launcher {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print launcher's version and exit.")] = False,
+) -> None:
+    """Run ML workloads (JAX, PyTorch, TensorFlow) inside correctly capped containers."""
 
 
 @profiles_app.command("list")
@@ -85,13 +107,16 @@ def doctor(
     capture: Annotated[Path | None, typer.Option(
         "--capture", help="Copy the files the probe reads into DIR (for a bug report or a "
                           "test fixture; read it back with --host-root DIR).")] = None,
+    clean: Annotated[bool, typer.Option(
+        "--clean", help="Remove what killed launcher runs left behind (containers, run "
+                        "cgroups).")] = False,
     host_root: HostRoot = None,
 ) -> None:
     """Report this host's real limits (cgroup, rlimits, kernel, GPUs), the one that will bite
-    first, and stale thread variables inherited from the shell."""
+    first, stale thread variables inherited from the shell, and anything killed runs left."""
     from launcher.cli import doctor_cmd
 
-    _run(lambda: doctor_cmd.doctor(json, profile, host_root, capture))
+    _run(lambda: doctor_cmd.doctor(json, profile, host_root, capture, clean))
 
 
 @app.command()
@@ -119,7 +144,8 @@ BaseImage = Annotated[str | None, typer.Option(
 CaCert = Annotated[Path | None, typer.Option(
     "--ca-cert", help="Extra CA certificate (PEM) trusted by apt, pip and Python in the build.")]
 Tag = Annotated[str | None, typer.Option(
-    "--tag", "-t", help="Image tag (default launcher/PROFILE:FRAMEWORK).")]
+    "--image", "--tag", "-t", help="Image name, e.g. REGISTRY/NAME:TAG for a cloud pod to pull "
+                                  "(default launcher/PROFILE:FRAMEWORK, a local tag).")]
 
 
 @app.command()
@@ -134,15 +160,30 @@ def render(
     env: EnvOpt = None,
     command: Annotated[str | None, typer.Option(
         "--command", help="Start command for compose and RunPod (shell-style words).")] = None,
+    workload: Annotated[str | None, typer.Option(
+        "--workload", help="Run a built-in workload instead, e.g. 'stress-jax --phase 1' "
+                           "(results in ./runs beside compose.yaml, /workspace/runs on "
+                           "RunPod).")] = None,
+    volume: Annotated[list[str] | None, typer.Option(
+        "--volume", "-v", help="SRC:DST[:ro] for the compose services. Repeatable.")] = None,
+    workdir: Annotated[str | None, typer.Option(
+        "--workdir", "-w", help="Working directory of the compose services.")] = None,
+    user: Annotated[str | None, typer.Option(
+        "--user", help="UID[:GID] of the compose services.")] = None,
+    port: Annotated[list[str] | None, typer.Option(
+        "--port", help="A port the RunPod pod exposes, e.g. 8888/http. Repeatable.")] = None,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
-    """Write the Dockerfile, entrypoint, compose.yaml (one service per GPU), the RunPod template
-    and the caps into a folder you can read, commit and `docker build`."""
+    """Write the Dockerfile, entrypoint, compose.yaml (one service per GPU, each with its CPUs
+    and memory), the RunPod template and the caps into a folder you can read, commit and
+    `docker build`."""
     from launcher.cli import render_cmd
 
     _run(lambda: render_cmd.render(profile, framework, out, base_image, ca_cert, tag, gpus, env,
-                                   host_root, json, command))
+                                   host_root, json, render_cmd.target_of(
+                                       command, workload, volume or [], workdir, user,
+                                       port or [])))
 
 
 @app.command()
@@ -153,6 +194,9 @@ def build(
     tag: Tag = None,
     ca_cert: CaCert = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="Rebuild every layer.")] = False,
+    push: Annotated[bool, typer.Option(
+        "--push", help="Push the image to its registry after the build (name it with "
+                       "--image REGISTRY/NAME:TAG).")] = False,
     host_root: HostRoot = None,
 ) -> None:
     """Build an image that carries the profile's caps in its entrypoint (it applies them even
@@ -160,7 +204,7 @@ def build(
     from launcher.cli import build_cmd
 
     _run(lambda: build_cmd.build(profile, framework, base_image, tag, ca_cert, host_root,
-                                 no_cache))
+                                 no_cache, push))
 
 
 @app.command(context_settings={"ignore_unknown_options": True,
@@ -172,15 +216,30 @@ def run(
     framework: Framework = None,
     processes: Annotated[int | None, typer.Option("--processes", "-n", min=1)] = None,
     runtime: Annotated[str, typer.Option(
-        "--runtime", help="auto (docker when a daemon answers, else native) | docker | "
-                          "native")] = "auto",
+        "--runtime", help="auto (docker when a daemon answers and the image exists, else "
+                          "native) | docker | native")] = "auto",
     image: Annotated[str | None, typer.Option(
         "--image", help="Image to run (default: launcher/PROFILE:FRAMEWORK).")] = None,
     gpus: Gpus = None,
     env: EnvOpt = None,
-    name: Annotated[str | None, typer.Option("--name", help="Container name.")] = None,
+    volume: Annotated[list[str] | None, typer.Option(
+        "--volume", "-v", help="SRC:DST[:ro], as docker has it. Repeatable.")] = None,
+    workdir: Annotated[str | None, typer.Option(
+        "--workdir", "-w", help="Working directory (default: the current folder, mounted at "
+                                "its own path).")] = None,
+    user: Annotated[str | None, typer.Option(
+        "--user", help="UID[:GID] in the container (default: yours, so files written into "
+                       "mounted folders are yours; --user 0 for root).")] = None,
+    no_mount_cwd: Annotated[bool, typer.Option(
+        "--no-mount-cwd", help="Do not mount the current folder into the container.")] = False,
+    name: Annotated[str | None, typer.Option("--name", help="Run ID and container name.")
+                    ] = None,
+    resume: Annotated[str | None, typer.Option(
+        "--resume", help="Run again in the folder of RUN_ID (a workload resumes from what "
+                         "it saved there).")] = None,
     dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Print the container configuration instead of starting it.")] = False,
+        "--dry-run", help="Print the configuration instead of starting it (works on any "
+                          "host: GPUs this host lacks are a warning).")] = False,
     interval: Annotated[float, typer.Option(
         "--interval", help="Telemetry sampling period in seconds.")] = 1.0,
     json: Json = False,
@@ -188,15 +247,20 @@ def run(
 ) -> None:
     """Run a workload or a command under the profile's caps, in a container or natively:
     pids limit, ulimits, memory, shm, CPUs and GPUs from the profile; every thread variable
-    set before the interpreter starts. Output is streamed; Ctrl-C stops and cleans up; the
-    exit status is the workload's. Telemetry, a summary and a plot go to runs/RUN-ID/.
+    set before the interpreter starts. In a container the current folder is mounted at its
+    own path and is the working directory, and the workload runs as you. Output is
+    streamed; Ctrl-C stops and cleans up, and so does killing launcher; the exit status is
+    the workload's. Telemetry and a summary go to runs/RUN-ID/.
 
     Examples: launcher run stress-jax --phase 1 --quick;
-    launcher run --profile gtx1650 --gpus none --image IMG -- python3 train.py"""
+    launcher run --image IMG -- python3 train.py;
+    launcher run --profile rig-6600 --dry-run --json -- python3 train.py"""
     from launcher.cli import run_cmd
 
-    _run(lambda: run_cmd.run(command or [], profile, framework, processes, runtime, image, gpus,
-                             env, dry_run, json, host_root, name, interval))
+    _run(lambda: run_cmd.run(run_cmd.RunOptions(
+        command or [], profile, framework, processes, runtime, image, gpus, env or [],
+        volume or [], workdir, user, not no_mount_cwd, name, resume, dry_run, json, interval,
+        host_root)))
 
 
 @app.command()
@@ -208,11 +272,17 @@ def workloads(json: Json = False) -> None:
 
 
 @app.command()
-def report(run_dir: Path, json: Json = False) -> None:
-    """Print a run's summary: peaks against limits, headroom, exit status and diagnosis."""
+def report(
+    run_dir: Path,
+    json: Json = False,
+    plot: Annotated[bool, typer.Option(
+        "--plot", help="Draw telemetry.png now if it is not there.")] = False,
+) -> None:
+    """Print a run's summary: peaks against limits, estimated against observed threads,
+    headroom, exit status and diagnosis."""
     from launcher.cli import report_cmd
 
-    _run(lambda: report_cmd.report(run_dir, json))
+    _run(lambda: report_cmd.report(run_dir, json, plot))
 
 
 def main() -> None:

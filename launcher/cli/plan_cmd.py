@@ -13,7 +13,7 @@ from launcher.units import format_size
 def plan(profile_ref: str, framework: str | None, processes: int | None,
          env_pairs: list[str] | None, as_json: bool, host_root: Path | None) -> int:
     caps = resolve_profile(profile_ref, framework, processes, env_pairs,
-                           host_root=host_root).caps
+                           host_root=host_root, clamp=True).caps
     data = caps.to_json()
     if as_json:
         print_json(data)
@@ -27,13 +27,20 @@ def plan(profile_ref: str, framework: str | None, processes: int | None,
         note = s["source"] + (f"; replaces inherited {s['replaced']!r}" if s["replaced"] else "")
         rows.append((name, value, note))
     print(table(rows))
-    print("ulimits (soft/hard, -1 = unlimited):")
-    print(table([(n, f"{u['soft']}/{u['hard']}", u["source"]) for n, u in data["ulimits"].items()]))
+    print("ulimits as `launcher run` sets them on this host (soft/hard):")
+    print(table([(n, f"{_rl(n, u['soft'])}/{_rl(n, u['hard'])}", u["source"])
+                 for n, u in data["ulimits"].items()]))
     print("container limits:")
     print(table([(n, _fmt_limit(n, lim["value"]), lim["source"])
                  for n, lim in data["limits"].items()]))
     print_verdict(data)
     return 0
+
+
+def _rl(name: str, value: int) -> str:
+    if value < 0:
+        return "unlimited"
+    return format_size(value) if name in ("stack", "memlock") else str(value)
 
 
 def _fmt_limit(name: str, value: Any) -> str:

@@ -59,5 +59,6 @@ def validate(files: list[Path]) -> int:
             print(f"ok: {f}")
         except ProfileError as exc:
             bad += 1
-            print(f"error: {exc}", file=sys.stderr)
+            for line in str(exc).splitlines():
+                print(f"error: {line}", file=sys.stderr)
     return 1 if bad else 0

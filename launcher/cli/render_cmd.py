@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import shutil
+import sys
 import tempfile
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from launcher.caps.resolve import Resolved
@@ -14,24 +18,102 @@ from launcher.errors import LauncherError
 from launcher.render.compose import render_compose
 from launcher.render.dockerfile import context_files, copy_package, image_spec
 from launcher.render.runpod import render_runpod
-from launcher.runtime.spec import per_gpu_specs
+from launcher.runtime.spec import Mount, RunSpec, service_specs
+from launcher.units import format_size
+
+IN_IMAGE = "/opt/launcher"  # where an image built by launcher keeps its package
+RESULTS = "/workspace/runs"  # where a rendered workload writes (RunPod's volume, compose's ./runs)
+_PORT = re.compile(r"^\d{1,5}/(http|tcp|udp)$")
+
+
+@dataclass
+class Target:
+    """What the rendered stack and pod run: a command, volumes, working directory, user."""
+
+    command: list[str] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)  # besides --env
+    mounts: list[Mount] = field(default_factory=list)
+    workdir: str | None = None
+    user: str | None = None
+    ports: list[str] = field(default_factory=list)
+
+
+def target_of(command: str | None, workload: str | None, volumes: list[str],
+              workdir: str | None, user: str | None, ports: list[str]) -> Target:
+    t = Target(workdir=workdir, user=user)
+    if command and workload:
+        raise LauncherError("give --command or --workload, not both")
+    if command:
+        t.command = shlex.split(command)
+    if workload:
+        from launcher.workloads.catalog import catalog
+
+        words = shlex.split(workload)
+        w = catalog().get(words[0]) if words else None
+        if w is None or w.module is None:
+            known = ", ".join(n for n, x in catalog().items() if x.module)
+            raise LauncherError(f"--workload: no built-in workload "
+                                f"{words[0] if words else ''!r} (known: {known})")
+        t.command = w.argv(words[1:], "python3")
+        t.env = {"PYTHONPATH": IN_IMAGE, "LAUNCHER_RUNS_DIR": RESULTS}
+        t.mounts.append(Mount("./runs", RESULTS))
+    for v in volumes:
+        parts = v.split(":")
+        if len(parts) not in (2, 3) or not all(parts[:2]) or parts[2:] not in ([], ["ro"],
+                                                                                 ["rw"]):
+            raise LauncherError(f"--volume: expected SRC:DST or SRC:DST:ro (got {v!r})")
+        t.mounts.append(Mount(parts[0], parts[1], parts[2:] == ["ro"]))
+    for p in ports:
+        if not _PORT.match(p):
+            raise LauncherError(f"--port: expected PORT/http, PORT/tcp or PORT/udp (got {p!r})")
+    t.ports = list(ports)
+    return t
 
 
 def render_files(r: Resolved, base_image: str | None, ca_cert: Path | None, tag: str,
-                 command: list[str] | None = None) -> dict[str, str]:
-    """All text files of a render, in memory (nothing is written if any step fails)."""
+                 target: Target | None = None) -> tuple[dict[str, str], list[str]]:
+    """All text files of a render, in memory (nothing is written if any step fails), and the
+    notes to tell the user."""
+    target = target or Target()
     if ca_cert is not None and not ca_cert.is_file():
         raise LauncherError(f"--ca-cert: no such file {str(ca_cert)!r}")
     spec = image_spec(r.profile, r.framework, r.selection.vendor, base_image,
                       ca_cert is not None)
     caps_doc = {"recipe": r.recipe(), "resolved_on_build_host": r.caps.to_json()}
     files = context_files(spec, caps_doc)
-    files["compose.yaml"] = render_compose(r.profile.name, per_gpu_specs(r, command or [], tag),
-                                           r.overrides)
-    files["runpod.json"] = render_runpod(r.profile.name, tag, r.overrides, command)
+    services = service_specs(r, target.command, tag)
+    for s in services.values():
+        s.mounts, s.workdir, s.user = list(target.mounts), target.workdir, target.user
+    env = {**target.env, **r.overrides}
+    per_service = {name: {**target.env, **({"LAUNCHER_RUN_DIR": f"{RESULTS}/{name}"}
+                                           if target.env else {}), **r.overrides}
+                   for name in services}
+    notes = _memory_notes(r, services)
+    if not target.command:
+        notes.append("no --command or --workload was given: the services run the image's CMD "
+                     "(python3), which exits at once without a terminal")
+    files["compose.yaml"] = render_compose(r.profile.name, services, per_service, notes)
+    files["runpod.json"] = render_runpod(r.profile.name, tag, env, target.command,
+                                         target.ports)
     if ca_cert is not None:
         files["launcher-ca.crt"] = ca_cert.read_text()
-    return files
+    return files, notes
+
+
+def _memory_notes(r: Resolved, services: dict[str, RunSpec]) -> list[str]:
+    budget = r.caps.limits["memory"].value
+    limits = [s.limits.memory for s in services.values() if s.limits.memory]
+    reserved = [s.limits.memory_reservation for s in services.values()
+                if s.limits.memory_reservation]
+    if not budget or len(services) < 2 or not limits or sum(limits) <= budget:
+        return []
+    n = len(services)
+    return [f"memory: {n} services x {format_size(limits[0])} limit = "
+            f"{format_size(sum(limits))} exceed the {format_size(int(budget))} budget; each "
+            f"limit is the measured peak {format_size(reserved[0]) if reserved else '?'} plus "
+            f"25% headroom, and the {format_size(sum(reserved))} of peaks "
+            f"{'fit' if sum(reserved) <= budget else 'do NOT fit'} (peaks rarely coincide; "
+            f"lower workers.memory or the GPU count if they do)"]
 
 
 def write_tree(out: Path, files: dict[str, str]) -> None:
@@ -53,20 +135,25 @@ def write_tree(out: Path, files: dict[str, str]) -> None:
 
 def render(profile: str, framework: str | None, out: Path, base_image: str | None,
            ca_cert: Path | None, tag: str | None, gpus: str | None, env: list[str] | None,
-           host_root: Path | None, as_json: bool, command: str | None = None) -> int:
-    import shlex
-
+           host_root: Path | None, as_json: bool, target: Target | None = None) -> int:
     r = resolve_profile(profile, framework, None, env, gpus, host_root, inherit_shell=False,
                         for_this_host=False)
-    tag = tag or default_tag(r.profile.name, r.framework)
-    files = render_files(r, base_image, ca_cert, tag, shlex.split(command) if command else None)
+    image = tag or default_tag(r.profile.name, r.framework)
+    files, notes = render_files(r, base_image, ca_cert, image, target)
+    if tag is None:
+        notes.append(f"runpod.json names {image}, a local tag RunPod cannot pull: pass "
+                     f"--image REGISTRY/NAME:TAG and push it with `launcher build --image "
+                     f"REGISTRY/NAME:TAG --push`")
     write_tree(out, files)
+    for note in notes:
+        print(f"note: {note}", file=sys.stderr)
     if as_json:
-        print(json.dumps({"out": str(out), "files": sorted([*files, "launcher/"]), "tag": tag}))
+        print(json.dumps({"out": str(out), "files": sorted([*files, "launcher/"]),
+                          "image": image, "notes": notes}))
     else:
         print(f"rendered profile {r.profile.name} ({r.framework}) into {out}:")
         for name in sorted([*files, "launcher/"]):
             print(f"  {name}")
-        print(f"build it with `docker build -t {tag} {out}` or `launcher build --profile "
+        print(f"build it with `docker build -t {image} {out}` or `launcher build --profile "
               f"{profile}`")
     return 0

@@ -10,7 +10,7 @@ from launcher.errors import LauncherError
 from launcher.units import format_size
 
 
-def report(run_dir: Path, as_json: bool) -> int:
+def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
     path = run_dir / "summary.json"
     try:
         summary = json.loads(path.read_text())
@@ -33,8 +33,23 @@ def report(run_dir: Path, as_json: bool) -> int:
                      "-" if v["headroom"] is None else fmt(v["headroom"]),
                      "-" if v["percent"] is None else f"{v['percent']}%"))
     print(table(rows))
+    threads = summary["peaks"].get("threads", {})
+    if threads.get("estimate") is not None:
+        peak, est = threads.get("peak"), threads["estimate"]
+        verdict = ("within" if peak is not None and peak <= est else "ABOVE")
+        print(f"threads: peak {peak if peak is not None else '-'} observed, {est} estimated "
+              f"by the plan ({verdict} the estimate)")
     notes = summary.get("engine") or {}
-    if notes.get("enforced") or notes.get("advisory"):
-        print(f"enforced: {notes.get('enforced') or '-'}; advisory: {notes.get('advisory') or '-'}")
+    for what in ("enforced", "advisory"):
+        if notes.get(what):
+            print(f"{what}: " + ", ".join(f"{k} {v}" for k, v in notes[what].items()))
     print(f"exit status {summary['exit_status']}: {summary['diagnosis']}")
+    png = run_dir / "telemetry.png"
+    if plot and not png.exists():
+        from launcher.telemetry.plot import draw
+
+        if not draw(run_dir):
+            raise LauncherError("no telemetry.png: matplotlib is not installed (pip install "
+                                "matplotlib) or the run has fewer than 2 samples")
+    print(f"plot: {png}" if png.exists() else "plot: none yet (`launcher report --plot`)")
     return 0

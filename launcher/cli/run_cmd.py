@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from launcher.caps.resolve import Resolved, resolve
 from launcher.cli.common import default_tag
@@ -17,7 +19,9 @@ from launcher.cli.output import parse_env_pairs, print_json
 from launcher.errors import LauncherError
 from launcher.runtime.engine import Engine, RunResult, Started
 from launcher.runtime.engines import choose_engine
+from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
+from launcher.units import format_size
 
 
 def say(msg: str) -> None:
@@ -28,64 +32,145 @@ def runs_dir() -> Path:
     return Path(os.environ.get("LAUNCHER_RUNS_DIR") or "runs")
 
 
-def run(command: list[str], profile: str, framework: str | None, processes: int | None,
-        runtime: str, image: str | None, gpus: str | None, env: list[str] | None,
-        dry_run: bool, as_json: bool, host_root: Path | None, name: str | None,
-        interval: float = 1.0) -> int:
+@dataclass
+class RunOptions:
+    command: list[str]
+    profile: str = "auto"
+    framework: str | None = None
+    processes: int | None = None
+    runtime: str = "auto"
+    image: str | None = None
+    gpus: str | None = None
+    env: list[str] = field(default_factory=list)
+    volumes: list[str] = field(default_factory=list)
+    workdir: str | None = None
+    user: str | None = None
+    mount_cwd: bool = True
+    name: str | None = None
+    resume: str | None = None
+    dry_run: bool = False
+    as_json: bool = False
+    interval: float = 1.0
+    host_root: Path | None = None
+
+
+def run(o: RunOptions) -> int:
     from launcher.probe import probe_host
     from launcher.profiles import load_profile
-    from launcher.workloads.catalog import find
+    from launcher.workloads.catalog import catalog
 
-    if not command:
+    if not o.command:
         raise LauncherError("nothing to run: give a workload (see `launcher workloads`) or a "
                             "command after --, e.g. `launcher run -- python3 -c 'import numpy'`")
-    overrides = parse_env_pairs(env)
-    workload = find(command[0])
-    if workload is not None and {"-h", "--help"} & set(command[1:]):
-        parser = workload.parser()
-        if parser is not None:
-            print(parser.format_help(), end="")
-            return 0
-    prof = load_profile(profile)
-    fw = framework or (workload.framework if workload else None) or prof.get("framework", "none")
-    image = image or default_tag(prof.name, fw)
-    engine, note = choose_engine(runtime, image, check_image=not dry_run)
+    overrides = parse_env_pairs(o.env)
+    workloads = catalog()
+    workload = workloads.get(o.command[0])
+    if workload is None:
+        _check_not_a_typo(o.command[0], list(workloads))
+    elif {"-h", "--help"} & set(o.command[1:]) and workload.parser() is not None:
+        print(workload.parser().format_help(), end="")  # type: ignore[union-attr]
+        return 0
+    prof = load_profile(o.profile)
+    fw = (o.framework or (workload.framework if workload else None)
+          or prof.get("framework", "none"))
+    image = o.image or default_tag(prof.name, fw)
+    engine, note = choose_engine(o.runtime, image, check_image=not o.dry_run)
     if note:
         say(note)
-    if workload is not None:
-        command = workload.argv(command[1:], engine.python)
-    facts = probe_host(host_root or "/")
-    r = resolve(prof, facts, fw, processes, overrides, gpus,
+    command = workload.argv(o.command[1:], engine.python) if workload else o.command
+    facts = probe_host(o.host_root or "/")
+    r = resolve(prof, facts, fw, o.processes, overrides, o.gpus,
                 facts.env if engine.inherits_environment else {}, clamp=True)
-    run_id = name or _run_id(workload.name if workload else command[0])
-    spec = build_spec(r, command, image, name=name if dry_run else run_id)
+    run_id = _run_id(o, workload.name if workload else command[0])
+    run_dir = runs_dir() / run_id
+    spec = build_spec(r, command, image, name=o.name if o.dry_run else run_id,
+                      mounts=_mounts(o), workdir=_workdir(o), user=o.user or _caller())
+    spec.labels.update({RUN_LABEL: run_id, OWNER_LABEL: owner()})
     if workload is not None and workload.module:
-        _workload_paths(spec, runs_dir() / run_id)
-    if dry_run:
+        _workload_paths(spec, run_dir)
+    if o.dry_run:
         if r.selection.shortfall:
             say(f"warning: {r.selection.shortfall} (a real run refuses)")
         request = engine.describe(spec)
-        if as_json:
+        if o.as_json:
             print_json({"runtime": engine.name, "spec": spec.to_json(), "request": request})
         else:
-            _print_request(engine.name, request)
+            print(describe_spec(engine.name, spec))
         return 0
     if r.selection.shortfall:
         raise LauncherError(r.selection.shortfall)
     if r.caps.verdict.level == "refuse":
         raise LauncherError("refused: " + " ".join(r.caps.verdict.reasons) +
                             " (see `launcher plan`)")
+    leftovers = threading.Thread(target=_report_leftovers, args=(engine,), daemon=True)
+    leftovers.start()
     from launcher.supervise.report import report
 
     report(r.caps, False, say)
-    run_dir = runs_dir() / run_id
+    for name, u in r.caps.ulimits.items():
+        if "lowered" in u.source:
+            say(f"ulimit {name}: {u.source}")
+    fresh = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
-    return _supervised_run(engine, spec, r, run_dir, command, interval)
+    status = _supervised_run(engine, spec, r, run_dir, command, o.interval, fresh)
+    leftovers.join(timeout=2)
+    return status
 
 
-def _run_id(what: str) -> str:
+def _check_not_a_typo(word: str, names: list[str]) -> None:
+    """A first word that is no workload, no command here, and close to a workload name."""
+    import difflib
+
+    if "/" in word or shutil.which(word):
+        return
+    close = difflib.get_close_matches(word, names, n=1, cutoff=0.75)
+    if close:
+        raise LauncherError(f"{word!r} is neither a workload nor a command on PATH; did you "
+                            f"mean the workload {close[0]!r}? (`launcher workloads` lists them)")
+
+
+def _run_id(o: RunOptions, what: str) -> str:
+    if o.resume:
+        if not (runs_dir() / o.resume).is_dir():
+            raise LauncherError(f"--resume {o.resume}: no such run in {runs_dir()}/")
+        return o.resume
+    if o.name:
+        return o.name
     slug = "".join(c if c.isalnum() or c in "-_" else "-" for c in Path(what).name)[:24]
     return f"{time.strftime('%Y%m%d-%H%M%S')}-{slug or 'run'}-{uuid.uuid4().hex[:4]}"
+
+
+def _caller() -> str:
+    """Files the workload writes into mounted folders belong to the calling user."""
+    return f"{os.getuid()}:{os.getgid()}"
+
+
+def _mounts(o: RunOptions) -> list[Mount]:
+    mounts = []
+    cwd = os.getcwd()
+    if o.mount_cwd and cwd != "/":
+        mounts.append(Mount(cwd, cwd))
+    for v in o.volumes:
+        parts = v.split(":")
+        if len(parts) not in (2, 3) or not all(parts[:2]) or parts[2:] not in ([], ["ro"],
+                                                                                 ["rw"]):
+            raise LauncherError(f"--volume: expected SRC:DST or SRC:DST:ro (got {v!r})")
+        src = os.path.abspath(os.path.expanduser(parts[0]))
+        if not os.path.exists(src):
+            raise LauncherError(f"--volume {v}: no such file or folder {src!r}")
+        if not parts[1].startswith("/"):
+            raise LauncherError(f"--volume {v}: the target must be an absolute path")
+        mounts.append(Mount(src, parts[1], parts[2:] == ["ro"]))
+    return mounts
+
+
+def _workdir(o: RunOptions) -> str | None:
+    if o.workdir:
+        if not o.workdir.startswith("/"):
+            raise LauncherError(f"--workdir must be an absolute path (got {o.workdir!r})")
+        return o.workdir
+    cwd = os.getcwd()
+    return cwd if o.mount_cwd and cwd != "/" else None
 
 
 def _workload_paths(spec: RunSpec, run_dir: Path) -> None:
@@ -93,17 +178,32 @@ def _workload_paths(spec: RunSpec, run_dir: Path) -> None:
     mounted at its own path, so paths read the same inside and out."""
     runs = str(runs_dir().resolve())
     spec.imports_launcher = True
-    spec.mounts.append(Mount(runs, runs))
+    if not any(m.source == runs for m in spec.mounts):
+        spec.mounts.append(Mount(runs, runs))
     spec.env["LAUNCHER_RUNS_DIR"] = runs
     spec.env["LAUNCHER_RUN_DIR"] = str(run_dir.resolve())
 
 
-class _Diagnosis:
-    """Passes output through and keeps the supervisor's last `launcher: the ...` sentence."""
+def _report_leftovers(engine: Engine) -> None:
+    """Beside the run (a thread): what killed runs left behind, in one line."""
+    try:
+        left = engine.leftovers()
+    except Exception:  # noqa: BLE001 - a report must never disturb the run
+        return
+    if left:
+        what = ", ".join(f"{x.kind} {x.ident}" for x in left[:3]) + (
+            f" and {len(left) - 3} more" if len(left) > 3 else "")
+        say(f"warning: earlier launcher runs that were killed left {what} behind; "
+            f"`launcher doctor --clean` removes them")
+
+
+class _Output:
+    """Passes output through and keeps the supervisor's last `launcher: ...` sentence."""
 
     def __init__(self) -> None:
         self.partial = b""
         self.sentence = ""
+        self.cannot_run = ""
 
     def sink(self, stream: str, data: bytes) -> None:
         target = sys.stdout.buffer if stream == "stdout" else sys.stderr.buffer
@@ -116,46 +216,55 @@ class _Diagnosis:
             line = raw.decode(errors="replace")
             if line.startswith("launcher: the "):
                 self.sentence = line[len("launcher: "):]
+            elif line.startswith("launcher: cannot run "):
+                self.cannot_run = line[len("launcher: "):]
 
 
 def _supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
-                    command: list[str], interval: float) -> int:
+                    command: list[str], interval: float, fresh: bool) -> int:
     from launcher.telemetry.sampler import Sampler
     from launcher.telemetry.watch import limits_of
 
     started = time.time()
     samplers: list[Sampler] = []
-    watch = _Diagnosis()
+    out = _Output()
     telemetry = (run_dir / "telemetry.jsonl").open("w")
+    estimate = int(r.caps.estimate["total"])
 
     def on_start(info: Started) -> None:
         say(f"{engine.name} run; {info.enforcement.sentence()}")
         if info.pid is None:
             return
         limits, pids_dir = limits_of(info.pid, r.facts)
+        limits["threads_estimate"] = estimate
         s = Sampler(info.pid, telemetry, limits, pids_dir, interval,
                     warn=lambda msg: say(f"warning: {msg}"))
         s.start()
         samplers.append(s)
 
     try:
-        result = engine.run(spec, watch.sink, on_start)
+        result = engine.run(spec, out.sink, on_start)
     finally:
         for s in samplers:
             s.stop()
         telemetry.close()
-    diagnosis = watch.sentence or f"the workload exited with status {result.status}."
-    _write_summary(run_dir, r, engine, result, command, diagnosis, started)
-    say(f"run {run_dir.name}: telemetry, summary and plot in {run_dir}/ "
-        f"(`launcher report {run_dir}`)")
+    if result.status == 127 and out.cannot_run and fresh:
+        shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran: no run folder
+        return result.status
+    diagnosis = out.sentence or f"the workload exited with status {result.status}."
+    summary = _write_summary(run_dir, r, engine, result, command, diagnosis, started)
+    plotting = summary["samples"] >= 2 and _plot_in_background(run_dir)
+    say(f"run {run_dir.name}: telemetry and summary in {run_dir}/"
+        + (", telemetry.png drawn in the background" if plotting else "")
+        + f" (`launcher report {run_dir}`)")
     return result.status
 
 
 def _write_summary(run_dir: Path, r: Resolved, engine: Engine, result: RunResult,
-                   command: list[str], diagnosis: str, started: float) -> None:
-    from launcher.telemetry.summary import plot, read_series, summarize
+                   command: list[str], diagnosis: str, started: float) -> dict:  # type: ignore[type-arg]
+    from launcher.telemetry.summary import summarize
 
-    rows = read_series(run_dir / "telemetry.jsonl")
+    rows = _read_rows(run_dir / "telemetry.jsonl")
     e = result.enforcement
     meta = {"run_id": run_dir.name, "profile": r.caps.profile, "framework": r.framework,
             "runtime": engine.name, "command": command, "exit_status": result.status,
@@ -164,11 +273,70 @@ def _write_summary(run_dir: Path, r: Resolved, engine: Engine, result: RunResult
             "engine": {"enforced": e.enforced, "advisory": e.advisory}}
     summary = summarize(rows, meta)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    if len(rows) < 2:  # one sample draws no series, and matplotlib costs ~1 s to import
-        return
-    if not plot(rows, run_dir / "telemetry.png", f"{run_dir.name}: {diagnosis}"):
-        say("matplotlib is not installed: no telemetry.png (pip install matplotlib)")
+    return summary
 
 
-def _print_request(runtime: str, request: dict[str, Any]) -> None:
-    print(f"{runtime}: {json.dumps(request, indent=2)}")
+def _read_rows(path: Path) -> list[dict]:  # type: ignore[type-arg]
+    from launcher.telemetry.summary import read_series
+
+    return read_series(path)
+
+
+def _plot_in_background(run_dir: Path) -> bool:
+    """telemetry.png, drawn by a detached process: matplotlib costs a second or more, and the
+    user should not wait for it. `launcher report RUN_DIR --plot` draws it on demand."""
+    import importlib.util
+    import subprocess
+
+    if importlib.util.find_spec("matplotlib") is None:
+        return False
+    pkg = str(Path(__file__).resolve().parents[2])
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [pkg, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    subprocess.Popen([sys.executable, "-m", "launcher.telemetry", str(run_dir)], env=env,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
+    return True
+
+
+def describe_spec(runtime: str, spec: RunSpec) -> str:
+    """A dry run for people: the spec in words, sizes with units (--json has everything)."""
+    lim = spec.limits
+    lines = [f"dry run ({runtime}): {spec.image or '(no image)'}",
+             f"  command: {' '.join(spec.command)}"]
+    limits = [f"pids {lim.pids}" if lim.pids else "",
+              f"memory {format_size(lim.memory)}" + (" (no swap)" if lim.swap == 0 else "")
+              if lim.memory else "",
+              f"shm {format_size(lim.shm)}" if lim.shm else "",
+              f"cpus {lim.cpus:g}" if lim.cpus else ""]
+    lines.append(f"  limits: {', '.join(x for x in limits if x) or 'none of ours'}")
+    if spec.ulimits:
+        lines.append("  ulimits: " + ", ".join(
+            f"{n} {_rlimit(n, u.soft)}/{_rlimit(n, u.hard)}" for n, u in spec.ulimits.items()))
+    if spec.gpus.ids:
+        a = spec.gpu_access
+        access = [f"devices {', '.join(a.devices)}" if a.devices else "",
+                  f"groups {', '.join(a.groups)}" if a.groups else "",
+                  f"security {', '.join(a.security_opt)}" if a.security_opt else "",
+                  (f"device request {a.request.driver} "
+                   f"{'all' if a.request.ids is None else ','.join(a.request.ids)}")
+                  if a.request else ""]
+        lines.append(f"  gpus: {spec.gpus.vendor} {'all' if spec.gpus.all else ''} "
+                     f"{', '.join(map(str, spec.gpus.ids))}; "
+                     + "; ".join(x for x in access if x))
+    for m in spec.mounts:
+        lines.append(f"  mount: {m.source} -> {m.target}{' (read-only)' if m.read_only else ''}")
+    if spec.workdir:
+        lines.append(f"  workdir: {spec.workdir}")
+    if spec.user:
+        lines.append(f"  user: {spec.user}")
+    lines.append("  environment:")
+    lines += [f"    {k}={v}" for k, v in spec.supervisor_env().items()]
+    lines.append("  (the exact request: add --json)")
+    return "\n".join(lines)
+
+
+def _rlimit(name: str, value: int) -> str:
+    if value < 0:
+        return "unlimited"
+    return format_size(value) if name in ("stack", "memlock") else str(value)

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from launcher.errors import HostError
 from launcher.probe.cgroup import CgroupFacts, effective_cpus, parse_cpu_list, read_cgroup
 from launcher.probe.gpus import read_gpus, read_groups
 from launcher.probe.limits import (
@@ -62,6 +63,8 @@ def _online_cpus(root: Path) -> int:
 def probe_host(root: Path | str = "/", environ: dict[str, str] | None = None) -> HostFacts:
     """Read every fact from under `root` (`/` live; a fixture tree in tests)."""
     root = Path(root)
+    if not root.is_dir():
+        raise HostError(f"{root}: no such folder to read host facts from")
     live = str(root) == "/"
     cg = read_cgroup(root)
     online = _online_cpus(root)

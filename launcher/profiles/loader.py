@@ -146,10 +146,17 @@ def validate(doc: Located) -> tuple[dict[str, Any], dict[str, str]]:
     if not isinstance(doc.data, dict):
         raise ProfileError(f"{doc.path}:1: expected a mapping of profile keys")
     origin: dict[str, str] = {}
-    out = _validate_map(doc, (), doc.data, SCHEMA, origin)
+    errors: list[str] = []
+    out = _validate_map(doc, (), doc.data, SCHEMA, origin, errors)
     conf = out.get("allocator", {}).get("torch")
     if conf is not None:
-        _check_torch_conf(conf, f"{display_path(doc.path)}:{doc.line(('allocator', 'torch'))}")
+        try:
+            _check_torch_conf(conf, f"{display_path(doc.path)}:"
+                                    f"{doc.line(('allocator', 'torch'))}")
+        except ProfileError as exc:
+            errors.append(str(exc))
+    if errors:  # every mistake of the file, one per line
+        raise ProfileError("\n".join(errors))
     return out, origin
 
 
@@ -170,31 +177,40 @@ def _check_torch_conf(conf: str, where: str) -> None:
 
 
 def _validate_map(
-    doc: Located, prefix: tuple[str, ...], data: dict, spec: dict, origin: dict[str, str]
+    doc: Located, prefix: tuple[str, ...], data: dict, spec: dict, origin: dict[str, str],
+    errors: list[str],
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
-        path = (*prefix, str(key))
-        dotted = ".".join(path)
-        where = f"{display_path(doc.path)}:{doc.line(path)}"
-        if key not in spec:
-            import difflib
-
-            hint = difflib.get_close_matches(str(key), list(spec), n=1)
-            tip = f"; did you mean {'.'.join((*prefix, hint[0]))!r}?" if hint else ""
-            known = "" if hint else f"; known keys: {', '.join(spec)}"
-            raise ProfileError(f"{where}: {dotted}: unknown key{tip}{known}")
-        sub = spec[key]
-        if isinstance(sub, dict):
-            if value is None:
-                continue
-            if not isinstance(value, dict):
-                raise ProfileError(f"{where}: {dotted}: expected a mapping (got {value!r})")
-            out[key] = _validate_map(doc, path, value, sub, origin)
-        else:
-            out[key] = _check(sub, value, f"{where}: {dotted}", doc, path, origin)
-            origin[dotted] = where
+        try:
+            _validate_key(doc, prefix, key, value, spec, origin, out, errors)
+        except ProfileError as exc:
+            errors.append(str(exc))
     return out
+
+
+def _validate_key(doc: Located, prefix: tuple[str, ...], key: Any, value: Any, spec: dict,
+                  origin: dict[str, str], out: dict[str, Any], errors: list[str]) -> None:
+    path = (*prefix, str(key))
+    dotted = ".".join(path)
+    where = f"{display_path(doc.path)}:{doc.line(path)}"
+    if key not in spec:
+        import difflib
+
+        hint = difflib.get_close_matches(str(key), list(spec), n=1)
+        tip = f"; did you mean {'.'.join((*prefix, hint[0]))!r}?" if hint else ""
+        known = "" if hint else f"; known keys: {', '.join(spec)}"
+        raise ProfileError(f"{where}: {dotted}: unknown key{tip}{known}")
+    sub = spec[key]
+    if isinstance(sub, dict):
+        if value is None:
+            return
+        if not isinstance(value, dict):
+            raise ProfileError(f"{where}: {dotted}: expected a mapping (got {value!r})")
+        out[key] = _validate_map(doc, path, value, sub, origin, errors)
+    else:
+        out[key] = _check(sub, value, f"{where}: {dotted}", doc, path, origin)
+        origin[dotted] = where
 
 
 def _check(

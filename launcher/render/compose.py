@@ -34,6 +34,13 @@ def service(spec: RunSpec, env: dict[str, str]) -> dict[str, Any]:
         svc["command"] = [_esc(c) for c in spec.command]
     if env:
         svc["environment"] = {k: _esc(v) for k, v in sorted(env.items())}
+    if spec.mounts:
+        svc["volumes"] = [_esc(f"{m.source}:{m.target}" + (":ro" if m.read_only else ""))
+                          for m in spec.mounts]
+    if spec.workdir:
+        svc["working_dir"] = _esc(spec.workdir)
+    if spec.user:
+        svc["user"] = _esc(spec.user)
     limits = spec.limits.given()
     if "pids" in limits:
         svc["pids_limit"] = limits["pids"]
@@ -42,6 +49,10 @@ def service(spec: RunSpec, env: dict[str, str]) -> dict[str, Any]:
     for key, value in limits.items():
         if key in _SERVICE:
             svc[_SERVICE[key]] = round(value, 3) if key == "cpus" else value
+    # Reservations live under deploy (compose-go refuses mem_reservation beside them).
+    reservations: dict[str, Any] = {}
+    if "memory_reservation" in limits:
+        reservations["memory"] = f"{limits['memory_reservation']}b"  # the schema wants a string
     access = spec.gpu_access
     if access.request is not None:
         r = access.request
@@ -50,7 +61,9 @@ def service(spec: RunSpec, env: dict[str, str]) -> dict[str, Any]:
             dev["count"] = "all"
         else:
             dev["device_ids"] = list(r.ids)
-        svc["deploy"] = {"resources": {"reservations": {"devices": [dev]}}}
+        reservations["devices"] = [dev]
+    if reservations:
+        svc["deploy"] = {"resources": {"reservations": reservations}}
     if access.devices:
         svc["devices"] = [f"{d}:{d}:rwm" for d in access.devices]
     if access.groups:
@@ -60,13 +73,17 @@ def service(spec: RunSpec, env: dict[str, str]) -> dict[str, Any]:
     return svc
 
 
-def render_compose(profile: str, services: dict[str, RunSpec], env: dict[str, str]) -> str:
-    """One service per spec (one per GPU for multi-GPU profiles)."""
+def render_compose(profile: str, services: dict[str, RunSpec],
+                   env: dict[str, dict[str, str]], notes: list[str] | None = None) -> str:
+    """One service per spec (one per GPU for multi-GPU profiles), each with its explicit
+    variables `env[name]`; `notes` become comments."""
     import yaml
 
     doc = {"name": project_name(profile),
-           "services": {name: service(spec, env) for name, spec in services.items()}}
+           "services": {name: service(spec, env.get(name, {}))
+                        for name, spec in services.items()}}
     header = (f"# Rendered by launcher for profile {json.dumps(profile)}. The image's "
               f"entrypoint applies\n"
               f"# the thread and allocator caps; this file carries the container limits.\n")
+    header += "".join(f"# {line}\n" for note in notes or [] for line in note.splitlines())
     return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100)

@@ -1,5 +1,5 @@
 """Profile -> a RunPod pod template (JSON). Only image, env and start command reach a pod, so
-every cap lives in the image's entrypoint; the template carries explicit overrides only."""
+every cap lives in the image's entrypoint; the template carries explicit variables only."""
 
 from __future__ import annotations
 
@@ -8,14 +8,16 @@ import shlex
 
 
 def render_runpod(profile: str, image: str, env: dict[str, str], command: list[str] | None,
-                  container_disk_gb: int = 40, volume_gb: int = 20) -> str:
+                  ports: list[str] | None = None, container_disk_gb: int = 40,
+                  volume_gb: int = 20) -> str:
+    """`image` is what RunPod pulls (a registry name); `ports` only when asked (8888/http)."""
     doc = {
         "name": f"launcher-{profile}",
         "imageName": image,
         "containerDiskInGb": container_disk_gb,
         "volumeInGb": volume_gb,
         "volumeMountPath": "/workspace",
-        "ports": "8888/http,22/tcp",
+        "ports": ",".join(ports or []),
         "env": [{"key": k, "value": v} for k, v in sorted(env.items())],
         # RunPod's dockerArgs is the start command (the image's CMD), not docker flags.
         "dockerArgs": shlex.join(command) if command else "",

@@ -138,11 +138,14 @@ class DockerAPI:
     def ping(self) -> None:
         self.request("GET", "/_ping", timeout=10)
 
-    def attach(self, cid: str) -> Iterator[tuple[int, bytes]]:
-        """(stream, data) frames of stdout (1) and stderr (2) until the container ends."""
+    def attach(self, cid: str, stdin: bool = False) -> Iterator[tuple[int, bytes]]:
+        """(stream, data) frames of stdout (1) and stderr (2) until the container ends. With
+        `stdin`, the connection is also the container's stdin (never written to: with
+        StdinOnce the daemon closes it when this connection drops, and the supervisor inside
+        takes that end of file to mean that launcher is gone)."""
         resp = self._send("POST", f"{API}/containers/{cid}/attach?stream=1&stdout=1&stderr=1"
-                                  f"&logs=1", None, {"Connection": "Upgrade", "Upgrade": "tcp"},
-                          None)
+                                  f"&logs=1{'&stdin=1' if stdin else ''}", None,
+                          {"Connection": "Upgrade", "Upgrade": "tcp"}, None)
         if resp.status not in (101, 200):
             raise EngineError(f"cannot attach to the container: {resp.read().decode().strip()}")
         return resp.frames()

@@ -18,11 +18,13 @@ from launcher.runtime.engine import (
     BuildEvent,
     Enforcement,
     Engine,
+    Leftover,
     OutputSink,
     RunResult,
     Started,
     StartHook,
 )
+from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, is_orphan
 from launcher.runtime.spec import RunSpec
 from launcher.units import format_size
 
@@ -34,7 +36,8 @@ IN_IMAGE = "/opt/launcher"  # where the supervisor and launcher's package sit in
 
 # Limits (runtime/spec.py) -> HostConfig fields; NanoCpus in billionths of a CPU.
 _HOST_CONFIG = {"pids": "PidsLimit", "memory": "Memory", "memory_swap": "MemorySwap",
-                "shm": "ShmSize", "cpus": "NanoCpus", "cpuset": "CpusetCpus"}
+                "memory_reservation": "MemoryReservation", "shm": "ShmSize",
+                "cpus": "NanoCpus", "cpuset": "CpusetCpus"}
 
 
 def create_request(spec: RunSpec) -> dict[str, Any]:
@@ -65,6 +68,8 @@ def create_request(spec: RunSpec) -> dict[str, Any]:
                   f"{PACKAGE}/supervise/entrypoint.py:{IN_IMAGE}/entrypoint.py:ro"]
     if spec.imports_launcher:
         env["PYTHONPATH"] = IN_IMAGE
+    if spec.user and spec.user.split(":")[0] not in ("0", "root") and "HOME" not in env:
+        env["HOME"] = "/tmp"  # the caller's UID has no home in the image: caches go here
     if binds:
         host["Binds"] = binds
     body: dict[str, Any] = {
@@ -78,6 +83,8 @@ def create_request(spec: RunSpec) -> dict[str, Any]:
     }
     if spec.supervised:
         body["Entrypoint"] = SUPERVISOR
+        # the lifeline: stdin open while launcher's attach lasts (see supervise/lifeline.py)
+        body.update(OpenStdin=True, StdinOnce=True, AttachStdin=True)
     if spec.workdir:
         body["WorkingDir"] = spec.workdir
     if spec.user:
@@ -124,18 +131,41 @@ class DockerEngine(Engine):
         DockerAPI().ping()
 
     def image_exists(self, image: str | None) -> bool:
-        from launcher.runtime.docker_api import ApiError, DockerAPI
+        from launcher.runtime.docker_api import DockerAPI
 
         if not image:
             return False
         try:
-            DockerAPI().request("GET", f"/images/{image}/json")
+            DockerAPI().request("GET", f"/images/{image}/json", timeout=10)
             return True
-        except ApiError:
+        except EngineError:  # no such image, or no daemon
             return False
 
     def describe(self, spec: RunSpec) -> dict[str, Any]:
         return create_request(spec)
+
+    def leftovers(self) -> list[Leftover]:
+        """Containers labelled with an owner launcher that ran here and is gone."""
+        from launcher.runtime.docker_api import DockerAPI
+
+        if not self.available():
+            return []
+        found = DockerAPI().request("GET", "/containers/json", query={
+            "all": "1", "filters": json.dumps({"label": [OWNER_LABEL]})})
+        return [Leftover("container", c["Id"][:12],
+                         f"{(c.get('Names') or ['?'])[0].lstrip('/')}, run "
+                         f"{c['Labels'].get(RUN_LABEL, '?')}, {c.get('State', '?')}")
+                for c in found if is_orphan(c["Labels"].get(OWNER_LABEL, ""))]
+
+    def remove(self, leftover: Leftover) -> None:
+        from launcher.runtime.docker_api import ApiError, DockerAPI
+
+        try:
+            DockerAPI().request("DELETE", f"/containers/{leftover.ident}",
+                                query={"force": "1"})
+        except ApiError as exc:
+            if exc.status != 404:
+                raise EngineError(f"cannot remove container {leftover.ident}: {exc}") from None
 
     def build(self, context: Path, tag: str, labels: dict[str, str],
               on_event: Callable[[BuildEvent], None], no_cache: bool = False) -> str:
@@ -163,6 +193,22 @@ class DockerEngine(Engine):
         on_event(BuildEvent("done", image_id))
         return image_id
 
+    def push(self, image: str, on_event: Callable[[BuildEvent], None]) -> None:
+        repo, _, tag = image.rpartition(":") if ":" in image.rsplit("/", 1)[-1] else (image, "",
+                                                                                     "latest")
+        try:
+            for chunk in self.client.api.push(repo, tag=tag, stream=True, decode=True):
+                if "error" in chunk:
+                    raise EngineError(f"push of {image} failed: {chunk['error'].strip()}")
+                status = chunk.get("status")
+                if status:
+                    on_event(BuildEvent("output", f"{chunk.get('id', '')} {status} "
+                                                  f"{chunk.get('progress', '')}".strip()))
+        except EngineError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise EngineError(f"push of {image} failed: {_short(exc)}") from None
+
     def run(self, spec: RunSpec, on_output: OutputSink,
             on_start: StartHook | None = None) -> RunResult:
         """Create with AutoRemove, attach and wait before start (as the docker CLI does),
@@ -187,26 +233,39 @@ class DockerEngine(Engine):
             _quiet(lambda: api.request("POST", f"/containers/{cid}/kill", query={"signal": sig}))
 
         old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        finished = False
         try:
-            frames = api.attach(cid)
+            frames = api.attach(cid, stdin=spec.supervised)
             waiter = api.wait_stream(cid)
             try:
                 api.request("POST", f"/containers/{cid}/start")
             except ApiError as exc:
                 raise EngineError(f"the daemon could not start the container: {exc}") from None
-            if on_start is not None:
-                pid = None
-                with contextlib.suppress(Exception):  # telemetry must not stop the run
-                    pid = int(api.request("GET", f"/containers/{cid}/json")["State"]["Pid"])
-                on_start(Started(pid or None, enforcement))
+            starter = None
+            if on_start is not None:  # the PID for telemetry, beside the output, not before it
+                starter = threading.Thread(target=_announce, args=(api, cid, enforcement,
+                                                                   on_start), daemon=True)
+                starter.start()
             for stream, data in frames:
                 on_output("stderr" if stream == 2 else "stdout", data)
             result = json.loads(waiter.read() or b"{}")
+            if starter is not None:
+                starter.join()
+            finished = True
             return RunResult(int(result.get("StatusCode", 1)), enforcement)
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
-            _quiet(lambda: api.request("DELETE", f"/containers/{cid}", query={"force": "1"}))
+            if not finished:  # AutoRemove removes a container that ended; this one did not
+                _quiet(lambda: api.request("DELETE", f"/containers/{cid}",
+                                           query={"force": "1"}))
+
+
+def _announce(api: Any, cid: str, enforcement: Enforcement, on_start: StartHook) -> None:
+    pid = None
+    with contextlib.suppress(Exception):  # telemetry must not stop the run
+        pid = int(api.request("GET", f"/containers/{cid}/json")["State"]["Pid"])
+    on_start(Started(pid or None, enforcement))
 
 
 def _quiet(fn: Callable[[], Any]) -> None:

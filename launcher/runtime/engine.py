@@ -49,6 +49,15 @@ class RunResult:
     enforcement: Enforcement
 
 
+@dataclass(frozen=True)
+class Leftover:
+    """Something an earlier launcher left behind (it was killed before it could clean up)."""
+
+    kind: str  # container | cgroup | ...
+    ident: str
+    detail: str
+
+
 OutputSink = Callable[[str, bytes], None]  # ("stdout" | "stderr", data)
 StartHook = Callable[[Started], None]
 
@@ -78,9 +87,20 @@ class Engine(ABC):
         """Build `context` as `tag`; stream events; return the image id."""
         raise EngineError(f"the {self.name} runtime builds no images; use --runtime docker")
 
+    def push(self, image: str, on_event: Callable[[BuildEvent], None]) -> None:
+        """Push `image` to its registry."""
+        raise EngineError(f"the {self.name} runtime pushes no images; use --runtime docker")
+
     @abstractmethod
     def describe(self, spec: RunSpec) -> dict[str, Any]:
         """Exactly what `run` would send or start, for a dry run."""
+
+    def leftovers(self) -> list[Leftover]:
+        """What earlier runs of this engine left behind on this host (their launcher died)."""
+        return []
+
+    def remove(self, leftover: Leftover) -> None:  # noqa: B027 - engines with no leftovers
+        """Stop and remove one leftover."""
 
     @abstractmethod
     def run(self, spec: RunSpec, on_output: OutputSink,

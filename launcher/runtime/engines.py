@@ -37,9 +37,11 @@ def choose_engine(runtime: str, image: str | None,
     passed = []
     for name in AUTO_ORDER:
         engine = get_engine(name)
+        if check_image and engine.image_exists(image):
+            return engine, (f"{'; '.join(passed)}; using the {name} runtime" if passed else None)
         if not engine.available():
             passed.append(f"no {name} engine answers")
-        elif check_image and not engine.image_exists(image):
+        elif check_image:
             passed.append(f"no image {image} for {name} (build one with `launcher build`)")
         else:
             return engine, (f"{'; '.join(passed)}; using the {name} runtime" if passed else None)

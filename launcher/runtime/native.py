@@ -4,18 +4,28 @@ pids, memory and CPU limits go into a cgroup of the run's own when the host allo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
 import subprocess
 import sys
 import threading
+import time
 import uuid
 from pathlib import Path
 from typing import IO, Any
 
 from launcher.errors import EngineError
-from launcher.runtime.engine import Enforcement, Engine, OutputSink, RunResult, Started, StartHook
+from launcher.runtime.engine import (
+    Enforcement,
+    Engine,
+    Leftover,
+    OutputSink,
+    RunResult,
+    Started,
+    StartHook,
+)
 from launcher.runtime.run_cgroup import make_run_cgroup
 from launcher.runtime.spec import RunSpec
 from launcher.supervise.apply import rlimit_triples
@@ -44,8 +54,9 @@ class NativeEngine(Engine):
             if os.path.realpath(m.source) != os.path.realpath(m.target):
                 raise EngineError(f"a native run sees this host's files as they are; it cannot "
                                   f"mount {m.source} at {m.target} (use --runtime docker)")
-        if spec.user:
-            raise EngineError("--user applies to containers; a native run is the calling user")
+        if spec.user and spec.user != f"{os.getuid()}:{os.getgid()}":
+            raise EngineError(f"--user {spec.user}: a native run runs as the calling user "
+                              f"({os.getuid()}:{os.getgid()}); --user applies to containers")
         env = dict(spec.supervisor_env())
         if spec.gpus.ids and not spec.gpus.all:
             env.update(get_vendor(spec.gpus.vendor).visible(spec.gpus.ids))
@@ -67,22 +78,26 @@ class NativeEngine(Engine):
     def run(self, spec: RunSpec, on_output: OutputSink,
             on_start: StartHook | None = None) -> RunResult:
         plan = self._plan(spec)
-        rc = make_run_cgroup(f"launcher-{spec.name or uuid.uuid4().hex[:12]}",
+        rc = make_run_cgroup(f"launcher-{os.getpid()}-{spec.name or uuid.uuid4().hex[:12]}",
                              spec.limits.pids, spec.limits.memory, spec.limits.cpus,
                              self.cgroup_root)
         enforcement = Enforcement(rc.enforced, rc.advisory)
+        # the supervisor removes the run's cgroups itself if launcher dies (kill -9)
+        plan["env"]["LAUNCHER_RUN_CGROUPS"] = ":".join(str(d) for d in set(rc.dirs.values()))
         limits = rlimit_triples(spec.ulimits)
 
-        def before_exec() -> None:  # in the child: die with launcher, rlimits, the cgroup
-            _die_with_parent()
+        def before_exec() -> None:  # in the child: rlimits, then join the run's cgroups
             for res, soft, hard in limits:
                 resource.setrlimit(res, (soft, hard))  # within ours: clamped by the caller
             rc.join(os.getpid())
 
         try:
+            # Its own process group: Ctrl-C reaches launcher, which forwards it once. Its stdin
+            # is the lifeline: a pipe we hold open until the end (the workload gets /dev/null).
             child = subprocess.Popen(plan["argv"], env={**os.environ, **plan["env"]},
-                                     cwd=plan["cwd"], preexec_fn=before_exec,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                                     cwd=plan["cwd"], preexec_fn=before_exec, process_group=0,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE)
         except (OSError, subprocess.SubprocessError) as exc:
             rc.cleanup()
             raise EngineError(f"cannot start the workload: {exc}") from None
@@ -105,8 +120,54 @@ class NativeEngine(Engine):
             if child.poll() is None:
                 child.kill()
                 child.wait()
+            if child.stdin is not None:
+                child.stdin.close()
             rc.cleanup()
         return RunResult(128 - code if code < 0 else code, enforcement)
+
+    def leftovers(self) -> list[Leftover]:
+        """Run cgroups (`launcher-PID-RUN`) whose launcher is gone."""
+        out = []
+        for d in _run_cgroup_dirs(self.cgroup_root):
+            pid = d.name.split("-")[1]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                procs = _read_procs(d)
+                out.append(Leftover("cgroup", str(d), f"{len(procs)} process(es) in it"))
+        return out
+
+    def remove(self, leftover: Leftover) -> None:
+        d = Path(leftover.ident)
+        for _ in range(100):
+            procs = _read_procs(d)
+            for p in procs:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(p, signal.SIGKILL)
+            try:
+                d.rmdir()
+                return
+            except FileNotFoundError:
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise EngineError(f"cannot remove {d}: processes remain in it")
+
+
+def _run_cgroup_dirs(root: Path) -> list[Path]:
+    from launcher.probe.cgroup import find_chains
+
+    try:
+        chains = find_chains(root)
+    except Exception:  # noqa: BLE001 - no readable cgroups: nothing left behind there
+        return []
+    found = {d for ch in chains.values() for d in ch.dirs[0].glob("launcher-*-*") if d.is_dir()}
+    return sorted(found)
+
+
+def _read_procs(d: Path) -> list[int]:
+    try:
+        return [int(x) for x in (d / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
 
 
 def _pump(stream: IO[bytes] | None, name: str, sink: OutputSink) -> threading.Thread:
@@ -118,13 +179,3 @@ def _pump(stream: IO[bytes] | None, name: str, sink: OutputSink) -> threading.Th
     t = threading.Thread(target=loop, daemon=True, name=f"launcher-{name}")
     t.start()
     return t
-
-
-def _die_with_parent() -> None:
-    """PR_SET_PDEATHSIG: the supervisor gets SIGTERM when launcher dies, even by kill -9, and
-    stops the workload (it forwards the signal)."""
-    import contextlib
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG

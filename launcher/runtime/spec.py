@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,8 +23,9 @@ class Mount:
 @dataclass(frozen=True)
 class Limits:
     pids: int | None = None
-    memory: int | None = None  # bytes
+    memory: int | None = None  # bytes: the hard limit
     swap: int | None = None  # swap allowed beyond `memory` (0: none)
+    memory_reservation: int | None = None  # bytes: the expected peak (a soft limit)
     shm: int | None = None  # bytes of /dev/shm
     cpus: float | None = None  # CPU quota
     cpuset: str | None = None  # e.g. "0-3"
@@ -69,11 +71,13 @@ class RunSpec:
 
     def supervisor_env(self) -> dict[str, str]:
         """The environment handed to the supervisor: the caps resolved here (it takes them as
-        given) and the stale names to remove, which the image's ENV may hold."""
+        given), the stale names to remove, which the image's ENV may hold, and the lifeline:
+        the engine keeps the supervisor's stdin open while launcher lives."""
         env = dict(self.env)
         if self.supervised:
             env["LAUNCHER_RESOLVED"] = "1"
             env["LAUNCHER_REMOVE"] = ",".join(sorted(set(self.remove_env)))
+            env["LAUNCHER_WATCH_STDIN"] = "1"
         return dict(sorted(env.items()))
 
 
@@ -112,11 +116,38 @@ def build_spec(r: Resolved, command: list[str], image: str | None = None,
     )
 
 
-def per_gpu_specs(r: Resolved, command: list[str], image: str) -> dict[str, RunSpec]:
-    """One spec per GPU (`gpuN`), each with its share of memory and CPUs, for multi-GPU
-    profiles; else one spec (`main`)."""
+HEADROOM = 1.25  # a service's memory limit over its expected peak (workers.memory)
+
+
+def service_specs(r: Resolved, command: list[str], image: str) -> dict[str, RunSpec]:
+    """The services of a deployable stack (compose, later Kubernetes): one per GPU (`gpuN`)
+    for multi-GPU profiles, else one (`main`). Each gets its share of CPUs and memory; where
+    the profile gives `workers.memory` (the measured peak), a service's limit is that peak
+    plus 25% headroom and the peak is its reservation."""
     sel = r.selection
-    if sel.vendor == "none" or sel.count <= 1:
-        return {"main": build_spec(r, command, image)}
-    return {f"gpu{i}": build_spec(r, command, image, selection=GpuSelection(sel.vendor, (i,)),
-                                  share=sel.count) for i in sel.ids}
+    per_gpu = sel.vendor != "none" and sel.count > 1
+    n = sel.count if per_gpu else 1
+    procs = max(1, (r.caps.processes // n) if per_gpu else r.caps.processes)
+    specs = ({f"gpu{i}": build_spec(r, command, image, selection=GpuSelection(sel.vendor, (i,)),
+                                    share=n) for i in sel.ids} if per_gpu
+             else {"main": build_spec(r, command, image)})
+    peak = r.profile.get("workers.memory")
+    cpus = _service_cpus(r, n, procs)
+    for spec in specs.values():
+        lim = spec.limits
+        memory = lim.memory
+        if peak and per_gpu:
+            memory = max(memory or 0, math.ceil(peak * procs * HEADROOM / 2**20) * 2**20)
+        spec.limits = Limits(lim.pids, memory, lim.swap, peak * procs if peak else None,
+                             lim.shm, lim.cpus or cpus, lim.cpuset)
+    return specs
+
+
+def _service_cpus(r: Resolved, n: int, procs: int) -> float | None:
+    """CPUs of one of `n` services: the profile's limits.cpus or hardware.cpus shared out,
+    else what its thread pools are sized for (an explicit threads.intra_op x processes)."""
+    hw = r.profile.get("hardware.cpus")
+    if isinstance(hw, int):
+        return round(hw / n, 3)
+    intra = r.profile.get("threads.intra_op")
+    return float(intra * procs) if isinstance(intra, int) else None

@@ -23,7 +23,8 @@ FORWARD = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.
 
 
 def say(msg: str) -> None:
-    print(f"launcher: {msg}", file=sys.stderr, flush=True)
+    with contextlib.suppress(OSError):  # stderr is gone with launcher: say nothing
+        print(f"launcher: {msg}", file=sys.stderr, flush=True)
 
 
 def prepare_env() -> dict[str, str] | int:
@@ -61,18 +62,25 @@ def resolved_env() -> dict[str, str]:
     env = dict(os.environ)
     for name in env.pop("LAUNCHER_REMOVE", "").split(","):
         env.pop(name, None)
-    env.pop("LAUNCHER_RESOLVED", None)
+    for name in ("LAUNCHER_RESOLVED", "LAUNCHER_WATCH_STDIN", "LAUNCHER_RUN_CGROUPS"):
+        env.pop(name, None)
     return env
 
 
 def run(cmd: list[str]) -> int:
+    from launcher.supervise import lifeline
+
     quiet = os.environ.get("LAUNCHER_QUIET", "") not in ("", "0")
+    watch = os.environ.get("LAUNCHER_WATCH_STDIN") == "1"
+    run_cgroups = [d for d in os.environ.get("LAUNCHER_RUN_CGROUPS", "").split(":") if d]
     env = resolved_env() if os.environ.get("LAUNCHER_RESOLVED") == "1" else prepare_env()
     if isinstance(env, int):
         return env
+    lifeline.become_subreaper()  # the workload's descendants stay below us
     before = read_counters()
     try:  # posix_spawnp: no subprocess import (~10 ms of every container start)
-        pid = os.posix_spawnp(cmd[0], cmd, env)
+        actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)] if watch else []
+        pid = os.posix_spawnp(cmd[0], cmd, env, file_actions=actions)
     except OSError as exc:
         say(f"cannot run {cmd[0]!r}: {exc.strerror}")
         return 127 if isinstance(exc, FileNotFoundError) else 126
@@ -83,25 +91,16 @@ def run(cmd: list[str]) -> int:
 
     for sig in FORWARD:
         signal.signal(sig, forward)
-    status = wait_reaping(pid)
+    status = lifeline.wait_for(pid, watch)  # with `watch`: stdin's end means launcher is gone
+    if status is None:  # launcher died first: the tree is stopped; leave nothing behind
+        lifeline.leave_cgroups(run_cgroups)
+        return 128 + signal.SIGTERM
     rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    lifeline.stop_tree(grace=1.0, reap=True)  # nothing the workload started outlives it
     sentence = explain(rc, before, read_counters())
     if rc != 0 or not quiet:
         say(sentence)
     return 128 - rc if rc < 0 else rc
-
-
-def wait_reaping(pid: int) -> int:
-    """Wait for `pid`, reaping every other child that exits meanwhile (PID 1's duty)."""
-    while True:
-        try:
-            done, status = os.waitpid(-1, 0)
-        except ChildProcessError:
-            return 0
-        except InterruptedError:
-            continue
-        if done == pid:
-            return status
 
 
 def main(argv: list[str]) -> int:

@@ -1,4 +1,5 @@
-"""The pre-flight lines printed before a workload starts (by the supervisor or `launcher run`)."""
+"""The pre-flight lines printed before a workload starts (by the supervisor or `launcher run`):
+the effective thread values and where each came from, inherited values replaced, the verdict."""
 
 from __future__ import annotations
 
@@ -6,15 +7,31 @@ from collections.abc import Callable
 
 from launcher.caps.plan import Caps
 
+# The pools a reader checks first: variable -> its short name in the summary line.
+POOLS = {"OMP_NUM_THREADS": "OMP", "MKL_NUM_THREADS": "MKL", "OPENBLAS_NUM_THREADS": "OpenBLAS",
+         "TF_NUM_INTRAOP_THREADS": "TF intra", "TF_NUM_INTEROP_THREADS": "TF inter"}
+
+
+def thread_summary(caps: Caps) -> str:
+    """`OMP 7 (--env), MKL/OpenBLAS/TF intra 2, TF inter 2 (auto: ...)`: the values in force,
+    grouped by value and source, each group with its source once."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name, short in POOLS.items():
+        s = caps.env.get(name)
+        if s is None or s.value is None:
+            continue
+        groups.setdefault((s.value, s.source), []).append(short)
+    return "; ".join(f"{'/'.join(names)} {value} ({source})"
+                     for (value, source), names in groups.items())
+
 
 def report(caps: Caps, quiet: bool, say: Callable[[str], None]) -> None:
-    t = caps.threads
     if not quiet:
-        src = caps.env["OMP_NUM_THREADS"].source if "OMP_NUM_THREADS" in caps.env else ""
-        say(f"profile {caps.profile}, framework {caps.framework}: OMP/MKL/OpenBLAS "
-            f"{t['omp']}, TF intra/inter {t['intra_op']}/{t['inter_op']} ({src}); "
+        budget = caps.budget
+        say(f"profile {caps.profile}, framework {caps.framework}: {thread_summary(caps)}; "
             f"~{caps.estimate['per_process']} threads per process, budget "
-            f"{caps.budget['available']} ({caps.budget['binding']})")
+            f"{budget['available'] if budget['available'] is not None else 'unlimited'} "
+            f"({budget['binding']})")
     for name, s in caps.env.items():
         if s.replaced is not None:
             new = "removed it" if s.value is None else f"set {s.value}"

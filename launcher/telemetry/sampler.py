@@ -13,8 +13,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-import psutil
-
 from launcher.probe.cgroup import read_int_or_none
 
 KEYS = ("t", "threads", "pids_current", "pids_max", "maps", "max_map_count", "rss_bytes",
@@ -23,8 +21,11 @@ LIMIT_OF = {"threads": "pids_max", "pids_current": "pids_max", "maps": "max_map_
             "rss_bytes": "memory_limit_bytes"}
 
 
-def tree(pid: int) -> list[psutil.Process]:
-    """The process and its descendants (psutil); [] once it is gone."""
+def tree(pid: int) -> list[Any]:
+    """The process and its descendants (psutil, imported here: in the sampler's thread, off
+    the run's start); [] once it is gone."""
+    import psutil
+
     try:
         root = psutil.Process(pid)
         return [root, *root.children(recursive=True)]
@@ -34,6 +35,8 @@ def tree(pid: int) -> list[psutil.Process]:
 
 def sample_tree(pid: int) -> tuple[int, int, int]:
     """(threads, largest map count of one process, total RSS in bytes) of the tree."""
+    import psutil
+
     threads = maps = rss = 0
     for p in tree(pid):
         try:
@@ -92,6 +95,10 @@ class Sampler(threading.Thread):
     def _check(self, row: dict[str, Any]) -> None:
         if self.warn is None:
             return
+        estimate = self.limits.get("threads_estimate")
+        if estimate and row["threads"] > estimate and "estimate" not in self.warned:
+            self.warned.add("estimate")
+            self.warn(f"threads at {row['threads']} passed the plan's estimate of {estimate}")
         for key, limit_key in LIMIT_OF.items():
             value, limit = row.get(key), row.get(limit_key)
             if value and limit and value > 0.8 * limit and key not in self.warned:

@@ -19,6 +19,7 @@ def read_series(path: Path) -> list[dict[str, Any]]:
 
 def summarize(rows: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
     peaks: dict[str, Any] = {}
+    estimate = (meta.get("threads_estimate") or {}).get("total")
     for key, limit_key in LIMIT_OF.items():
         values = [r[key] for r in rows if r.get(key) is not None]
         limits = [r[limit_key] for r in rows if r.get(limit_key)]
@@ -27,6 +28,7 @@ def summarize(rows: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any
         peaks[key] = {"peak": peak, "limit": limit,
                       "headroom": (limit - peak) if peak is not None and limit else None,
                       "percent": round(100 * peak / limit, 1) if peak and limit else None}
+    peaks["threads"]["estimate"] = estimate  # the plan's, for the whole container or tree
     return {**meta, "samples": len(rows), "duration_s": rows[-1]["t"] if rows else 0.0,
             "peaks": peaks}
 
@@ -64,6 +66,6 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> bool:
 
     fig.suptitle(textwrap.fill(title, 110), fontsize=9)
     fig.tight_layout()
-    fig.savefig(path, dpi=90)
+    fig.savefig(path, dpi=90, format="png")
     plt.close(fig)
     return True

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Any
 
 
-def out_dir(explicit: str | None, name: str, per_run: bool = True) -> Path:
-    """--out, else this run's folder (per_run) or a stable one under the runs folder."""
+def out_dir(explicit: str | None, name: str) -> Path:
+    """--out, else this run's folder (`launcher run` names it), else runs/NAME."""
     if explicit:
         d = Path(explicit)
-    elif per_run and os.environ.get("LAUNCHER_RUN_DIR"):
+    elif os.environ.get("LAUNCHER_RUN_DIR"):
         d = Path(os.environ["LAUNCHER_RUN_DIR"]) / name
     else:
         d = Path(os.environ.get("LAUNCHER_RUNS_DIR") or "runs") / name
@@ -50,3 +50,17 @@ def limits() -> dict[str, int | None]:
     cg = probe_host("/").cgroup
     return {"pids_max": cg.pids_max, "pids_current": cg.pids_current,
             "memory_limit": cg.memory_limit, "memory_usage": cg.memory_usage}
+
+
+def describe_limits(lim: dict[str, int | None]) -> str:
+    """The banner's words for `limits()`: `pids 12/77, memory 210MiB of 300MiB`."""
+    from launcher.units import format_size
+
+    pids = (f"pids {lim['pids_current'] if lim['pids_current'] is not None else '?'}/"
+            f"{lim['pids_max']}" if lim["pids_max"] else "no pids limit")
+    if lim["memory_limit"]:
+        used = format_size(lim["memory_usage"]) if lim["memory_usage"] else "?"
+        memory = f"memory {used} of {format_size(lim['memory_limit'])}"
+    else:
+        memory = "no memory limit"
+    return f"{pids}, {memory}"

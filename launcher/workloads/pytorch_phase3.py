@@ -16,7 +16,14 @@ import sys
 import time
 from typing import Any
 
-from launcher.workloads.common import limits, out_dir, peak_rss, threads_now, write_json
+from launcher.workloads.common import (
+    describe_limits,
+    limits,
+    out_dir,
+    peak_rss,
+    threads_now,
+    write_json,
+)
 
 
 def make_model(d_model: int, actions: int):  # type: ignore[no-untyped-def]
@@ -90,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     grid = list(itertools.product(envs_grid, batch_grid))[: args.max_points]
     lim = limits()
     print(f"pytorch-phase3: {len(grid)} points on {device}, torch {torch.__version__}, "
-          f"{torch.get_num_threads()} intra-op threads; limits {lim}", flush=True)
+          f"{torch.get_num_threads()} intra-op threads; {describe_limits(lim)}", flush=True)
     points = []
     for envs, batch in grid:
         try:

@@ -18,7 +18,14 @@ import threading
 import time
 from typing import Any
 
-from launcher.workloads.common import limits, out_dir, peak_rss, threads_now, write_json
+from launcher.workloads.common import (
+    describe_limits,
+    limits,
+    out_dir,
+    peak_rss,
+    threads_now,
+    write_json,
+)
 
 GRAVITY, CART, POLE, LENGTH, FORCE, DT = 9.8, 1.0, 0.1, 0.5, 10.0, 0.02
 
@@ -141,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
 
     lim = limits()
     print(f"stress-jax phase {args.phase}: num_envs {space}, {steps} steps, "
-          f"jax {jax.__version__} on {jax.default_backend()}; limits {lim}", flush=True)
+          f"jax {jax.__version__} on {jax.default_backend()}; {describe_limits(lim)}", flush=True)
     fn, params = build(args.phase, steps), init_params()
     runs: list[dict[str, Any]] = []
     stopped = None

@@ -2,7 +2,8 @@
 
 TF and CUDA leak memory maps (~730 per fold) and RSS (~550 MB per fold) that no cleanup frees
 (report 001), so the driver never imports TensorFlow: it starts one process per fold, saves
-each fold's metrics when it ends, and a rerun resumes after the last finished fold.
+each fold's metrics when it ends, and a rerun in the same folder (`--out`, or `launcher run
+--resume RUN_ID`) resumes after the last finished fold.
 
     python -m launcher.workloads.tf_train --folds 3 [--quick] [--out DIR]
 """
@@ -28,7 +29,7 @@ def config_of(args: argparse.Namespace) -> dict:  # type: ignore[type-arg]
 
 
 def driver(args: argparse.Namespace) -> int:
-    out = out_dir(args.out, "tf-train", per_run=False)
+    out = out_dir(args.out, "tf-train")
     config = config_of(args)
     cfg_file = out / "config.json"
     if cfg_file.exists() and json.loads(cfg_file.read_text()) != config:
@@ -125,7 +126,9 @@ def parser() -> argparse.ArgumentParser:
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--folds", type=int, default=3, metavar="K", help="folds (default 3)")
     ap.add_argument("--quick", action="store_true", help="small data and model")
-    ap.add_argument("--out", metavar="DIR", help="results folder (default runs/tf-train)")
+    ap.add_argument("--out", metavar="DIR",
+                    help="results folder (default: this run's folder; the same --out, or "
+                         "`launcher run --resume RUN_ID`, resumes)")
     ap.add_argument("--fold-worker", type=int, help=argparse.SUPPRESS)
     return ap
 

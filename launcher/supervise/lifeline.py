@@ -1,0 +1,145 @@
+"""Nothing outlives launcher: the supervisor notices that the launcher that started it is gone
+and stops the whole workload tree. Standard library only.
+
+`launcher run` keeps the supervisor's stdin open (a pipe natively; an attached stdin with
+StdinOnce in Docker, which the daemon closes when launcher's connection drops, kill -9
+included). End of file on stdin means launcher is gone. (PR_SET_PDEATHSIG would not do: it
+fires when the thread that started the child ends, while launcher's other threads live on.)
+The supervisor is a child subreaper, so every descendant of the workload stays below it and
+can be found and stopped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import time
+
+PR_SET_CHILD_SUBREAPER = 36
+GRACE_S = 3.0  # between SIGTERM and SIGKILL
+
+
+def become_subreaper() -> None:
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def descendants(pid: int) -> list[int]:
+    """Every descendant of `pid` (children first found, depth first), from /proc."""
+    out: list[int] = []
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            tids = os.listdir(f"/proc/{p}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{p}/task/{tid}/children") as f:
+                    kids = [int(c) for c in f.read().split()]
+            except OSError:
+                continue
+            out.extend(kids)
+            todo.extend(kids)
+    return out
+
+
+def signal_tree(sig: int) -> list[int]:
+    """Send `sig` to every descendant of this process; return those signalled."""
+    pids = descendants(os.getpid())
+    for p in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(p, sig)
+    return pids
+
+
+def stop_tree(grace: float = GRACE_S, reap: bool = False) -> None:
+    """SIGTERM every descendant, then SIGKILL whatever is left after `grace` seconds. `reap`:
+    collect exited children here (when no other thread waits for them)."""
+    if not signal_tree(signal.SIGTERM):
+        return
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        if reap:
+            _reap()
+        if not descendants(os.getpid()):
+            return
+        time.sleep(0.05)
+    signal_tree(signal.SIGKILL)
+    if reap:
+        while descendants(os.getpid()) and time.monotonic() < deadline + grace:
+            _reap()
+            time.sleep(0.02)
+
+
+def _reap(pid: int = 0) -> int | None:
+    """Collect every exited child; the wait status of `pid` if it was among them."""
+    found = None
+    with contextlib.suppress(ChildProcessError):
+        while True:
+            done, status = os.waitpid(-1, os.WNOHANG)
+            if done <= 0:
+                break
+            if done == pid:
+                found = status
+    return found
+
+
+def wait_for(pid: int, watch_stdin: bool) -> int | None:
+    """Wait for `pid`, reaping every other child meanwhile (PID 1's and a subreaper's duty);
+    its wait status, or None when launcher went away first (stdin reached end of file), in
+    which case the whole tree has been stopped.
+
+    One thread and select(): a watcher thread would be one more task against the workload's
+    pids limit (a limit of 2 leaves none for it)."""
+    wake_r, wake_w = os.pipe()
+    for fd in (wake_r, wake_w):
+        os.set_blocking(fd, False)
+    old_fd = signal.set_wakeup_fd(wake_w)
+    old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select()
+    try:
+        while True:
+            status = _reap(pid)
+            if status is not None:
+                return status
+            fds = [wake_r, 0] if watch_stdin else [wake_r]
+            try:
+                ready, _, _ = select.select(fds, [], [])
+            except InterruptedError:
+                continue
+            if wake_r in ready:
+                with contextlib.suppress(BlockingIOError):
+                    os.read(wake_r, 4096)
+            if 0 in ready and not _read_stdin():
+                stop_tree(reap=True)
+                return None
+    finally:
+        signal.set_wakeup_fd(old_fd)
+        signal.signal(signal.SIGCHLD, old_chld)
+        os.close(wake_r)
+        os.close(wake_w)
+
+
+def _read_stdin() -> bool:
+    """False at end of file (or when stdin is unreadable: launcher is gone)."""
+    try:
+        return bool(os.read(0, 4096))
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+
+
+def leave_cgroups(dirs: list[str]) -> None:
+    """Move this process to the parent of each of the run's cgroup directories and remove
+    them (the launcher that would have is gone)."""
+    for d in dirs:
+        with contextlib.suppress(OSError):
+            with open(os.path.join(os.path.dirname(d), "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+            os.rmdir(d)
