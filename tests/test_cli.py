@@ -26,9 +26,11 @@ def test_help_lists_commands():
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     assert _commands(result.stdout) == ["doctor", "plan", "render", "build", "run", "workloads",
-                                        "report", "profiles"]
+                                        "report", "bench-memory", "profiles", "jobs"]
     sub = runner.invoke(app, ["profiles", "--help"])
     assert _commands(sub.stdout) == ["list", "show", "validate"]
+    jobs = runner.invoke(app, ["jobs", "--help"])
+    assert _commands(jobs.stdout) == ["plan", "run", "status"]
 
 
 def test_help_imports_no_heavy_module():

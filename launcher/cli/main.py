@@ -32,6 +32,12 @@ app = typer.Typer(
 profiles_app = typer.Typer(help="List, show and validate hardware profiles.", no_args_is_help=True,
                            rich_markup_mode=None, suggest_commands=False)
 app.add_typer(profiles_app, name="profiles")
+jobs_app = typer.Typer(
+    help="Chunked jobs: a command run once per chunk of items under a profile's caps, fanned "
+         "out over GPUs (or CPU slots) by a pull queue, recorded in a ledger that survives "
+         "Ctrl-C, kill -9 and reboots.", no_args_is_help=True, rich_markup_mode=None,
+    suggest_commands=False)
+app.add_typer(jobs_app, name="jobs")
 
 HostRoot = Annotated[
     Path | None,
@@ -283,6 +289,101 @@ def report(
     from launcher.cli import report_cmd
 
     _run(lambda: report_cmd.report(run_dir, json, plot))
+
+
+JobProfile = Annotated[str | None, typer.Option(
+    "--profile", "-p", help="Profile name or path (default: the spec's `profile`).")]
+MaxConcurrent = Annotated[int | None, typer.Option(
+    "--max-concurrent", min=1, help="At most this many chunks at once (a cap: the GPUs, the "
+                                    "memory and the pids budget still bound it).")]
+
+
+@jobs_app.command("plan")
+def jobs_plan(
+    spec: Annotated[Path, typer.Argument(help="The job spec (YAML).")],
+    profile: JobProfile = None,
+    framework: Framework = None,
+    max_concurrent: MaxConcurrent = None,
+    gpus: Gpus = None,
+    env: EnvOpt = None,
+    json: Json = False,
+    host_root: HostRoot = None,
+) -> None:
+    """How the job is cut and how many chunks run at once, and which bound decides: GPU
+    slots, memory (usable x safety / workers.memory), the profile's cap, the pids budget."""
+    from launcher.cli import jobs_cmd
+
+    _run(lambda: jobs_cmd.plan(spec, profile, framework, max_concurrent, env, json, host_root,
+                               gpus))
+
+
+@jobs_app.command("run")
+def jobs_run(
+    spec: Annotated[Path, typer.Argument(help="The job spec (YAML).")],
+    profile: JobProfile = None,
+    framework: Framework = None,
+    max_concurrent: MaxConcurrent = None,
+    gpus: Gpus = None,
+    env: EnvOpt = None,
+    runtime: Annotated[str, typer.Option(
+        "--runtime", help="native (a fresh process per chunk) | docker (a container per "
+                          "chunk)")] = "native",
+    image: Annotated[str | None, typer.Option(
+        "--image", help="Image for --runtime docker (default: the spec's, else "
+                        "launcher/PROFILE:FRAMEWORK).")] = None,
+    backend: Annotated[str, typer.Option(
+        "--backend", help="local (this machine) | ray (a Ray cluster)")] = "local",
+    address: Annotated[str | None, typer.Option(
+        "--address", envvar="RAY_ADDRESS", help="Ray cluster address (--backend ray).")] = None,
+    json: Json = False,
+    host_root: HostRoot = None,
+) -> None:
+    """Run the chunks not finished yet: each in a fresh process or container under the caps,
+    one GPU and its own memory limit each; an OOM-killed chunk is split in half and retried.
+    Rerun the same command after Ctrl-C, kill -9 or a reboot to go on."""
+    from launcher.cli import jobs_cmd
+
+    _run(lambda: jobs_cmd.run(spec, profile, framework, max_concurrent, env, runtime, image,
+                              backend, address, json, host_root, gpus))
+
+
+@jobs_app.command("status")
+def jobs_status(
+    target: Annotated[Path, typer.Argument(help="The job's folder, or its spec.")],
+    json: Json = False,
+) -> None:
+    """Chunks done, pending, running (where, for how long), failed (why) and split."""
+    from launcher.cli import jobs_cmd
+
+    _run(lambda: jobs_cmd.status(target, json))
+
+
+@app.command("bench-memory")
+def bench_memory(
+    spec: Annotated[Path, typer.Argument(help="The job spec (YAML) whose worker to measure.")],
+    sizes: Annotated[str, typer.Option(
+        "--sizes", help="Chunk sizes to run the worker at, e.g. 500,1000,2000.")],
+    profile: JobProfile = None,
+    predict: Annotated[int | None, typer.Option(
+        "--predict", min=1, help="Also predict the peak at this many items.")] = None,
+    concurrent: Annotated[int | None, typer.Option(
+        "--concurrent", min=2, help="Also run this many workers at once (peaks are not "
+                                    "additive).")] = None,
+    write_profile: Annotated[Path | None, typer.Option(
+        "--write-profile", help="Write a profile (FILE.yaml) extending --profile with "
+                                "workers.memory, jobs.chunk_size and jobs.max_concurrent.")
+    ] = None,
+    gpus: Gpus = None,
+    env: EnvOpt = None,
+    json: Json = False,
+    host_root: HostRoot = None,
+) -> None:
+    """Measure a job's real worker (framework and GPU init included) at several chunk sizes,
+    each in its own capped cgroup; fit peak = base + per_item x size and report its error."""
+    from launcher.cli import bench_cmd
+
+    _run(lambda: bench_cmd.bench(spec, profile, sizes, predict, concurrent, write_profile,
+                                 env, json, host_root, gpus))
 
 
 def main() -> None:

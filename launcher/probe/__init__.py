@@ -5,15 +5,14 @@ Attributes load lazily, so the supervisor can read cgroup counters without impor
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
+TYPE_CHECKING = False  # typing itself costs the supervisor's start a few ms
 if TYPE_CHECKING:
     from launcher.probe.host import HostFacts, probe_host
 
 __all__ = ["HostFacts", "probe_host"]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     if name in __all__:
         from launcher.probe import host
 

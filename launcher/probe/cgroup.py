@@ -1,5 +1,6 @@
 """Cgroup limits for the calling process: v2, v1 and hybrid hosts, strictest ancestor wins.
 
+(Kept light, no dataclasses: the supervisor imports it at every container and chunk start.)
 Every reader takes `root`, the filesystem root to read from (`/` on a live host, a fixture
 tree in tests). A missing file means "no limit"; a malformed one raises HostError quoting it.
 """
@@ -7,8 +8,8 @@ tree in tests). A missing file means "no limit"; a malformed one raises HostErro
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from launcher.errors import HostError
 from launcher.probe.mountinfo import Membership, Mount, parse_mountinfo, parse_proc_cgroup
@@ -18,21 +19,7 @@ CONTROLLERS = ("cpu", "cpuset", "memory", "pids")
 V1_UNLIMITED = 1 << 62
 
 
-@dataclass
-class CgroupFacts:
-    version: str = "none"  # v2 | v1 | hybrid | none
-    dirs: dict[str, str] = field(default_factory=dict)  # controller -> leaf dir read
-    cpu_quota: float | None = None  # CPUs (quota / period), strictest ancestor
-    cpuset_cpus: int | None = None
-    pids_max: int | None = None
-    pids_current: int | None = None
-    memory_limit: int | None = None
-    memory_usage: int | None = None
-    oom_kills: int | None = None
-
-
-@dataclass(frozen=True)
-class Chain:
+class Chain(NamedTuple):
     """The directories of one controller, leaf first, up to its mount point."""
 
     version: str  # v1 | v2
@@ -232,28 +219,6 @@ def read_oom_kills(leaf: Path, v2: bool) -> int | None:
         if key == "oom_kill":
             return _int(path, value.strip())
     return None
-
-
-def read_cgroup(root: Path) -> CgroupFacts:
-    chains = find_chains(root)
-    versions = {c.version for c in chains.values()}
-    facts = CgroupFacts()
-    facts.version = (
-        "none" if not versions else versions.pop() if len(versions) == 1 else "hybrid"
-    )
-    if facts.version == "v1" and any(m.fstype == "cgroup2" for m in parse_mountinfo(
-            root / "proc/self/mountinfo")):
-        facts.version = "hybrid"
-    facts.dirs = {c: str(ch.dirs[0]) for c, ch in chains.items()}
-    if "cpu" in chains:
-        facts.cpu_quota = read_cpu_quota(chains["cpu"])
-    if "cpuset" in chains:
-        facts.cpuset_cpus = read_cpuset(chains["cpuset"])
-    if "pids" in chains:
-        facts.pids_max, facts.pids_current = read_pids(chains["pids"])
-    if "memory" in chains:
-        facts.memory_limit, facts.memory_usage, facts.oom_kills = read_memory(chains["memory"])
-    return facts
 
 
 ROUNDINGS = ("down", "half-up")

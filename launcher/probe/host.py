@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import HostError
-from launcher.probe.cgroup import CgroupFacts, effective_cpus, parse_cpu_list, read_cgroup
+from launcher.probe.cgroup import effective_cpus, parse_cpu_list
+from launcher.probe.cgroup_facts import CgroupFacts, read_cgroup
 from launcher.probe.gpus import read_gpus, read_groups
 from launcher.probe.limits import (
     Rlimit,

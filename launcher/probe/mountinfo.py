@@ -2,22 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from launcher.errors import HostError
 
 
-@dataclass(frozen=True)
-class Mount:
+class Mount(NamedTuple):
     mount_point: str
     root: str  # the path inside the filesystem that is mounted there
     fstype: str
     super_options: frozenset[str]
 
 
-@dataclass(frozen=True)
-class Membership:
+class Membership(NamedTuple):
     hierarchy: str
     controllers: frozenset[str]  # empty for the v2 unified line "0::/path"
     path: str

@@ -86,7 +86,14 @@ SCHEMA: dict[str, Key | dict[str, Key]] = {
     },
     "workers": {
         "processes": Key("int", "processes sharing one container's budget"),
-        "memory": Key("size", "expected peak RSS of one process"),
+        "memory": Key("size", "expected peak RSS of one process (a job's chunk: its memory "
+                              "limit)"),
+    },
+    "jobs": {
+        "chunk_size": Key("int", "items per chunk when a job spec says `auto`"),
+        "max_concurrent": Key("int", "chunks at once on this machine (the node's cap)"),
+        "safety": Key("float", "share of the usable memory a job may plan for (default 0.8)",
+                      minimum=0.05, maximum=1.0),
     },
     "image": {
         "base": Key("str", "base image; overridable with --base-image"),

@@ -23,6 +23,8 @@ from launcher.runtime.engine import (
     RunResult,
     Started,
     StartHook,
+    forward_signals,
+    restore_signals,
 )
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, is_orphan
 from launcher.runtime.spec import RunSpec
@@ -232,7 +234,7 @@ class DockerEngine(Engine):
             stopping.set()
             _quiet(lambda: api.request("POST", f"/containers/{cid}/kill", query={"signal": sig}))
 
-        old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+        old = forward_signals(stop)
         finished = False
         try:
             frames = api.attach(cid, stdin=spec.supervised)
@@ -254,8 +256,7 @@ class DockerEngine(Engine):
             finished = True
             return RunResult(int(result.get("StatusCode", 1)), enforcement)
         finally:
-            for s, h in old.items():
-                signal.signal(s, h)
+            restore_signals(old)
             if not finished:  # AutoRemove removes a container that ended; this one did not
                 _quiet(lambda: api.request("DELETE", f"/containers/{cid}",
                                            query={"force": "1"}))
@@ -265,7 +266,12 @@ def _announce(api: Any, cid: str, enforcement: Enforcement, on_start: StartHook)
     pid = None
     with contextlib.suppress(Exception):  # telemetry must not stop the run
         pid = int(api.request("GET", f"/containers/{cid}/json")["State"]["Pid"])
-    on_start(Started(pid or None, enforcement))
+
+    def stop(sig: int) -> None:
+        _quiet(lambda: api.request("POST", f"/containers/{cid}/kill",
+                                   query={"signal": signal.Signals(sig).name}))
+
+    on_start(Started(pid or None, enforcement, stop))
 
 
 def _quiet(fn: Callable[[], Any]) -> None:

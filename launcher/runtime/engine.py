@@ -41,6 +41,7 @@ class Enforcement:
 class Started:
     pid: int | None  # the host PID of the supervisor, when the engine knows it
     enforcement: Enforcement
+    stop: Callable[[int], None] | None = None  # send a signal to the supervisor (timeouts)
 
 
 @dataclass
@@ -106,4 +107,23 @@ class Engine(ABC):
     def run(self, spec: RunSpec, on_output: OutputSink,
             on_start: StartHook | None = None) -> RunResult:
         """Start the workload under the spec's limits, stream its output through `on_output`;
-        on Ctrl-C or SIGTERM stop it and clean up. Leave nothing behind."""
+        on Ctrl-C or SIGTERM stop it and clean up (when called from the main thread; from
+        another thread the caller stops it through `Started.stop`). Leave nothing behind."""
+
+
+def forward_signals(handler: Callable[[int, object], None]) -> dict[int, Any]:
+    """Install `handler` for SIGINT and SIGTERM when on the main thread (Python allows no
+    other); return what to restore."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+    return {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+
+
+def restore_signals(old: dict[int, Any]) -> None:
+    import signal
+
+    for s, h in old.items():
+        signal.signal(s, h)

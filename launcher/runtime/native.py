@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 from typing import IO, Any
 
+from launcher.caps.plan import fit_rlimit
 from launcher.errors import EngineError
 from launcher.runtime.engine import (
     Enforcement,
@@ -25,6 +26,8 @@ from launcher.runtime.engine import (
     RunResult,
     Started,
     StartHook,
+    forward_signals,
+    restore_signals,
 )
 from launcher.runtime.run_cgroup import make_run_cgroup
 from launcher.runtime.spec import RunSpec
@@ -84,7 +87,10 @@ class NativeEngine(Engine):
         enforcement = Enforcement(rc.enforced, rc.advisory)
         # the supervisor removes the run's cgroups itself if launcher dies (kill -9)
         plan["env"]["LAUNCHER_RUN_CGROUPS"] = ":".join(str(d) for d in set(rc.dirs.values()))
-        limits = rlimit_triples(spec.ulimits)
+        # within this process's own hard limits (the caps were clamped to the host's facts,
+        # which a --host-root tree may not match)
+        limits = [(res, *fit_rlimit(soft, hard, _hard_limit(res)))
+                  for res, soft, hard in rlimit_triples(spec.ulimits)]
 
         def before_exec() -> None:  # in the child: rlimits, then join the run's cgroups
             for res, soft, hard in limits:
@@ -107,16 +113,15 @@ class NativeEngine(Engine):
         def forward(signum: int, _frame: object) -> None:
             child.send_signal(signum)
 
-        old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+        old = forward_signals(forward)
         try:
             if on_start is not None:
-                on_start(Started(child.pid, enforcement))
+                on_start(Started(child.pid, enforcement, child.send_signal))
             code = child.wait()
             for t in pumps:
                 t.join()
         finally:
-            for s, h in old.items():
-                signal.signal(s, h)
+            restore_signals(old)
             if child.poll() is None:
                 child.kill()
                 child.wait()
@@ -168,6 +173,11 @@ def _read_procs(d: Path) -> list[int]:
         return [int(x) for x in (d / "cgroup.procs").read_text().split()]
     except (OSError, ValueError):
         return []
+
+
+def _hard_limit(res: int) -> int | None:
+    hard = resource.getrlimit(res)[1]
+    return None if hard == resource.RLIM_INFINITY else hard
 
 
 def _pump(stream: IO[bytes] | None, name: str, sink: OutputSink) -> threading.Thread:

@@ -90,6 +90,12 @@ def build_spec(r: Resolved, command: list[str], image: str | None = None,
     caps = r.caps
     env = caps.environment()
     lim = caps.limits
+    if selection is not None:  # the vendor's variables for these GPUs, not the profile's all
+        vendor = get_vendor(r.selection.vendor)
+        for var in vendor.environment(r.selection, r.profile.get("gpu", {})):
+            env.pop(var, None)
+        env.update(get_vendor(selection.vendor).environment(selection,
+                                                            r.profile.get("gpu", {})))
     selection = selection or r.selection
     memory = int(lim["memory"].value) // share if lim["memory"].value else None
     cpus = float(lim["cpus"].value) / share if lim["cpus"].value else None

@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from launcher.supervise.diagnose import explain, read_counters
+from launcher.supervise.diagnose import Counters, explain, read_counters
 
 CAPS = Path(os.environ.get("LAUNCHER_CAPS", "/etc/launcher/caps.json"))
 BASE_ENV = Path("/etc/launcher/base-env.json")
@@ -62,7 +62,8 @@ def resolved_env() -> dict[str, str]:
     env = dict(os.environ)
     for name in env.pop("LAUNCHER_REMOVE", "").split(","):
         env.pop(name, None)
-    for name in ("LAUNCHER_RESOLVED", "LAUNCHER_WATCH_STDIN", "LAUNCHER_RUN_CGROUPS"):
+    for name in ("LAUNCHER_RESOLVED", "LAUNCHER_WATCH_STDIN", "LAUNCHER_RUN_CGROUPS",
+                 "LAUNCHER_EXIT_FILE"):
         env.pop(name, None)
     return env
 
@@ -97,10 +98,31 @@ def run(cmd: list[str]) -> int:
         return 128 + signal.SIGTERM
     rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     lifeline.stop_tree(grace=1.0, reap=True)  # nothing the workload started outlives it
-    sentence = explain(rc, before, read_counters())
+    after = read_counters()
+    sentence = explain(rc, before, after)
     if rc != 0 or not quiet:
         say(sentence)
-    return 128 - rc if rc < 0 else rc
+    code = 128 - rc if rc < 0 else rc
+    if os.environ.get("LAUNCHER_EXIT_FILE"):
+        write_exit_file(Path(os.environ["LAUNCHER_EXIT_FILE"]), code, sentence, before, after)
+    return code
+
+
+def write_exit_file(path: Path, code: int, sentence: str, before: Counters,
+                    after: Counters) -> None:
+    """How the workload ended, for a job's ledger, written whole (it may outlive launcher:
+    a rerun reads it to tell a finished chunk from an interrupted one)."""
+    import json
+    import resource
+
+    data = {"status": code, "diagnosis": sentence,
+            "oom": (after.oom_kills or 0) > (before.oom_kills or 0),
+            "memory_peak": after.memory_peak,
+            "maxrss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
+    tmp = path.with_name(path.name + ".tmp")
+    with contextlib.suppress(OSError):
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
 
 
 def main(argv: list[str]) -> int:

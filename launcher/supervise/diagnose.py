@@ -3,23 +3,23 @@
 from __future__ import annotations
 
 import signal
-from dataclasses import dataclass
 from pathlib import Path
 
 from launcher.probe.cgroup import find_chains, read_int_or_none, read_oom_kills
 from launcher.units import format_size
 
 
-@dataclass
 class Counters:
-    """Cgroup counters read before the workload starts and again after it ends."""
+    """Cgroup counters read before the workload starts and again after it ends. (A plain
+    class: the supervisor imports this at every start, and dataclasses costs ~10 ms.)"""
 
-    pids_max: int | None = None
-    pids_peak: int | None = None
-    pids_events_max: int | None = None  # fork/clone refusals because of pids.max
-    oom_kills: int | None = None
-    memory_limit: int | None = None
-    memory_peak: int | None = None
+    def __init__(self) -> None:
+        self.pids_max: int | None = None
+        self.pids_peak: int | None = None
+        self.pids_events_max: int | None = None  # fork/clone refusals because of pids.max
+        self.oom_kills: int | None = None
+        self.memory_limit: int | None = None
+        self.memory_peak: int | None = None
 
 
 

@@ -1,0 +1,71 @@
+"""Jobs: 99 one-second chunks over 12 slots, wall time against the ideal, and launcher's own
+cost per chunk, measured side by side in one run.
+
+    python benchmarks/jobs.py [--chunks 99] [--slots 12] [--seconds 1] [--backends local,ray]
+
+ideal = ceil(chunks / slots) x seconds. Each chunk is `sleep SECONDS` in a fresh supervised
+process (its own cgroup where the host allows it). launcher's cost per chunk = the median of
+(chunk time in the ledger - SECONDS). Targets: wall / ideal <= 1.15 local, <= 1.5 on Ray.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(backend: str, chunks: int, slots: int, seconds: float, tmp: Path,
+        extra: list[str]) -> tuple[float, float]:
+    d = tmp / backend
+    d.mkdir()
+    spec = d / "job.yaml"
+    spec.write_text(f"name: bench-{backend}\ncommand: [sleep, '{seconds:g}']\nitems: {chunks}\n"
+                    f"chunk_size: 1\nretries: 0\noutput: out\n")
+    prof = d / "slots.yaml"
+    prof.write_text(f"extends: base\njobs: {{max_concurrent: {slots}}}\n")
+    t = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p", str(prof),
+                    "--backend", backend, *extra], check=True, capture_output=True,
+                   cwd=ROOT, timeout=1800)
+    wall = time.perf_counter() - t
+    db = sqlite3.connect(d / "out" / "ledger.sqlite")
+    spans = [e - s for s, e in db.execute("SELECT started, ended FROM chunks WHERE "
+                                          "state='done'")]
+    assert len(spans) == chunks, f"{backend}: {len(spans)} of {chunks} chunks done"
+    return wall, statistics.median(spans) - seconds
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--chunks", type=int, default=99)
+    ap.add_argument("--slots", type=int, default=12)
+    ap.add_argument("--seconds", type=float, default=1.0)
+    ap.add_argument("--backends", default="local")
+    ap.add_argument("--ray-address", default=None,
+                    help="a running cluster for --backends ray (else a local one is started)")
+    args = ap.parse_args()
+    ideal = math.ceil(args.chunks / args.slots) * args.seconds
+    print(f"{args.chunks} chunks of `sleep {args.seconds:g}` over {args.slots} slots; ideal "
+          f"{ideal:.1f}s")
+    print(f"{'backend':<8} {'wall s':>7} {'wall/ideal':>10} {'launcher ms/chunk':>18} target")
+    with tempfile.TemporaryDirectory() as tmp:
+        for backend in args.backends.split(","):
+            extra = ["--address", args.ray_address] if backend == "ray" and args.ray_address \
+                else []
+            wall, cost = run(backend, args.chunks, args.slots, args.seconds, Path(tmp), extra)
+            target = 1.15 if backend == "local" else 1.5
+            print(f"{backend:<8} {wall:7.1f} {wall / ideal:10.2f} {cost * 1000:18.0f} "
+                  f"<= {target}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""`launcher bench-memory SPEC --profile P --sizes 500,1000,2000`: measure the real worker's
+peak memory at several chunk sizes, fit it, and write a profile with what was measured."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from launcher.cli.output import parse_env_pairs, print_json
+from launcher.errors import LauncherError
+from launcher.units import format_size
+
+
+def _say(msg: str) -> None:
+    print(f"launcher: {msg}", file=sys.stderr, flush=True)
+
+
+def parse_sizes(text: str) -> list[int]:
+    try:
+        sizes = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise LauncherError(f"--sizes: expected item counts such as 500,1000,2000 "
+                            f"(got {text!r})") from None
+    if len(sizes) < 2 or any(s < 1 for s in sizes):
+        raise LauncherError(f"--sizes: give at least two positive item counts (got {text!r})")
+    return sizes
+
+
+def bench(spec: Path, profile: str | None, sizes_text: str, predict: int | None,
+          concurrent: int | None, write_profile: Path | None, env: list[str] | None,
+          as_json: bool, host_root: Path | None, gpus: str | None = None) -> int:
+    from launcher.jobs import memory
+    from launcher.jobs.job import prepare, read_items
+
+    sizes = parse_sizes(sizes_text)
+    p = prepare(spec, profile, None, None, parse_env_pairs(env), host_root, gpus=gpus,
+                running=True)
+    folder = p.spec.folder() / "bench-memory"
+    folder.mkdir(parents=True, exist_ok=True)
+    items = read_items(p.spec)
+    cwd = Path.cwd()
+    where = f"GPU {p.plan.gpus[0]}" if p.plan.gpus[0] is not None else "the CPU"
+    _say(f"bench-memory {p.spec.name}: sizes {', '.join(map(str, sizes))} on {where}, each "
+         f"alone in its own cgroup (cap {format_size(p.plan.usable_bytes or 0) or '-'})")
+    ms = memory.measure(p, sizes, folder, items, cwd, _say)
+    conc = None
+    if concurrent:
+        size = p.spec.chunk_size or max(sizes)
+        _say(f"{concurrent} workers of {size} items at once ...")
+        conc = memory.measure_concurrent(p, size, concurrent, folder, items, cwd)
+    result = memory.result_of(p, ms, predict, conc)
+    if write_profile is not None:
+        if write_profile.suffix not in (".yaml", ".yml"):
+            raise LauncherError(f"--write-profile: the file must end in .yaml (got "
+                                f"{str(write_profile)!r})")
+        text = memory.profile_text(p, write_profile, result)
+        tmp = write_profile.with_name(write_profile.name + ".tmp")
+        tmp.write_text(text)
+        from launcher.profiles import load_profile
+
+        try:
+            load_profile(tmp.rename(write_profile))
+        except LauncherError:
+            write_profile.unlink(missing_ok=True)
+            raise
+        result["profile_written"] = str(write_profile)
+    if as_json:
+        print_json(result)
+        return 0
+    print(f"fit: peak = {format_size(result['base_bytes'])} + {result['per_item_bytes']:,.0f} "
+          f"bytes x items (largest error {result['fit_error']:.1%} at the measured sizes)")
+    if predict:
+        print(f"predicted peak at {predict} items: "
+              f"{format_size(result['predicted_peak_bytes'])}")
+    if conc:
+        print(f"{conc['workers']} workers of {conc['size']} items at once: the peak of their "
+              f"total {format_size(conc['peak_of_total_bytes'])}, the sum of their own peaks "
+              f"{format_size(conc['sum_of_peaks_bytes'])}")
+    print(f"chunk_size {result['chunk_size']}: predicted peak "
+          f"{format_size(result['predicted_chunk_peak_bytes'])}; workers.memory "
+          f"{format_size(result['workers_memory_bytes'])} (x{result['margin']}); "
+          f"max_concurrent {result['concurrency_binding']}")
+    if write_profile is not None:
+        print(f"wrote {write_profile}: `launcher jobs plan {spec} --profile ./{write_profile}`")
+    return 0

@@ -1,0 +1,181 @@
+"""`launcher jobs plan | run | status`: a chunked job under a profile's caps, fanned out over
+GPUs or CPU slots with a pull queue, recorded in a ledger that survives Ctrl-C and kill -9."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from launcher.cli.output import parse_env_pairs, print_json, table
+from launcher.errors import LauncherError
+from launcher.units import format_size
+
+
+def _say(msg: str) -> None:
+    import sys
+
+    print(f"launcher: {msg}", file=sys.stderr, flush=True)
+
+
+def plan(spec: Path, profile: str | None, framework: str | None, max_concurrent: int | None,
+         env: list[str] | None, as_json: bool, host_root: Path | None,
+         gpus: str | None = None) -> int:
+    from launcher.jobs.job import prepare
+
+    p = prepare(spec, profile, framework, max_concurrent, parse_env_pairs(env), host_root,
+                gpus=gpus)
+    if p.resolved.selection.shortfall:
+        _say(f"warning: {p.resolved.selection.shortfall} (`jobs run` refuses)")
+    data = {"job": p.spec.name, "profile": p.resolved.profile.name,
+            "framework": p.resolved.framework, "folder": str(p.spec.folder()),
+            "plan": p.plan.to_json(), "verdict": p.resolved.caps.verdict.level,
+            "reasons": p.resolved.caps.verdict.reasons}
+    if as_json:
+        print_json(data)
+        return 0
+    pl = p.plan
+    print(f"job {p.spec.name}: {pl.sentence()}")
+    print(table([(name, str(n)) for name, n in pl.bounds.items()]))
+    peak = format_size(pl.peak_bytes) if pl.peak_bytes else "no workers.memory in the profile"
+    print(f"each chunk: its own memory limit {peak}, ~{pl.tasks_per_chunk} tasks, one GPU"
+          if pl.gpus[0] is not None else
+          f"each chunk: its own memory limit {peak}, ~{pl.tasks_per_chunk} tasks")
+    print(f"folder: {p.spec.folder()} (ledger.sqlite, chunks/)")
+    for r in p.resolved.caps.verdict.reasons:
+        print(f"  - {r}")
+    return 0
+
+
+def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: int | None,
+        env: list[str] | None, runtime: str, image: str | None, backend: str,
+        address: str | None, as_json: bool, host_root: Path | None,
+        gpus: str | None = None) -> int:
+    from launcher.cli.jobs_progress import Progress
+    from launcher.jobs import summary as summ
+    from launcher.jobs.backends import get_backend
+    from launcher.jobs.job import GpuWatch, open_ledger, prepare, read_items, write_summary
+    from launcher.jobs.runner import PullQueue, lock_job
+    from launcher.runtime.owner import owner
+
+    if runtime not in ("native", "docker"):
+        raise LauncherError(f"--runtime must be native or docker (got {runtime!r})")
+    p = prepare(spec, profile, framework, max_concurrent, parse_env_pairs(env), host_root,
+                inherit_shell=runtime == "native", gpus=gpus, running=True)
+    folder = p.spec.folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    release = lock_job(str(folder / ".lock"))
+    try:
+        ledger, notes = open_ledger(p)
+        for note in notes:
+            _say(note)
+        counts = ledger.counts()
+        if counts["pending"] == 0:
+            _say(f"job {p.spec.name}: nothing left to run ({counts['done']} done, "
+                 f"{counts['failed']} failed); see `launcher jobs status {folder}`")
+        be = get_backend(backend, p, folder, read_items(p.spec),
+                         {"runtime": runtime, "image": image, "address": address,
+                          "cwd": str(Path.cwd())})
+        slots = be.slots()
+        _say(f"job {p.spec.name}: {be.concurrency_note()}; {counts['pending']} chunks pending, "
+             f"{counts['done']} done; ledger in {folder}")
+        done_items = sum(c.size for c in ledger.chunks("done"))
+        progress = Progress(p.spec.items, done_items)
+        gpus = GpuWatch()
+        if gpus.sampler.any:
+            gpus.start()
+        started = time.monotonic()
+        queue = PullQueue(p.spec, p.plan, ledger, be.executor(), progress, owner(), slots,
+                          _say)
+        try:
+            finished = queue.run()
+        finally:
+            progress.close()
+            gpus.done.set()
+            be.close()
+        wall = time.monotonic() - started
+        s = summ.summarize(ledger, len(slots), wall, queue.busy, gpus.means())
+        s["job"], s["folder"], s["backend"] = p.spec.name, str(folder), backend
+        write_summary(folder, s)
+        ledger.close()
+    finally:
+        release()
+    if as_json:
+        print_json(s)
+    else:
+        for line in summ.lines(s):
+            print(line)
+    if not finished:
+        return 130
+    return 1 if s["counts"]["failed"] else 0
+
+
+def status(target: Path, as_json: bool) -> int:
+    from launcher.jobs import summary as summ
+    from launcher.jobs.ledger import Ledger
+
+    folder = target
+    if target.is_file():  # a spec: its folder
+        from launcher.jobs.spec import load_job
+
+        folder = load_job(target).folder()
+    db = folder / "ledger.sqlite"
+    if not db.is_file():
+        raise LauncherError(f"{folder}: no job ledger here (ledger.sqlite); give a job folder "
+                            f"or the job's spec")
+    ledger = Ledger(db)
+    info = json.loads(ledger.meta().get("info", "{}"))
+    running = ledger.chunks("running")
+    s = summ.summarize(ledger, max(1, len(running)))
+    ledger.close()
+    last = _summary_file(folder)
+    holder = _lock_holder(folder)
+    data = {**s, "job": info.get("name"), "folder": str(folder), "running_now": [
+        {"chunk": c.id, "items": [c.start, c.end], "slot": c.slot, "gpu": c.gpu,
+         "for_s": round(time.time() - (c.started or time.time()), 1)} for c in running],
+            "runner": holder, "last_run": last}
+    if as_json:
+        print_json(data)
+        return 0
+    c = s["counts"]
+    print(f"job {info.get('name')} in {folder}: {c['done']} done, {c['pending']} pending, "
+          f"{c['running']} running, {c['failed']} failed, {c['split']} split "
+          f"({s['items_done']} of {info.get('items')} items)")
+    print(f"runner: {holder}" if holder else "runner: none (rerun `launcher jobs run` to go on)")
+    for r in data["running_now"]:
+        print(f"  running: chunk {r['chunk']} (items {r['items'][0]}-{r['items'][1]}) on "
+              f"{r['slot']}{'' if r['gpu'] is None else ' GPU ' + str(r['gpu'])} for "
+              f"{r['for_s']}s")
+    for line in summ.lines(s)[1:]:
+        if not line.startswith("slot use") and not line.startswith("wall time"):
+            print(line)
+    if last and last.get("wall_s"):
+        print(f"last run: wall {last['wall_s']:.1f}s, {last.get('wall_over_ideal') or '-'}x "
+              f"the ideal")
+    return 0
+
+
+def _summary_file(folder: Path) -> dict | None:  # type: ignore[type-arg]
+    try:
+        return json.loads((folder / "summary.json").read_text())  # type: ignore[no-any-return]
+    except (OSError, ValueError):
+        return None
+
+
+def _lock_holder(folder: Path) -> str | None:
+    """Who holds the job's lock now, if anyone."""
+    import fcntl
+
+    path = folder / ".lock"
+    if not path.exists():
+        return None
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    except BlockingIOError:
+        return os.read(fd, 200).decode(errors="replace").strip() or "another launcher"
+    finally:
+        os.close(fd)

@@ -1,0 +1,62 @@
+"""Progress of a job: a tqdm bar in a terminal (chunks done / failed / running, items/s,
+ETA), plain lines otherwise (one per chunk that ends)."""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from typing import Any, TextIO
+
+
+class Progress:
+    def __init__(self, total_items: int, done_items: int, stream: TextIO = sys.stderr) -> None:
+        self.total, self.done_items = total_items, done_items
+        self.stream = stream
+        self.started = time.monotonic()
+        self.start_items = done_items
+        self.counts = {"done": 0, "failed": 0, "running": 0, "split": 0, "retried": 0}
+        self.lock = threading.Lock()
+        self.bar: Any = None
+        if stream.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total_items, initial=done_items, unit="item", file=stream,
+                            dynamic_ncols=True, smoothing=0.1)
+
+    def rate(self) -> float:
+        elapsed = time.monotonic() - self.started
+        return (self.done_items - self.start_items) / elapsed if elapsed > 0 else 0.0
+
+    def _postfix(self) -> str:
+        c = self.counts
+        return (f"{c['done']} done, {c['failed']} failed, {c['running']} running"
+                + (f", {c['split']} split" if c["split"] else "")
+                + (f", {c['retried']} retried" if c["retried"] else ""))
+
+    def running(self, delta: int) -> None:
+        with self.lock:
+            self.counts["running"] += delta
+            if self.bar is not None:
+                self.bar.set_postfix_str(self._postfix(), refresh=True)
+
+    def ended(self, what: str, line: str, items: int = 0) -> None:
+        """A chunk ended: `what` is done, failed, split or retried."""
+        with self.lock:
+            self.counts[what] += 1
+            self.done_items += items
+            if self.bar is not None:
+                self.bar.update(items)
+                self.bar.set_postfix_str(self._postfix(), refresh=True)
+                if what != "done":
+                    self.bar.write(line)
+                return
+            rate = self.rate()
+            left = self.total - self.done_items
+            eta = f", ETA {left / rate:.0f}s" if rate > 0 and left else ""
+            print(f"{line} [{self.done_items}/{self.total} items; {self._postfix()}; "
+                  f"{rate:.0f} items/s{eta}]", file=self.stream, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()

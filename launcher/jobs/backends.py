@@ -1,0 +1,41 @@
+"""Where a job's chunks run, as a registry: `local` (this machine's engine: native processes
+or containers) and `ray` (a Ray cluster). The ledger, the pull queue and the OOM split stay
+with the driver either way; a backend gives the slots and runs one chunk on one of them."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any, Protocol
+
+from launcher.errors import LauncherError
+from launcher.jobs.job import Prepared
+from launcher.jobs.runner import Executor, Slot
+
+REGISTRY: dict[str, str] = {
+    "local": "launcher.jobs.local:LocalBackend",
+    "ray": "launcher.jobs.ray_backend:RayBackend",
+}
+
+
+class Backend(Protocol):
+    name: str
+
+    def slots(self) -> list[Slot]: ...
+
+    def executor(self) -> Executor: ...
+
+    def concurrency_note(self) -> str: ...
+
+    def close(self) -> None: ...
+
+
+def get_backend(name: str, p: Prepared, folder: Path, items: list[str] | None,
+                options: dict[str, Any]) -> Backend:
+    try:
+        module, _, cls = REGISTRY[name].partition(":")
+    except KeyError:
+        raise LauncherError(f"--backend must be one of {', '.join(REGISTRY)} "
+                            f"(got {name!r})") from None
+    return getattr(importlib.import_module(module), cls)(p, folder, items,  # type: ignore[no-any-return]
+                                                         options)

@@ -1,0 +1,178 @@
+"""Running one chunk: its folder, environment and command, under the profile's caps through
+an engine (a fresh process natively, a container in Docker), with one GPU and its own memory
+limit; how it ended, read from the supervisor's exit file."""
+
+from __future__ import annotations
+
+import collections
+import json
+import os
+import shutil
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from launcher.caps.resolve import Resolved
+from launcher.jobs.ledger import Chunk
+from launcher.jobs.spec import JobSpec, substitute
+from launcher.runtime.engine import Engine, Started
+from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
+from launcher.runtime.spec import Mount, RunSpec, build_spec
+from launcher.vendors.base import GpuSelection
+
+TAIL_LINES = 20
+STOP_GRACE_S = 10.0  # after a timeout's SIGTERM, SIGKILL
+
+
+@dataclass
+class Outcome:
+    status: int
+    diagnosis: str
+    oom: bool = False
+    peak: int | None = None  # bytes: the chunk's cgroup peak, else its largest process's RSS
+    log_tail: str = ""
+    timed_out: bool = False
+    interrupted: bool = False
+    gpu: int | None = None
+    cgroup_peak: int | None = None  # the chunk's own memory cgroup's peak counter, if it had one
+
+
+def chunk_dir(folder: Path, chunk_id: int) -> Path:
+    return folder / "chunks" / f"{chunk_id:05d}"
+
+
+def read_exit(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())  # type: ignore[no-any-return]
+    except (OSError, ValueError):
+        return None
+
+
+def prepare(spec: JobSpec, chunk: Chunk, folder: Path,
+            items: list[str] | None) -> tuple[list[str], dict[str, str], Path]:
+    """A fresh folder for the chunk; its command and variables."""
+    cdir = chunk_dir(folder, chunk.id)
+    out = cdir / "out"
+    if out.exists():
+        shutil.rmtree(out)  # an interrupted attempt's partial results
+    out.mkdir(parents=True)
+    exit_file = cdir / "exit.json"
+    exit_file.unlink(missing_ok=True)
+    env = {"LAUNCHER_JOB_ID": spec.name, "LAUNCHER_CHUNK_INDEX": str(chunk.id),
+           "LAUNCHER_CHUNK_START": str(chunk.start), "LAUNCHER_CHUNK_END": str(chunk.end),
+           "LAUNCHER_CHUNK_OUT": str(out), "LAUNCHER_EXIT_FILE": str(exit_file)}
+    values = {"index": str(chunk.id), "start": str(chunk.start), "end": str(chunk.end),
+              "out": str(out), "file": ""}
+    if items is not None:
+        f = cdir / "items.txt"
+        f.write_text("".join(line + "\n" for line in items[chunk.start:chunk.end]))
+        env["LAUNCHER_CHUNK_FILE"] = values["file"] = str(f)
+    return substitute(spec.command, values), {**spec.env, **env}, exit_file
+
+
+class LocalExecutor:
+    """Chunks on this machine through an engine, one per slot at a time."""
+
+    def __init__(self, spec: JobSpec, r: Resolved, engine: Engine, folder: Path,
+                 image: str | None, cwd: Path, items: list[str] | None,
+                 memory_limit: int | None = None) -> None:
+        self.spec, self.r, self.engine, self.folder = spec, r, engine, folder
+        self.image, self.cwd, self.items = image, cwd, items
+        # each chunk's own limit: workers.memory (its excess kills that chunk alone)
+        self.memory_limit = memory_limit or r.profile.get("workers.memory")
+        self.running: dict[int, Started] = {}
+        self.lock = threading.Lock()
+
+    def run_spec(self, chunk: Chunk, gpu: int | None, argv: list[str],
+                 env: dict[str, str]) -> RunSpec:
+        sel = (GpuSelection(self.r.selection.vendor, (gpu,)) if gpu is not None
+               else GpuSelection("none"))
+        mounts = [Mount(str(self.cwd), str(self.cwd))]
+        if not str(self.folder).startswith(str(self.cwd) + os.sep):
+            mounts.append(Mount(str(self.folder), str(self.folder)))
+        rs = build_spec(self.r, argv, self.image,
+                        name=f"{self.spec.name}-c{chunk.id}-{uuid.uuid4().hex[:6]}",
+                        mounts=mounts, workdir=str(self.cwd), user=f"{os.getuid()}:"
+                                                                  f"{os.getgid()}",
+                        selection=sel)
+        if self.memory_limit:
+            rs.limits = replace(rs.limits, memory=int(self.memory_limit), swap=0)
+        rs.env.update(env)
+        rs.labels.update({RUN_LABEL: f"{self.spec.name}/{chunk.id}", OWNER_LABEL: owner()})
+        return rs
+
+    def execute(self, chunk: Chunk, gpu: int | None, stopping: threading.Event,
+                observe: Callable[[Started], None] | None = None) -> Outcome:
+        argv, env, exit_file = prepare(self.spec, chunk, self.folder, self.items)
+        rs = self.run_spec(chunk, gpu, argv, env)
+        cdir = exit_file.parent
+        tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)
+        timed_out = threading.Event()
+        timers: list[threading.Timer] = []
+        own_memory: list[bool] = []  # the chunk had a memory cgroup of its own
+        with (cdir / "log.txt").open("ab") as log:
+
+            partial = {"stdout": b"", "stderr": b""}
+
+            def sink(stream: str, data: bytes) -> None:
+                log.write(data)
+                log.flush()
+                *lines, partial[stream] = (partial[stream] + data).split(b"\n")
+                tail.extend(line.decode(errors="replace") for line in lines)
+
+            def on_start(info: Started) -> None:
+                own_memory.append("memory" in info.enforcement.enforced)
+                if observe is not None:
+                    observe(info)
+                with self.lock:
+                    self.running[chunk.id] = info
+                if stopping.is_set() and info.stop:
+                    info.stop(15)
+                if self.spec.timeout and info.stop:
+                    stop = info.stop
+
+                    def expire() -> None:
+                        timed_out.set()
+                        stop(15)
+                        later = threading.Timer(STOP_GRACE_S, stop, args=(9,))
+                        later.daemon = True
+                        later.start()
+                        timers.append(later)
+
+                    t = threading.Timer(self.spec.timeout, expire)
+                    t.daemon = True
+                    t.start()
+                    timers.append(t)
+
+            try:
+                result = self.engine.run(rs, sink, on_start)
+                tail.extend(p.decode(errors="replace") for p in partial.values() if p)
+            finally:
+                for t in timers:
+                    t.cancel()
+                with self.lock:
+                    self.running.pop(chunk.id, None)
+        ended = read_exit(exit_file) or {}
+        status = int(ended.get("status", result.status))
+        diagnosis = ended.get("diagnosis") or next(
+            (line[len("launcher: "):] for line in reversed(tail)
+             if line.startswith("launcher: the ") or line.startswith("launcher: cannot run")),
+            f"the workload exited with status {status}.")
+        if timed_out.is_set():
+            diagnosis = f"the chunk took longer than its {self.spec.timeout:g}s timeout."
+        # the cgroup's peak counter when the chunk had a cgroup of its own, else the RSS of its
+        # largest process (a shared cgroup's peak would be everyone's)
+        peak = ended.get("memory_peak") if own_memory and own_memory[0] else None
+        return Outcome(status, diagnosis, bool(ended.get("oom")), peak or ended.get("maxrss"),
+                       "\n".join(tail), timed_out.is_set(),
+                       stopping.is_set() and status != 0, gpu, peak)
+
+    def stop_all(self, sig: int = 15) -> None:
+        with self.lock:
+            running = list(self.running.values())
+        for info in running:
+            if info.stop:
+                info.stop(sig)

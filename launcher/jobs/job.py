@@ -1,0 +1,100 @@
+"""A job from spec to summary: the profile resolved once, the plan, the ledger in the job's
+folder (locked for this launcher's life), the orphans of a killed run recovered, the pull queue
+over an executor (this machine's engine, or Ray), and the summary."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from launcher.caps.resolve import Resolved, resolve
+from launcher.errors import LauncherError
+from launcher.jobs.execute import chunk_dir, read_exit
+from launcher.jobs.ledger import JobMismatch, Ledger
+from launcher.jobs.plan import JobPlan, plan_job
+from launcher.jobs.spec import JobSpec, load_job
+from launcher.probe import probe_host
+from launcher.profiles import load_profile
+
+
+@dataclass
+class Prepared:
+    spec: JobSpec
+    resolved: Resolved
+    plan: JobPlan
+
+
+def prepare(spec_path: Path, profile: str | None = None, framework: str | None = None,
+            max_concurrent: int | None = None, env: dict[str, str] | None = None,
+            host_root: Path | None = None, inherit_shell: bool = True,
+            gpus: str | None = None, running: bool = False) -> Prepared:
+    """The spec, its profile resolved once for one chunk, and the plan. `running`: GPUs this
+    host lacks refuse (a plan only warns)."""
+    spec = load_job(spec_path)
+    facts = probe_host(host_root or "/")
+    r = resolve(load_profile(profile or spec.profile), facts, framework or spec.framework, 1,
+                env or {}, gpus, facts.env if inherit_shell else {}, clamp=True)
+    if running and r.selection.shortfall:
+        raise LauncherError(r.selection.shortfall)
+    if r.caps.verdict.level == "refuse":
+        raise LauncherError("refused: " + " ".join(r.caps.verdict.reasons))
+    return Prepared(spec, r, plan_job(spec, r, max_concurrent))
+
+
+def read_items(spec: JobSpec) -> list[str] | None:
+    if spec.items_file is None:
+        return None
+    with spec.items_file.open() as f:
+        return [line.rstrip("\n") for line in f if line.strip()]
+
+
+def open_ledger(p: Prepared) -> tuple[Ledger, list[str]]:
+    """The job's ledger, made or checked, with the chunks a killed run left recovered."""
+    folder = p.spec.folder()
+    ledger = Ledger(folder / "ledger.sqlite")
+    info = {"name": p.spec.name, "spec": str(p.spec.path), "items": p.spec.items,
+            "chunk_size": p.plan.chunk_size, "profile": p.resolved.profile.name}
+    try:
+        ledger.init(p.spec.identity(), info, p.plan.chunks)
+    except JobMismatch:
+        ledger.close()
+        raise LauncherError(f"{folder} holds another job (a different command or items); use "
+                            f"another output folder, or remove it to start over") from None
+    # This launcher holds the job's lock: a chunk still marked running was left by one that died.
+    notes = ledger.requeue_orphans(lambda _runner: False,
+                                   lambda c: read_exit(chunk_dir(folder, c.id) / "exit.json"))
+    return ledger, notes
+
+
+class GpuWatch(threading.Thread):
+    """Utilisation of each GPU, once a second, for the summary (only where GPUs show)."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True, name="launcher-gpu-watch")
+        from launcher.telemetry.gpus import GpuSampler
+
+        self.sampler = GpuSampler()
+        self.samples: dict[int, list[float]] = {}
+        self.done = threading.Event()
+
+    def run(self) -> None:
+        while not self.done.wait(1.0):
+            for row in self.sampler.sample():
+                self.samples.setdefault(row["gpu"], []).append(row["util_percent"])
+
+    def means(self) -> dict[int, float]:
+        return {g: sum(v) / len(v) for g, v in sorted(self.samples.items()) if v}
+
+
+def write_summary(folder: Path, summary: dict[str, Any]) -> None:
+    tmp = folder / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    tmp.replace(folder / "summary.json")
+
+
+def elapsed_since(t: float) -> float:
+    return time.monotonic() - t

@@ -1,0 +1,295 @@
+"""Jobs (issue 8), on this machine with real processes, real cgroups and the real ledger: the
+seed-004 fan-out over a 12-GPU host (the rig-6600 host tree) with cap 12 and 4, kill -9 and a
+rerun, the OOM split, bench-memory's fit, and clear mistakes."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import HOSTS, ROOT, docker_client
+from tests.docker_helpers import BASE, launcher
+
+PY = str(Path(sys.executable).resolve())
+# A worker that records what it saw and when it ran, then sleeps.
+WORKER = """\
+import json, os, sys, time
+t0 = time.time()
+time.sleep(float(sys.argv[1]))
+out = os.environ["LAUNCHER_CHUNK_OUT"]
+rec = {k: os.environ.get(k) for k in ("LAUNCHER_CHUNK_INDEX", "LAUNCHER_CHUNK_START",
+       "LAUNCHER_CHUNK_END", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "OMP_NUM_THREADS",
+       "LAUNCHER_JOB_ID")}
+rec.update(t0=t0, t1=time.time(), argv=sys.argv[2:])
+json.dump(rec, open(os.path.join(out, "marker.json"), "w"))
+with open(os.path.join(os.environ["MARKS"], "finished.log"), "a") as f:
+    f.write(f"{rec['LAUNCHER_CHUNK_START']}-{rec['LAUNCHER_CHUNK_END']}\\n")
+"""
+
+
+def make_job(tmp: Path, text: str, worker: str = WORKER, name: str = "job") -> Path:
+    (tmp / "worker.py").write_text(worker)
+    (tmp / "marks").mkdir(exist_ok=True)
+    spec = tmp / f"{name}.yaml"
+    spec.write_text(text)
+    return spec
+
+
+def ledger_rows(folder: Path) -> list[dict]:  # type: ignore[type-arg]
+    db = sqlite3.connect(folder / "ledger.sqlite")
+    db.row_factory = sqlite3.Row
+    return [dict(r) for r in db.execute("SELECT * FROM chunks ORDER BY id")]
+
+
+def max_overlap(intervals: list[tuple[float, float]]) -> int:
+    points = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])
+    best = now = 0
+    for _, d in points:
+        now += d
+        best = max(best, now)
+    return best
+
+
+def covered_once(ranges: list[tuple[int, int]], total: int) -> bool:
+    ranges = sorted(ranges)
+    return bool(ranges) and ranges[0][0] == 0 and ranges[-1][1] == total and all(
+        a[1] == b[0] for a, b in itertools.pairwise(ranges))
+
+
+@pytest.mark.parametrize("cap", [12, 4])
+def test_seed_004_fan_out_over_12_gpus(cap, tmp_path):
+    """98,172 items in chunks of 1,000 on the 12-GPU rig (its captured host tree)."""
+    (tmp_path / "rig.yaml").write_text("extends: rig-6600\nworkers: {memory: 300MiB}\n")
+    spec = make_job(tmp_path, f"name: seed004\ncommand: [{PY}, worker.py, '0.5', '{{start}}', "
+                              f"'{{end}}', '{{index}}', '{{out}}']\nitems: 98172\n"
+                              f"chunk_size: 1000\noutput: out\nenv: {{MARKS: {tmp_path}/marks}}\n")
+    proc = launcher("jobs", "run", str(spec), "-p", str(tmp_path / "rig.yaml"),
+                    "--max-concurrent", str(cap), "--host-root", str(HOSTS / "rig-6600"),
+                    timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = ledger_rows(tmp_path / "out")
+    assert len(rows) == 99 and {r["state"] for r in rows} == {"done"}
+    markers = [json.loads((tmp_path / "out/chunks" / f"{r['id']:05d}/out/marker.json")
+                          .read_text()) for r in rows]
+    # the ledger and the workers' own markers agree, and every item is covered once
+    assert [(int(m["LAUNCHER_CHUNK_START"]), int(m["LAUNCHER_CHUNK_END"])) for m in markers] \
+        == [(r["start_item"], r["end_item"]) for r in rows]
+    assert covered_once([(r["start_item"], r["end_item"]) for r in rows], 98172)
+    finished = (tmp_path / "marks/finished.log").read_text().split()
+    assert len(finished) == len(set(finished)) == 99  # each chunk ran to its end once
+    # whole arguments substituted, never inside one
+    assert markers[7]["argv"] == ["7000", "8000", "7", str(tmp_path / "out/chunks/00007/out")]
+    # exactly one GPU visible, and only the GPUs that run get chunks
+    assert all(m["HIP_VISIBLE_DEVICES"] == m["ROCR_VISIBLE_DEVICES"] and
+               m["HIP_VISIBLE_DEVICES"].isdigit() for m in markers)
+    assert {int(m["HIP_VISIBLE_DEVICES"]) for m in markers} == set(range(cap))
+    assert {r["gpu"] for r in rows} == set(range(cap))
+    assert all(m["OMP_NUM_THREADS"] == "1" for m in markers)  # the rig's caps, in every chunk
+    # never more than the cap at once, and exactly the cap at the busiest moment
+    assert max_overlap([(r["started"], r["ended"]) for r in rows]) == cap
+    assert max_overlap([(m["t0"], m["t1"]) for m in markers]) <= cap
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    assert summary["counts"]["done"] == 99 and summary["concurrency"] == cap
+    assert "wall time" in proc.stdout and "slot use" in proc.stdout
+
+
+def _pgrep(pattern: str) -> list[int]:
+    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def _kill_mid_run_and_rerun(tmp_path: Path, runtime: str, extra: list[str]) -> None:
+    tag = uuid.uuid4().hex[:8]
+    python = PY if runtime == "native" else "python3"
+    spec = make_job(tmp_path, f"name: k9\ncommand: [{python}, worker.py, '0.4', {tag}]\n"
+                              f"items: 60\nchunk_size: 2\noutput: out\n"
+                              f"env: {{MARKS: {tmp_path}/marks}}\n")
+    (tmp_path / "cpu.yaml").write_text("extends: base\njobs: {max_concurrent: 4}\n")
+    argv = [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p",
+            str(tmp_path / "cpu.yaml"), "--runtime", runtime, *extra]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tmp_path / "marks/finished.log"
+    deadline = time.time() + 120
+    while not log.exists() or len(log.read_text().split()) < 8:
+        assert time.time() < deadline and first.poll() is None, first.stderr.read()
+        time.sleep(0.1)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    killed = time.time()
+    while _pgrep(f"worker.py 0.4 {tag}") and time.time() - killed < 10:
+        time.sleep(0.2)
+    assert _pgrep(f"worker.py 0.4 {tag}") == [], "a worker outlived launcher by 10 s"
+    done_before = {r["id"] for r in ledger_rows(tmp_path / "out") if r["state"] == "done"}
+    assert 0 < len(done_before) < 30
+    second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-3000:]
+    rows = ledger_rows(tmp_path / "out")
+    assert len(rows) == 30 and {r["state"] for r in rows} == {"done"}
+    assert covered_once([(r["start_item"], r["end_item"]) for r in rows], 60)
+    finished = log.read_text().split()
+    assert len(finished) == len(set(finished)) == 30  # no finished chunk ran twice
+
+
+def test_kill_9_of_a_job_then_the_same_command_finishes_it(tmp_path):
+    _kill_mid_run_and_rerun(tmp_path, "native", [])
+
+
+@pytest.mark.docker
+def test_kill_9_of_a_container_job_then_the_same_command_finishes_it(tmp_path):
+    docker_client()
+    _kill_mid_run_and_rerun(tmp_path, "docker", ["--image", BASE])
+
+
+OOM_WORKER = """\
+import os
+n = int(os.environ["LAUNCHER_CHUNK_END"]) - int(os.environ["LAUNCHER_CHUNK_START"])
+data = bytearray(n * (100 << 10))  # 100 KiB per item: 1,000 items pass 96 MiB, 500 do not
+for i in range(0, len(data), 4096):
+    data[i] = 1
+open(os.path.join(os.environ["LAUNCHER_CHUNK_OUT"], "done"), "w").write(str(n))
+with open(os.path.join(os.environ["MARKS"], "finished.log"), "a") as f:
+    f.write(os.environ["LAUNCHER_CHUNK_START"] + "-" + os.environ["LAUNCHER_CHUNK_END"] + "\\n")
+"""
+
+
+def test_an_oom_killed_chunk_is_split_and_every_item_covered_once(tmp_path):
+    (tmp_path / "small.yaml").write_text("extends: base\nworkers: {memory: 96MiB}\n"
+                                         "jobs: {max_concurrent: 2}\n")
+    spec = make_job(tmp_path, f"name: oom\ncommand: [{PY}, worker.py]\nitems: 3000\n"
+                              f"chunk_size: 1000\nmin_chunk_size: 250\nretries: 0\n"
+                              f"output: out\nenv: {{MARKS: {tmp_path}/marks}}\n", OOM_WORKER)
+    proc = launcher("jobs", "run", str(spec), "-p", str(tmp_path / "small.yaml"), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-3000:]
+    rows = ledger_rows(tmp_path / "out")
+    split = [r for r in rows if r["state"] == "split"]
+    done = [r for r in rows if r["state"] == "done"]
+    assert len(split) == 3 and {r["end_item"] - r["start_item"] for r in split} == {1000}
+    assert all(r["end_item"] - r["start_item"] == 500 for r in done)
+    assert covered_once([(r["start_item"], r["end_item"]) for r in done], 3000)
+    finished = (tmp_path / "marks/finished.log").read_text().split()
+    assert sorted(finished) == sorted(f"{r['start_item']}-{r['end_item']}" for r in done)
+    sentences = [line for line in proc.stdout.splitlines() if "split into chunks" in line]
+    assert len(sentences) == 3
+    assert sentences[0].startswith("chunk 0 (items 0-1000) was killed by its memory limit")
+    assert sentences[0].endswith("split into chunks 3 (0-500) and 4 (500-1000).")
+
+
+MEM_WORKER = """\
+import os, time
+n = int(os.environ["LAUNCHER_CHUNK_END"]) - int(os.environ["LAUNCHER_CHUNK_START"])
+base = bytearray(40 << 20)           # what the framework costs before any item
+data = bytearray(n * (50 << 10))     # 50 KiB per item
+for buf in (base, data):
+    for i in range(0, len(buf), 4096):
+        buf[i] = 1
+time.sleep(0.2)
+"""
+
+
+def test_bench_memory_predicts_an_unseen_size_and_writes_a_profile(tmp_path):
+    spec = make_job(tmp_path, f"name: mem\ncommand: [{PY}, worker.py]\nitems: 20000\n"
+                              f"chunk_size: auto\noutput: out\n", MEM_WORKER)
+    (tmp_path / "cpu.yaml").write_text("extends: base\njobs: {max_concurrent: 4}\n")
+    prof = tmp_path / "measured.yaml"
+    fit = launcher("bench-memory", str(spec), "-p", str(tmp_path / "cpu.yaml"), "--sizes",
+                   "500,1000,2000", "--predict", "4000", "--json", "--write-profile", str(prof))
+    assert fit.returncode == 0, fit.stderr
+    data = json.loads(fit.stdout)
+    assert {"base_bytes", "per_item_bytes", "fit_error", "predicted_peak_bytes"} <= set(data)
+    seen = launcher("bench-memory", str(spec), "-p", str(tmp_path / "cpu.yaml"), "--sizes",
+                    "4000,4001", "--json")
+    actual = json.loads(seen.stdout)["measurements"][0]["peak"]
+    assert abs(data["predicted_peak_bytes"] - actual) / actual < 0.15
+    assert abs(data["per_item_bytes"] - (50 << 10)) / (50 << 10) < 0.15
+    assert launcher("profiles", "validate", str(prof)).returncode == 0
+    plan = json.loads(launcher("jobs", "plan", str(spec), "-p", str(prof), "--json").stdout)
+    assert plan["plan"]["chunk_size"] == data["chunk_size"]
+    assert plan["plan"]["peak_bytes"] == -(-data["workers_memory_bytes"] // 2**20) * 2**20
+
+
+def test_failures_are_retried_then_reported_and_a_job_of_failures_stops(tmp_path):
+    fail = "import sys; print('no scorer model found', file=sys.stderr); sys.exit(3)\n"
+    spec = make_job(tmp_path, f"name: bad\ncommand: [{PY}, worker.py]\nitems: 20\n"
+                              f"chunk_size: 1\nretries: 1\noutput: out\n", fail)
+    (tmp_path / "cpu.yaml").write_text("extends: base\njobs: {max_concurrent: 1}\n")
+    proc = launcher("jobs", "run", str(spec), "-p", str(tmp_path / "cpu.yaml"))
+    assert proc.returncode == 1
+    rows = ledger_rows(tmp_path / "out")
+    failed = [r for r in rows if r["state"] == "failed"]
+    assert len(failed) == 3 and all(r["attempts"] == 2 for r in failed)  # 1 retry each
+    assert sum(r["state"] == "pending" for r in rows) == 17  # stopped: the rest wait
+    assert failed[0]["diagnosis"] == ("the workload exited with its own status 3. Its last "
+                                      "line: no scorer model found")
+    assert "launcher: the first 3 chunks failed and none succeeded: stopping" in proc.stderr
+    status = launcher("jobs", "status", str(tmp_path / "out"), "--json")
+    s = json.loads(status.stdout)
+    assert s["counts"]["failed"] == 3 and s["failures"][0]["log_tail"].endswith(
+        "no scorer model found\nlauncher: the workload exited with its own status 3.")
+
+
+def test_a_chunk_that_runs_too_long_is_stopped(tmp_path):
+    spec = make_job(tmp_path, "name: slow\ncommand: [sleep, '30']\nitems: 1\n"
+                              "timeout: 1s\nretries: 0\noutput: out\n")
+    started = time.time()
+    proc = launcher("jobs", "run", str(spec), "-p", "base")
+    assert proc.returncode == 1 and time.time() - started < 20
+    assert "took longer than its 1s timeout" in proc.stdout
+
+
+def test_job_spec_mistakes_are_one_line_each(tmp_path):
+    spec = tmp_path / "bad.yaml"
+    spec.write_text("name: x\ncomand: [a]\nitems: -5\nchunk_size: big\ntimeout: soon\n"
+                    "env: {1X: y}\n")
+    proc = launcher("jobs", "plan", str(spec))
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"error: {spec}:2: comand: unknown key; did you mean 'command'?",
+        f"error: {spec}:1: command: is required: the program each chunk runs, as a list",
+        f"error: {spec}:3: items: must be a whole number of items, or {{file: PATH}} (got -5)",
+        f"error: {spec}:4: chunk_size: must be a whole number of items or `auto` (got 'big')",
+        f"error: {spec}:5: timeout: must be seconds, or a duration such as 30s, 10m, 2h "
+        f"(got 'soon')",
+        f"error: {spec}:6: env.1X: not a valid variable name"]
+
+
+def test_items_from_a_file_and_a_second_launcher_refused(tmp_path):
+    (tmp_path / "items.txt").write_text("".join(f"survivor-{i}\n" for i in range(10)))
+    spec = make_job(tmp_path, "name: f\ncommand: [sh, -c, 'cp \"$LAUNCHER_CHUNK_FILE\" "
+                              "\"$LAUNCHER_CHUNK_OUT/\"; sleep 1']\nitems: {file: items.txt}\n"
+                              "chunk_size: 4\noutput: out\n")
+    first = subprocess.Popen([sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p",
+                              "base"], env={**os.environ, "PYTHONPATH": str(ROOT)},
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    time.sleep(0.8)
+    second = launcher("jobs", "run", str(spec), "-p", "base")
+    first.communicate(timeout=120)
+    assert first.returncode == 0
+    assert second.returncode == 1 and "is running this job already" in second.stderr
+    got = [(tmp_path / f"out/chunks/{i:05d}/out/items.txt").read_text().split() for i in range(3)]
+    assert got == [[f"survivor-{i}" for i in range(0, 4)], [f"survivor-{i}" for i in range(4, 8)],
+                   ["survivor-8", "survivor-9"]]
+    again = launcher("jobs", "run", str(spec), "-p", "base")
+    assert again.returncode == 0 and "nothing left to run (3 done" in again.stderr
+
+
+def test_the_seed_004_example_plans_and_refuses_missing_gpus():
+    spec = ROOT / "examples/score-survivors/job.yaml"
+    plan = launcher("jobs", "plan", str(spec), "--json")
+    assert plan.returncode == 0, plan.stderr
+    data = json.loads(plan.stdout)
+    assert data["plan"]["chunks"] == 99 and data["plan"]["chunk_size"] == 1000
+    assert data["plan"]["binding"].startswith("memory")  # 400MiB workers: 9 of 12 fit
+    assert "(`jobs run` refuses)" in plan.stderr
+    run = launcher("jobs", "run", str(spec))
+    assert run.returncode == 1 and "use --gpus none" in run.stderr
