@@ -376,5 +376,6 @@ def test_a_build_with_no_registry_says_how_to_use_a_local_base():
     assert proc.returncode == 1
     assert proc.stderr.strip() == (
         "error: cannot pull the base image python:3.11-slim-bookworm (no registry reachable?): "
-        "build a local one with `bash scripts/base-image.sh` and pass --base-image "
-        "launcher-base:bookworm (or set image.base in the profile)")
+        "build a local one with `bash scripts/base-image.sh` (in launcher's source tree: "
+        "debootstrap, then docker import) and pass --base-image launcher-base:bookworm (or set "
+        "image.base in the profile)")

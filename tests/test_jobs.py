@@ -130,15 +130,22 @@ def _kill_mid_run_and_rerun(tmp_path: Path, runtime: str, extra: list[str]) -> N
     while _pgrep(f"worker.py 0.4 {tag}") and time.time() - killed < 10:
         time.sleep(0.2)
     assert _pgrep(f"worker.py 0.4 {tag}") == [], "a worker outlived launcher by 10 s"
-    done_before = {r["id"] for r in ledger_rows(tmp_path / "out") if r["state"] == "done"}
+    before = {r["id"]: r for r in ledger_rows(tmp_path / "out")}
+    done_before = {i for i, r in before.items() if r["state"] == "done"}
     assert 0 < len(done_before) < 30
     second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-3000:]
     rows = ledger_rows(tmp_path / "out")
     assert len(rows) == 30 and {r["state"] for r in rows} == {"done"}
     assert covered_once([(r["start_item"], r["end_item"]) for r in rows], 60)
+    # no finished chunk ran again: the rerun left them as they were, and each wrote once
+    assert all(rows[i]["started"] == before[i]["started"] for i in done_before)
     finished = log.read_text().split()
-    assert len(finished) == len(set(finished)) == 30  # no finished chunk ran twice
+    assert set(finished) == {f"{r['start_item']}-{r['end_item']}" for r in rows}
+    for i in done_before:
+        assert finished.count(f"{before[i]['start_item']}-{before[i]['end_item']}") == 1
+    # (a chunk killed with launcher after it wrote its line, before it exited, runs again:
+    # it never finished as far as its exit status goes)
 
 
 def test_kill_9_of_a_job_then_the_same_command_finishes_it(tmp_path):
@@ -179,10 +186,15 @@ def test_an_oom_killed_chunk_is_split_and_every_item_covered_once(tmp_path):
     assert covered_once([(r["start_item"], r["end_item"]) for r in done], 3000)
     finished = (tmp_path / "marks/finished.log").read_text().split()
     assert sorted(finished) == sorted(f"{r['start_item']}-{r['end_item']}" for r in done)
-    sentences = [line for line in proc.stdout.splitlines() if "split into chunks" in line]
+    sentences = sorted(line for line in proc.stdout.splitlines() if "split into chunks" in line)
     assert len(sentences) == 3
-    assert sentences[0].startswith("chunk 0 (items 0-1000) was killed by its memory limit")
-    assert sentences[0].endswith("split into chunks 3 (0-500) and 4 (500-1000).")
+    for parent, sentence in zip(split, sentences, strict=True):
+        kids = [r for r in rows if r["parent"] == parent["id"]]
+        s, e, mid = parent["start_item"], parent["end_item"], kids[0]["end_item"]
+        assert sentence.startswith(f"chunk {parent['id']} (items {s}-{e}) was killed by its "
+                                   f"memory limit (peak ")
+        assert sentence.endswith(f"split into chunks {kids[0]['id']} ({s}-{mid}) and "
+                                 f"{kids[1]['id']} ({mid}-{e}).")
 
 
 MEM_WORKER = """\

@@ -53,15 +53,18 @@ def select_gpus(profile: Profile, facts: HostFacts, selection: str | None,
         if n > len(found):
             # the host's GPUs, then the lowest indices it lacks
             ids = tuple(found) + tuple(i for i in range(2 * n) if i not in found)[:n - len(found)]
-            return GpuSelection(vendor, tuple(sorted(ids)), shortfall=_lacking(
+            who = "" if selection == str(count) else f"--gpus {n}: "
+            return GpuSelection(vendor, tuple(sorted(ids)), shortfall=who + _lacking(
                 profile, label, n, found))
         return GpuSelection(vendor, tuple(found[:n]))
     try:
         ids = tuple(int(x) for x in selection.split(","))
-        if any(i < 0 for i in ids) or len(set(ids)) != len(ids):
+        if any(i < 0 for i in ids):
             raise ValueError
     except ValueError:
         raise LauncherError(f"--gpus must be {GPUS_HELP} (got {selection!r})") from None
+    if len(set(ids)) != len(ids):
+        raise LauncherError(f"--gpus {selection}: a GPU is named twice")
     missing = [i for i in ids if i not in found]
     shortfall = None
     if missing:

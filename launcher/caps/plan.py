@@ -197,9 +197,10 @@ def clamp_ulimits(caps: Caps, facts: HostFacts) -> Caps:
             continue
         soft, hard = fit_rlimit(u.soft, u.hard, host.hard)
         if (soft, hard) != (u.soft, u.hard):
+            shown = format_size(host.hard) if name in ("stack", "memlock") else host.hard
             caps.ulimits[name] = Ulimit(soft, hard, f"{u.source}, lowered to this host's hard "
-                                                    f"limit {host.hard} (a container cannot "
-                                                    f"raise it)")
+                                                    f"limit {shown} (only a privileged process "
+                                                    f"can raise a hard limit)")
     return caps
 
 

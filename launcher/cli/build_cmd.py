@@ -75,7 +75,8 @@ def build(profile: str, framework: str | None, base_image: str | None, tag: str 
             if _PULL_FAILED.search(str(exc)) and not engine.image_exists(base):
                 raise EngineError(
                     f"cannot pull the base image {base} (no registry reachable?): build a local "
-                    f"one with `bash scripts/base-image.sh` and pass --base-image "
+                    f"one with `bash scripts/base-image.sh` (in launcher's source tree: "
+                    f"debootstrap, then docker import) and pass --base-image "
                     f"launcher-base:bookworm (or set image.base in the profile)") from None
             raise
         finally:

@@ -28,7 +28,8 @@ def diagnose(facts: HostFacts, profile_ref: str | None) -> dict[str, Any]:
             new = "removed" if s.value is None else f"set to {s.value}"
             warnings.append(f"{name}={s.replaced} inherited from the shell; under profile "
                             f"{profile.name} launcher replaces it ({new}, {s.source}).")
-    warnings += [r for r in caps.verdict.reasons if r not in warnings]
+    if not profile_ref:  # with --profile, the verdict lists them
+        warnings += [r for r in caps.verdict.reasons if r not in warnings]
     pools = {fw: pool_cpus(fw, facts, AUTO)[0] for fw in FRAMEWORKS}
     out: dict[str, Any] = {"host": facts.to_json(), "pool_cpus": pools,
                            "first_limit": caps.budget, "warnings": warnings}

@@ -44,11 +44,18 @@ HostRoot = Annotated[
     typer.Option("--host-root", hidden=True, envvar="LAUNCHER_HOST_ROOT",
                  help="Read host facts from this tree instead of / (tests, captured hosts)."),
 ]
+VisibleHostRoot = Annotated[
+    Path | None,
+    typer.Option("--host-root", envvar="LAUNCHER_HOST_ROOT", metavar="DIR",
+                 help="Read host facts from a captured tree (`doctor --capture DIR`) instead "
+                      "of this host."),
+]
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 ProfileOpt = Annotated[str, typer.Option("--profile", "-p",
                                          help="Profile name or path to a YAML file.")]
 Framework = Annotated[str | None, typer.Option(
-    "--framework", "-f", help="torch | tf | jax | none (default: the profile's).")]
+    "--framework", "-f", metavar="torch|tf|jax|none",
+    help="The framework whose threads to budget (default: the profile's).")]
 EnvOpt = Annotated[list[str] | None, typer.Option(
     "--env", "-e", help="NAME=VALUE; wins over the profile. Repeatable.")]
 
@@ -111,12 +118,13 @@ def doctor(
     profile: Annotated[str | None, typer.Option("--profile", "-p",
                                                    help="Also judge this profile here.")] = None,
     capture: Annotated[Path | None, typer.Option(
-        "--capture", help="Copy the files the probe reads into DIR (for a bug report or a "
-                          "test fixture; read it back with --host-root DIR).")] = None,
+        "--capture", metavar="DIR",
+        help="Copy the files the probe reads into DIR (for a bug report or a test fixture; "
+             "read it back with --host-root DIR).")] = None,
     clean: Annotated[bool, typer.Option(
         "--clean", help="Remove what killed launcher runs left behind (containers, run "
                         "cgroups).")] = False,
-    host_root: HostRoot = None,
+    host_root: VisibleHostRoot = None,
 ) -> None:
     """Report this host's real limits (cgroup, rlimits, kernel, GPUs), the one that will bite
     first, stale thread variables inherited from the shell, and anything killed runs left."""
@@ -178,6 +186,8 @@ def render(
         "--user", help="UID[:GID] of the compose services.")] = None,
     port: Annotated[list[str] | None, typer.Option(
         "--port", help="A port the RunPod pod exposes, e.g. 8888/http. Repeatable.")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace files in --out that launcher did not write.")] = False,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
@@ -189,7 +199,7 @@ def render(
     _run(lambda: render_cmd.render(profile, framework, out, base_image, ca_cert, tag, gpus, env,
                                    host_root, json, render_cmd.target_of(
                                        command, workload, volume or [], workdir, user,
-                                       port or [])))
+                                       port or []), force))
 
 
 @app.command()
@@ -217,10 +227,14 @@ def build(
                                "allow_interspersed_args": False})
 def run(
     command: Annotated[list[str] | None, typer.Argument(
-        help="WORKLOAD [ARGS] or -- CMD [ARGS]", show_default=False)] = None,
+        help="A workload and its flags (`launcher workloads`), or -- a command and its "
+             "arguments.", show_default=False, metavar="WORKLOAD [ARGS] | -- CMD [ARGS]")
+    ] = None,
     profile: ProfileOpt = "auto",
     framework: Framework = None,
-    processes: Annotated[int | None, typer.Option("--processes", "-n", min=1)] = None,
+    processes: Annotated[int | None, typer.Option(
+        "--processes", "-n", min=1, help="Processes sharing the budget (default: the "
+                                         "profile's workers.processes).")] = None,
     runtime: Annotated[str, typer.Option(
         "--runtime", help="auto (docker when a daemon answers and the image exists, else "
                           "native) | docker | native")] = "auto",
@@ -247,7 +261,8 @@ def run(
         "--dry-run", help="Print the configuration instead of starting it (works on any "
                           "host: GPUs this host lacks are a warning).")] = False,
     interval: Annotated[float, typer.Option(
-        "--interval", help="Telemetry sampling period in seconds.")] = 1.0,
+        "--interval", min=0.05, help="Telemetry sampling period in seconds (at least "
+                                     "0.05).")] = 1.0,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:

@@ -38,7 +38,7 @@ def show(name: str, as_json: bool) -> int:
     for section, value in p.data.items():
         if isinstance(value, dict):
             print(f"{section}:")
-            rows = [(f"  {k}:", _fmt(v), f"# {p.where(f'{section}.{k}')}")
+            rows = [(f"  {k}:", _fmt(v, f"{section}.{k}"), f"# {p.where(f'{section}.{k}')}")
                     for k, v in value.items()]
             if rows:
                 print(table(rows, indent=""))
@@ -47,7 +47,15 @@ def show(name: str, as_json: bool) -> int:
     return 0
 
 
-def _fmt(v: object) -> str:
+def _fmt(v: object, key: str = "") -> str:
+    from launcher.profiles.schema import SCHEMA
+    from launcher.units import format_size
+
+    section, _, leaf = key.partition(".")
+    spec = SCHEMA.get(section)
+    kind = spec.get(leaf).kind if isinstance(spec, dict) and spec.get(leaf) else ""
+    if kind == "size" and isinstance(v, int):
+        return format_size(v)
     return repr(v) if isinstance(v, str) and (not v or v.strip() != v) else str(v)
 
 

@@ -36,6 +36,7 @@ class Target:
     workdir: str | None = None
     user: str | None = None
     ports: list[str] = field(default_factory=list)
+    framework: str | None = None  # a workload's, when --framework is not given
 
 
 def target_of(command: str | None, workload: str | None, volumes: list[str],
@@ -44,7 +45,11 @@ def target_of(command: str | None, workload: str | None, volumes: list[str],
     if command and workload:
         raise LauncherError("give --command or --workload, not both")
     if command:
-        t.command = shlex.split(command)
+        try:
+            t.command = shlex.split(command)
+        except ValueError as exc:
+            raise LauncherError(f"--command: cannot split {command!r} like a shell would "
+                                f"({exc})") from None
     if workload:
         from launcher.workloads.catalog import catalog
 
@@ -54,7 +59,20 @@ def target_of(command: str | None, workload: str | None, volumes: list[str],
             known = ", ".join(n for n, x in catalog().items() if x.module)
             raise LauncherError(f"--workload: no built-in workload "
                                 f"{words[0] if words else ''!r} (known: {known})")
+        parser = w.parser()
+        if parser is not None:  # the workload's own parser checks its flags
+            import contextlib
+            import io
+
+            err = io.StringIO()
+            try:
+                with contextlib.redirect_stderr(err):
+                    parser.parse_args(words[1:])
+            except SystemExit:
+                last = err.getvalue().strip().splitlines()[-1:] or ["bad arguments"]
+                raise LauncherError(f"--workload {workload!r}: {last[0]}") from None
         t.command = w.argv(words[1:], "python3")
+        t.framework = w.framework
         t.env = {"PYTHONPATH": IN_IMAGE, "LAUNCHER_RUNS_DIR": RESULTS}
         t.mounts.append(Mount("./runs", RESULTS))
     for v in volumes:
@@ -116,15 +134,32 @@ def _memory_notes(r: Resolved, services: dict[str, RunSpec]) -> list[str]:
             f"lower workers.memory or the GPU count if they do)"]
 
 
-def write_tree(out: Path, files: dict[str, str]) -> None:
-    """Write files and the launcher package; each file is replaced whole, never half-written."""
-    out.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".launcher-render-", dir=out))
+MARKER = ".launcher-render"  # the files a render wrote: a later render may replace them
+
+
+def write_tree(out: Path, files: dict[str, str], force: bool = False) -> None:
+    """Write files and the launcher package; each file is replaced whole, never half-written.
+    Files launcher did not write are never replaced, unless `force`."""
+    if out.exists() and not out.is_dir():
+        raise LauncherError(f"--out {out}: not a folder")
+    names = [*files, "launcher"]
+    ours = set(_previous(out))
+    clash = [n for n in names if (out / n).exists() and n not in ours]
+    if clash and not force:
+        raise LauncherError(f"--out {out} already holds {', '.join(clash)}, which launcher did "
+                            f"not write; choose an empty folder, or pass --force to replace "
+                            f"them")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".launcher-render-", dir=out))
+    except OSError as exc:
+        raise LauncherError(f"--out {out}: cannot write there ({exc.strerror})") from None
     try:
         for name, text in files.items():
             (staging / name).write_text(text)
         copy_package(staging)
-        for name in files:
+        (staging / MARKER).write_text(json.dumps(sorted(names)) + "\n")
+        for name in [*files, MARKER]:
             os.replace(staging / name, out / name)
         if (out / "launcher").exists():
             shutil.rmtree(out / "launcher")
@@ -133,9 +168,18 @@ def write_tree(out: Path, files: dict[str, str]) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
+def _previous(out: Path) -> list[str]:
+    try:
+        return list(json.loads((out / MARKER).read_text()))
+    except (OSError, ValueError, TypeError):
+        return []
+
+
 def render(profile: str, framework: str | None, out: Path, base_image: str | None,
            ca_cert: Path | None, tag: str | None, gpus: str | None, env: list[str] | None,
-           host_root: Path | None, as_json: bool, target: Target | None = None) -> int:
+           host_root: Path | None, as_json: bool, target: Target | None = None,
+           force: bool = False) -> int:
+    framework = framework or (target.framework if target else None)
     r = resolve_profile(profile, framework, None, env, gpus, host_root, inherit_shell=False,
                         for_this_host=False)
     image = tag or default_tag(r.profile.name, r.framework)
@@ -144,12 +188,20 @@ def render(profile: str, framework: str | None, out: Path, base_image: str | Non
         notes.append(f"runpod.json names {image}, a local tag RunPod cannot pull: pass "
                      f"--image REGISTRY/NAME:TAG and push it with `launcher build --image "
                      f"REGISTRY/NAME:TAG --push`")
-    write_tree(out, files)
+    from launcher.vendors import get as get_vendor
+
+    vendor = get_vendor(r.selection.vendor)
+    lacking = [g for g in vendor.host_groups if g not in r.facts.groups]
+    if lacking:
+        notes.append(f"this host has no {', '.join(lacking)} group: compose.yaml's group_add "
+                     f"lacks its numeric GID; render on the target machine, or add it there "
+                     f"(`getent group {lacking[-1]}`)")
+    write_tree(out, files, force)
     for note in notes:
         print(f"note: {note}", file=sys.stderr)
     if as_json:
         print(json.dumps({"out": str(out), "files": sorted([*files, "launcher/"]),
-                          "image": image, "notes": notes}))
+                          "image": image, "notes": notes}, indent=2))
     else:
         print(f"rendered profile {r.profile.name} ({r.framework}) into {out}:")
         for name in sorted([*files, "launcher/"]):

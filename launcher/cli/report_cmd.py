@@ -22,9 +22,13 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
     if as_json:
         print_json(summary)
         return 0
-    print(f"run {summary['run_id']}: {' '.join(summary['command'])}")
+    import shlex
+
+    print(f"run {summary['run_id']}: {shlex.join(summary['command'])}")
+    took = (summary.get("ended") or 0) - (summary.get("started") or 0)
     print(f"profile {summary['profile']} ({summary['framework']}), runtime "
-          f"{summary['runtime']}, {summary['samples']} samples over {summary['duration_s']}s")
+          f"{summary['runtime']}, {took:.1f}s, {summary['samples']} telemetry sample"
+          f"{'' if summary['samples'] == 1 else 's'}")
     rows = [("series", "peak", "limit", "headroom", "use")]
     for key, v in summary["peaks"].items():
         fmt = format_size if key == "rss_bytes" else str
@@ -46,10 +50,17 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
     print(f"exit status {summary['exit_status']}: {summary['diagnosis']}")
     png = run_dir / "telemetry.png"
     if plot and not png.exists():
+        import importlib.util
+
         from launcher.telemetry.plot import draw
 
-        if not draw(run_dir):
+        if summary["samples"] < 2:
+            raise LauncherError(f"no telemetry.png: the run has {summary['samples']} sample(s) "
+                                f"and a plot needs 2 (a shorter --interval samples more)")
+        if importlib.util.find_spec("matplotlib") is None:
             raise LauncherError("no telemetry.png: matplotlib is not installed (pip install "
-                                "matplotlib) or the run has fewer than 2 samples")
-    print(f"plot: {png}" if png.exists() else "plot: none yet (`launcher report --plot`)")
+                                "matplotlib)")
+        draw(run_dir)
+    print(f"plot: {png}" if png.exists() else
+          f"plot: none yet (`launcher report {run_dir} --plot`)")
     return 0

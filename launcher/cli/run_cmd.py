@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import threading
@@ -74,9 +75,12 @@ def run(o: RunOptions) -> int:
     fw = (o.framework or (workload.framework if workload else None)
           or prof.get("framework", "none"))
     image = o.image or default_tag(prof.name, fw)
-    engine, note = choose_engine(o.runtime, image, check_image=not o.dry_run)
-    if note:
-        say(note)
+    if o.name is not None and not _NAME.match(o.name):
+        raise LauncherError(f"--name must be letters, digits, '.', '_' or '-', starting with a "
+                            f"letter or digit (got {o.name!r})")
+    engine, note = choose_engine(o.runtime, image)
+    if workload is not None and workload.module and engine.inherits_environment:
+        _check_framework(workload.name, workload.framework)
     command = workload.argv(o.command[1:], engine.python) if workload else o.command
     facts = probe_host(o.host_root or "/")
     r = resolve(prof, facts, fw, o.processes, overrides, o.gpus,
@@ -88,6 +92,8 @@ def run(o: RunOptions) -> int:
     spec.labels.update({RUN_LABEL: run_id, OWNER_LABEL: owner()})
     if workload is not None and workload.module:
         _workload_paths(spec, run_dir)
+    if note:  # after every argument was checked: a mistake gets its line first and alone
+        say(note)
     if o.dry_run:
         if r.selection.shortfall:
             say(f"warning: {r.selection.shortfall} (a real run refuses)")
@@ -115,6 +121,24 @@ def run(o: RunOptions) -> int:
     status = _supervised_run(engine, spec, r, run_dir, command, o.interval, fresh)
     leftovers.join(timeout=2)
     return status
+
+
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")  # docker's container-name rule
+_MODULES = {"jax": ("jax", "jax"), "torch": ("torch", "torch==2.13.0"),
+            "tf": ("tensorflow", "tensorflow-cpu")}
+
+
+def _check_framework(workload: str, framework: str) -> None:
+    """A built-in workload run natively needs its framework in this interpreter."""
+    import importlib.util
+
+    if framework not in _MODULES:
+        return
+    module, pip = _MODULES[framework]
+    if importlib.util.find_spec(module) is None:
+        raise LauncherError(f"{workload} needs {module}, which is not installed for "
+                            f"{sys.executable}: pip install {pip!r} (or run it in an image "
+                            f"that has it: --image IMG)")
 
 
 def _check_not_a_typo(word: str, names: list[str]) -> None:
@@ -244,6 +268,10 @@ def _supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
 
     try:
         result = engine.run(spec, out.sink, on_start)
+    except LauncherError:
+        if fresh:  # it never started: no run folder
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
     finally:
         for s in samplers:
             s.stop()
@@ -257,6 +285,8 @@ def _supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
     say(f"run {run_dir.name}: telemetry and summary in {run_dir}/"
         + (", telemetry.png drawn in the background" if plotting else "")
         + f" (`launcher report {run_dir}`)")
+    if result.status == 127 and out.cannot_run:
+        say("the command was not found where it ran (for a container: in the image)")
     return result.status
 
 

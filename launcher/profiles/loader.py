@@ -114,20 +114,28 @@ def _load(path: Path, stack: list[Path]) -> Profile:
         raise ProfileError(f"{display_path(stack[-1])}:{doc.line(('extends',))}: extends: "
                            f"cycle {cycle}")
     doc = load_yaml(path)
-    data, origin = validate(doc)
+    errors: list[str] = []  # every mistake of this file, one per line
+    try:
+        data, origin = validate(doc)
+    except ProfileError as exc:
+        errors += str(exc).splitlines()
+        raw = doc.data if isinstance(doc.data, dict) else {}
+        data, origin = {k: raw[k] for k in ("name", "extends") if isinstance(raw.get(k), str)}, {}
     name = data.setdefault("name", path.stem)
     if name != path.stem:
-        raise ProfileError(
-            f"{path}:{doc.line(('name',))}: name: must equal the file name "
-            f"{path.stem!r} (got {name!r})"
-        )
+        errors.append(f"{path}:{doc.line(('name',))}: name: must equal the file name "
+                      f"{path.stem!r} (got {name!r})")
     parent_ref = data.pop("extends", None)
-    if parent_ref is None:
+    parent_path = None
+    if parent_ref is not None:
+        try:
+            parent_path = locate(parent_ref, near=path)
+        except ProfileError as exc:
+            errors.append(f"{path}:{doc.line(('extends',))}: extends: {exc}")
+    if errors:
+        raise ProfileError("\n".join(errors))
+    if parent_path is None:
         return Profile(name, path, data, origin, [name])
-    try:
-        parent_path = locate(parent_ref, near=path)
-    except ProfileError as exc:
-        raise ProfileError(f"{path}:{doc.line(('extends',))}: extends: {exc}") from None
     parent = _load(parent_path, [*stack, resolved])
     merged = _merge(parent.data, data)
     merged["name"] = name

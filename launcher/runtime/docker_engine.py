@@ -103,6 +103,8 @@ def enforcement_of(spec: RunSpec) -> Enforcement:
         enforced["memory"] = f"{format_size(lim.memory)} {how}"
     if lim.cpus:
         enforced["cpus"] = f"{lim.cpus:g} {how}"
+    if lim.shm:
+        enforced["shm"] = f"{format_size(lim.shm)} (Docker)"
     return Enforcement(enforced)
 
 

@@ -34,7 +34,7 @@ class Enforcement:
         if self.advisory:
             parts.append("advisory only: " + ", ".join(
                 f"{k} ({v})" for k, v in self.advisory.items()))
-        return "; ".join(parts) or "no container limits asked for"
+        return "; ".join(parts) or "no pids, memory or CPU limit asked for"
 
 
 @dataclass
