@@ -10,6 +10,6 @@ command -v docker-registry >/dev/null || { apt-get update -q && \
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry; }
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q -e '.[dev,frameworks]' --config-settings editable_mode=compat
+.venv/bin/pip install -q -e '.[dev,frameworks,ray]' --config-settings editable_mode=compat
 .venv/bin/ruff check .
 .venv/bin/python -m pytest -q "$@"

@@ -30,7 +30,7 @@ def test_help_lists_commands():
     sub = runner.invoke(app, ["profiles", "--help"])
     assert _commands(sub.stdout) == ["list", "show", "validate"]
     jobs = runner.invoke(app, ["jobs", "--help"])
-    assert _commands(jobs.stdout) == ["plan", "run", "status"]
+    assert _commands(jobs.stdout) == ["plan", "run", "render", "ray-node", "status"]
 
 
 def test_help_imports_no_heavy_module():

@@ -172,8 +172,9 @@ def test_leftovers_are_reported_and_cleaned(tmp_path):
         assert {"engine": "docker", "kind": "container", "id": c.id[:12],
                 "detail": f"{c.name}, run lost-run, running", "state": "left behind"} in left
         run = launcher("run", "--runtime", "docker", "--image", BASE, "--", "true")
-        assert f"left container {c.id[:12]} behind" in run.stderr
-        assert "`launcher doctor --clean` removes them" in run.stderr
+        line = next(x for x in run.stderr.splitlines() if "were killed left" in x)
+        assert f"container {c.id[:12]} ({c.name}, run lost-run, running)" in line
+        assert line.endswith("`launcher doctor --clean` removes them")
         clean = launcher("doctor", "--clean")
         assert clean.returncode == 0 and f"docker container {c.id[:12]}" in clean.stdout
         assert client.containers.list(all=True, filters={"id": c.id}) == []

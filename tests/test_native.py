@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -20,12 +21,12 @@ BOMB = ("import threading, time\nwhile True:\n"
 HOG = "chunks = []\nwhile True:\n    chunks.append(b'x' * (8 << 20))\n"
 
 
-def _leftover_run_cgroups() -> list[Path]:
-    """Run cgroups (`launcher-*`) left under this process's cgroups, v1 or v2."""
+def _leftover_run_cgroups(name: str = "") -> list[Path]:
+    """Run cgroups (`launcher-PID-NAME`) left under this process's cgroups, v1 or v2."""
     from launcher.probe.cgroup import find_chains
 
     return [d for chain in find_chains(Path("/")).values() for d in chain.dirs[0].glob(
-        "launcher-*")]
+        f"launcher-*{name}")]
 
 
 def test_leftover_check_sees_a_run_cgroup():
@@ -39,7 +40,7 @@ def test_leftover_check_sees_a_run_cgroup():
         assert any(d.name == "launcher-leftover-probe" for d in _leftover_run_cgroups())
     finally:
         rc.cleanup()
-    assert _leftover_run_cgroups() == []
+    assert _leftover_run_cgroups("leftover-probe") == []
 
 
 def _cgroups_writable() -> bool:
@@ -60,7 +61,9 @@ def writable():
 
 def test_thread_bomb_stopped_by_the_kernel_at_40(writable, tmp_path):
     prof = profile(tmp_path, "p40", "extends: base\nlimits: {pids: 40}\n")
-    proc = launcher("run", "--runtime", "native", "-p", prof, "--", sys.executable, "-c", BOMB)
+    name = f"bomb-{uuid.uuid4().hex[:8]}"
+    proc = launcher("run", "--runtime", "native", "-p", prof, "--name", name, "--",
+                    sys.executable, "-c", BOMB)
     assert proc.returncode != 0
     assert "enforced by the kernel: pids 40 (cgroup" in proc.stderr
     sentence = ("the pids limit was reached: pids.current hit 40/40 and the kernel refused")
@@ -69,7 +72,7 @@ def test_thread_bomb_stopped_by_the_kernel_at_40(writable, tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["diagnosis"].startswith(sentence)
     assert summary["engine"]["enforced"]["pids"].startswith("40 (cgroup")
-    assert _leftover_run_cgroups() == []
+    assert _leftover_run_cgroups(name) == []
 
 
 def test_without_cgroups_the_cap_is_advisory(tmp_path):
@@ -103,8 +106,9 @@ def test_env_replaced_before_start_and_rlimits_set(tmp_path):
 
 def test_sigint_stops_the_native_workload(writable, tmp_path):
     prof = profile(tmp_path, "s", "extends: base\nlimits: {pids: 50}\n")
+    name = f"sigint-{uuid.uuid4().hex[:8]}"
     p = subprocess.Popen([sys.executable, "-m", "launcher", "run", "--runtime", "native", "-p",
-                          prof, "--", "sleep", "60"],
+                          prof, "--name", name, "--", "sleep", "60"],
                          env={**os.environ, "PYTHONPATH": str(ROOT)},
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(2.5)
@@ -112,4 +116,4 @@ def test_sigint_stops_the_native_workload(writable, tmp_path):
     _, err = p.communicate(timeout=30)
     assert p.returncode == 130, err
     assert "the workload was killed by SIGINT." in err
-    assert _leftover_run_cgroups() == []
+    assert _leftover_run_cgroups(name) == []

@@ -3,6 +3,7 @@ GPUs or CPU slots with a pull queue, recorded in a ledger that survives Ctrl-C a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
@@ -74,6 +75,11 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
         if counts["pending"] == 0:
             _say(f"job {p.spec.name}: nothing left to run ({counts['done']} done, "
                  f"{counts['failed']} failed); see `launcher jobs status {folder}`")
+        if backend == "local":  # what killed runs left that holds nothing goes
+            from launcher.runtime.engines import get_engine, tidy_leftovers
+
+            with contextlib.suppress(LauncherError):
+                tidy_leftovers(get_engine(runtime))
         be = get_backend(backend, p, folder, read_items(p.spec),
                          {"runtime": runtime, "image": image, "address": address,
                           "cwd": str(Path.cwd())})
@@ -179,3 +185,75 @@ def _lock_holder(folder: Path) -> str | None:
         return os.read(fd, 200).decode(errors="replace").strip() or "another launcher"
     finally:
         os.close(fd)
+
+
+def render(spec: Path, profile: str | None, target: str, out: Path, image: str | None,
+           max_concurrent: int | None, gpus: str | None, workdir: str,
+           host_root: Path | None, as_json: bool) -> int:
+    """The job as a Kubernetes Indexed Job, for the profile's machine (GPUs from the profile,
+    not looked for here)."""
+    from launcher.cli.common import default_tag
+    from launcher.jobs.job import prepare
+    from launcher.render.k8s import IndexedJob, k8s_name, render_indexed_job
+    from launcher.vendors import get as get_vendor
+
+    if target != "k8s":
+        raise LauncherError(f"--target must be k8s (got {target!r})")
+    p = prepare(spec, profile, None, max_concurrent, None, host_root, gpus=gpus)
+    r, pl = p.resolved, p.plan
+    vendor = get_vendor(r.selection.vendor) if r.selection.vendor != "none" else None
+    items_text = p.spec.items_file.read_text() if p.spec.items_file else None
+    if items_text is not None and len(items_text.encode()) > 900_000:
+        raise LauncherError(f"{p.spec.items_file}: {len(items_text.encode())} bytes of items "
+                            f"do not fit a ConfigMap (1 MiB); bake the file into the image")
+    job = IndexedJob(
+        name=p.spec.name, image=image or p.spec.image or default_tag(r.profile.name,
+                                                                     r.framework),
+        command=p.spec.command, items=p.spec.items, chunk_size=pl.chunk_size,
+        chunks=len(pl.chunks), parallelism=pl.concurrency, retries=p.spec.retries,
+        memory=pl.peak_bytes, cpus=float(max(1, r.caps.threads["omp"])),
+        gpu_resource=vendor.k8s_resource if vendor else None,
+        shm=int(r.caps.limits["shm"].value) if r.caps.limits["shm"].value else None,
+        env=p.spec.env, items_text=items_text, workdir=workdir,
+        tasks_per_chunk=pl.tasks_per_chunk)
+    text = render_indexed_job(job)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{k8s_name(p.spec.name)}.yaml"
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    if as_json:
+        print_json({"file": str(path), "completions": job.chunks, "parallelism":
+                    job.parallelism, "image": job.image})
+    else:
+        print(f"wrote {path}: an Indexed Job of {job.chunks} chunks, {job.parallelism} at once "
+              f"({pl.binding}); the image {job.image} must hold the worker in {workdir}")
+        print(f"apply it with `kubectl apply -f {path}`; pids are bounded by the kubelet's "
+              f"podPidsLimit (~{pl.tasks_per_chunk} tasks per chunk)")
+    return 0
+
+
+def ray_node(profile: str, address: str | None, gpus: str | None, host_root: Path | None,
+             as_json: bool) -> int:
+    """The `ray start` command that declares this node's GPUs, memory and cap."""
+    import shlex
+
+    from launcher.caps.resolve import resolve
+    from launcher.jobs.job import Prepared
+    from launcher.jobs.plan import plan_job
+    from launcher.jobs.ray_backend import node_command
+    from launcher.jobs.spec import JobSpec
+    from launcher.probe import probe_host
+    from launcher.profiles import load_profile
+
+    facts = probe_host(host_root or "/")
+    r = resolve(load_profile(profile), facts, None, 1, None, gpus, facts.env, clamp=True)
+    node = JobSpec(path=Path("ray-node"), name="ray-node", command=["true"], items=1)
+    p = Prepared(node, r, plan_job(node, r))
+    cmd = node_command(p, address)
+    if as_json:
+        print_json({"command": cmd, "cap": p.plan.concurrency, "binding": p.plan.binding})
+        return 0
+    print(shlex.join(cmd))
+    _say(f"cap {p.plan.concurrency} chunks on this node ({p.plan.binding})")
+    return 0

@@ -362,6 +362,48 @@ def jobs_run(
                               backend, address, json, host_root, gpus))
 
 
+@jobs_app.command("render")
+def jobs_render(
+    spec: Annotated[Path, typer.Argument(help="The job spec (YAML).")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the manifest into.")],
+    target: Annotated[str, typer.Option("--target", help="k8s (a Kubernetes Indexed Job)")
+                      ] = "k8s",
+    profile: JobProfile = None,
+    image: Annotated[str | None, typer.Option(
+        "--image", help="The image the pods run (built by `launcher build`, holding the "
+                        "worker).")] = None,
+    workdir: Annotated[str, typer.Option(
+        "--workdir", help="The worker's folder in the image.")] = "/workspace",
+    max_concurrent: MaxConcurrent = None,
+    gpus: Gpus = None,
+    json: Json = False,
+    host_root: HostRoot = None,
+) -> None:
+    """Write the job as a Kubernetes Indexed Job: completions = chunks, parallelism = the cap,
+    the chunk from JOB_COMPLETION_INDEX, GPU and memory limits, /dev/shm, per-index backoff
+    and a pod failure policy."""
+    from launcher.cli import jobs_cmd
+
+    _run(lambda: jobs_cmd.render(spec, profile, target, out, image, max_concurrent, gpus,
+                                 workdir, host_root, json))
+
+
+@jobs_app.command("ray-node")
+def jobs_ray_node(
+    profile: ProfileOpt = "auto",
+    address: Annotated[str | None, typer.Option(
+        "--address", help="The head's HOST:PORT (none: start a head).")] = None,
+    gpus: Gpus = None,
+    json: Json = False,
+    host_root: HostRoot = None,
+) -> None:
+    """Print the `ray start` command that declares this node's GPUs, memory and cap (the
+    `launcher_slot` resource each chunk takes one unit of) from its profile."""
+    from launcher.cli import jobs_cmd
+
+    _run(lambda: jobs_cmd.ray_node(profile, address, gpus, host_root, json))
+
+
 @jobs_app.command("status")
 def jobs_status(
     target: Annotated[Path, typer.Argument(help="The job's folder, or its spec.")],

@@ -209,14 +209,16 @@ def _workload_paths(spec: RunSpec, run_dir: Path) -> None:
 
 
 def _report_leftovers(engine: Engine) -> None:
-    """Beside the run (a thread): what killed runs left behind, in one line."""
+    """Beside the run (a thread): what killed runs left behind, in one line; what holds
+    nothing (a container never started, an empty run cgroup) is removed."""
+    from launcher.runtime.engines import tidy_leftovers
+
     try:
-        left = engine.leftovers()
+        _, left = tidy_leftovers(engine)
     except Exception:  # noqa: BLE001 - a report must never disturb the run
         return
     if left:
-        what = ", ".join(f"{x.kind} {x.ident}" for x in left[:3]) + (
-            f" and {len(left) - 3} more" if len(left) > 3 else "")
+        what = ", ".join(left[:3]) + (f" and {len(left) - 3} more" if len(left) > 3 else "")
         say(f"warning: earlier launcher runs that were killed left {what} behind; "
             f"`launcher doctor --clean` removes them")
 

@@ -17,10 +17,11 @@ from typing import Any
 
 from launcher.caps.resolve import Resolved
 from launcher.jobs.ledger import Chunk
-from launcher.jobs.spec import JobSpec, substitute
+from launcher.jobs.spec import JobSpec
 from launcher.runtime.engine import Engine, Started
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
+from launcher.supervise.indexed import substitute
 from launcher.vendors.base import GpuSelection
 
 TAIL_LINES = 20
@@ -83,6 +84,7 @@ class LocalExecutor:
         self.image, self.cwd, self.items = image, cwd, items
         # each chunk's own limit: workers.memory (its excess kills that chunk alone)
         self.memory_limit = memory_limit or r.profile.get("workers.memory")
+        self.extra_env: dict[str, str] = {}  # e.g. the Ray node a chunk ran on
         self.running: dict[int, Started] = {}
         self.lock = threading.Lock()
 
@@ -100,7 +102,7 @@ class LocalExecutor:
                         selection=sel)
         if self.memory_limit:
             rs.limits = replace(rs.limits, memory=int(self.memory_limit), swap=0)
-        rs.env.update(env)
+        rs.env.update({**env, **self.extra_env})
         rs.labels.update({RUN_LABEL: f"{self.spec.name}/{chunk.id}", OWNER_LABEL: owner()})
         return rs
 

@@ -29,7 +29,6 @@ from launcher.errors import ProfileError
 from launcher.profiles.schema import FRAMEWORKS
 from launcher.profiles.yamlsrc import Located, load_yaml
 
-PLACEHOLDERS = ("{index}", "{start}", "{end}", "{out}", "{file}")
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 KEYS = ("name", "command", "items", "chunk_size", "min_chunk_size", "framework", "profile",
@@ -202,9 +201,3 @@ def _env(value: Any, path: Path, doc: Located, errors: list[str]) -> dict[str, s
         else:
             out[name] = ("true" if v else "false") if isinstance(v, bool) else str(v)
     return out
-
-
-def substitute(command: list[str], values: dict[str, str]) -> list[str]:
-    """`{start}`, `{end}`, `{index}`, `{out}`, `{file}` replaced where they are whole
-    arguments (never inside one, never through a shell)."""
-    return [values.get(arg[1:-1], arg) if arg in PLACEHOLDERS else arg for arg in command]

@@ -158,7 +158,8 @@ class DockerEngine(Engine):
             "all": "1", "filters": json.dumps({"label": [OWNER_LABEL]})})
         return [Leftover("container", c["Id"][:12],
                          f"{(c.get('Names') or ['?'])[0].lstrip('/')}, run "
-                         f"{c['Labels'].get(RUN_LABEL, '?')}, {c.get('State', '?')}")
+                         f"{c['Labels'].get(RUN_LABEL, '?')}, {c.get('State', '?')}",
+                         idle=c.get("State") == "created")
                 for c in found if is_orphan(c["Labels"].get(OWNER_LABEL, ""))]
 
     def remove(self, leftover: Leftover) -> None:

@@ -57,6 +57,7 @@ class Leftover:
     kind: str  # container | cgroup | ...
     ident: str
     detail: str
+    idle: bool = False  # holds nothing (never started, empty): removed without asking
 
 
 OutputSink = Callable[[str, bytes], None]  # ("stdout" | "stderr", data)

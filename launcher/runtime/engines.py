@@ -28,6 +28,22 @@ def get_engine(name: str) -> Engine:
     return getattr(importlib.import_module(module), cls)()  # type: ignore[no-any-return]
 
 
+def tidy_leftovers(engine: Engine) -> tuple[int, list[str]]:
+    """Remove what killed runs left that holds nothing (a container never started, an empty
+    run cgroup); return how many, and a line for each of the rest."""
+    removed, rest = 0, []
+    for item in engine.leftovers():
+        if item.idle:
+            try:
+                engine.remove(item)
+                removed += 1
+                continue
+            except LauncherError:
+                pass
+        rest.append(f"{item.kind} {item.ident} ({item.detail})")
+    return removed, rest
+
+
 def choose_engine(runtime: str, image: str | None,
                   check_image: bool = True) -> tuple[Engine, str | None]:
     """The engine for `--runtime`; for `auto`, the first of AUTO_ORDER that answers (and has

@@ -137,7 +137,8 @@ class NativeEngine(Engine):
             pid = d.name.split("-")[1]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
                 procs = _read_procs(d)
-                out.append(Leftover("cgroup", str(d), f"{len(procs)} process(es) in it"))
+                out.append(Leftover("cgroup", str(d), f"{len(procs)} process(es) in it",
+                                    idle=not procs))
         return out
 
     def remove(self, leftover: Leftover) -> None:

@@ -77,6 +77,9 @@ def run(cmd: list[str]) -> int:
     env = resolved_env() if os.environ.get("LAUNCHER_RESOLVED") == "1" else prepare_env()
     if isinstance(env, int):
         return env
+    from launcher.supervise.indexed import from_index
+
+    cmd, env = from_index(cmd, env)  # a Kubernetes Indexed Job's chunk, from its index
     lifeline.become_subreaper()  # the workload's descendants stay below us
     before = read_counters()
     try:  # posix_spawnp: no subprocess import (~10 ms of every container start)

@@ -1,0 +1,171 @@
+"""Jobs on a real local Ray cluster (issue 9): three nodes declaring 2, 12 and 12 GPUs with
+caps 2, 4 and 12 (their `launcher_slot` resource), the seed-004 job over all of them."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import HOSTS, ROOT
+from tests.docker_helpers import launcher
+from tests.test_jobs import PY, WORKER, covered_once, ledger_rows, make_job, max_overlap
+
+CAPS = {"zeus": (2, 2), "rig-a": (12, 4), "rig-b": (12, 12)}  # node -> (GPUs, cap)
+
+
+def _need_ray():  # type: ignore[no-untyped-def]
+    try:
+        import ray  # noqa: F401
+        from ray.cluster_utils import Cluster
+    except ImportError:
+        if os.environ.get("CI"):
+            pytest.fail("CI installs Ray (scripts/test.sh: pip install -e '.[ray]')")
+        pytest.skip("Ray is not installed")
+    return Cluster
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    Cluster = _need_ray()
+    c = Cluster(initialize_head=True, head_node_args={"num_cpus": 0,
+                                                      "include_dashboard": False})
+    nodes = {}
+    for name, (gpus, cap) in CAPS.items():
+        node = c.add_node(num_cpus=cap, num_gpus=gpus,
+                          resources={"launcher_slot": cap, f"node-{name}": 1})
+        nodes[node.node_id] = name
+    c.wait_for_nodes()
+    yield c.address, nodes
+    c.shutdown()
+
+
+RAY_WORKER = WORKER.replace('"LAUNCHER_JOB_ID")}', '"LAUNCHER_JOB_ID", "LAUNCHER_NODE", '
+                            '"MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",'
+                            ' "OMP_STACKSIZE", "HSA_OVERRIDE_GFX_VERSION", "PYTORCH_HIP_ALLOC_CONF"'
+                            ')}')
+
+
+def _job(tmp_path: Path, seconds: str = "0.5") -> tuple[Path, Path]:
+    prof = tmp_path / "rig.yaml"
+    prof.write_text("extends: rig-6600\nworkers: {memory: 300MiB}\n")
+    spec = make_job(tmp_path, f"name: seed004\ncommand: [{PY}, worker.py, '{seconds}', "
+                              f"'{{start}}']\nitems: 98172\nchunk_size: 1000\noutput: out\n"
+                              f"env: {{MARKS: {tmp_path}/marks}}\n", RAY_WORKER)
+    return spec, prof
+
+
+def test_seed_004_over_three_ray_nodes_each_under_its_cap(cluster, tmp_path):
+    address, nodes = cluster
+    spec, prof = _job(tmp_path)
+    proc = launcher("jobs", "run", str(spec), "-p", str(prof), "--backend", "ray",
+                    "--address", address, "--host-root", str(HOSTS / "rig-6600"), timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
+    assert "Ray: 18 slots" in proc.stderr
+    rows = ledger_rows(tmp_path / "out")
+    assert len(rows) == 99 and {r["state"] for r in rows} == {"done"}
+    assert covered_once([(r["start_item"], r["end_item"]) for r in rows], 98172)
+    markers = [json.loads((tmp_path / "out/chunks" / f"{r['id']:05d}/out/marker.json")
+                          .read_text()) for r in rows]
+    finished = (tmp_path / "marks/finished.log").read_text().split()
+    assert len(finished) == len(set(finished)) == 99
+    by_node: dict[str, list[tuple[float, float]]] = {}
+    for m in markers:
+        by_node.setdefault(nodes[m["LAUNCHER_NODE"]], []).append((m["t0"], m["t1"]))
+    assert set(by_node) == set(CAPS)  # every node took chunks
+    for name, spans in by_node.items():
+        assert max_overlap(spans) <= CAPS[name][1], name  # no node beyond its own cap
+    for m in markers:  # every managed variable, not only OMP_NUM_THREADS
+        assert (m["OMP_NUM_THREADS"], m["MKL_NUM_THREADS"], m["OPENBLAS_NUM_THREADS"],
+                m["TF_NUM_INTRAOP_THREADS"], m["OMP_STACKSIZE"], m["HSA_OVERRIDE_GFX_VERSION"],
+                m["PYTORCH_HIP_ALLOC_CONF"]) == ("1", "1", "1", "1", "512k", "10.3.0",
+                                                 "max_split_size_mb:64")
+        assert m["HIP_VISIBLE_DEVICES"].isdigit()  # the one GPU Ray gave the task
+
+
+def test_kill_9_of_the_ray_driver_then_a_rerun_resumes(cluster, tmp_path):
+    address, _ = cluster
+    spec, prof = _job(tmp_path, "0.5")
+    argv = [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p", str(prof),
+            "--backend", "ray", "--address", address, "--host-root", str(HOSTS / "rig-6600")]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    log = tmp_path / "marks/finished.log"
+    deadline = time.time() + 300
+    while not log.exists() or len(log.read_text().split()) < 20:
+        assert time.time() < deadline and first.poll() is None, first.stderr.read()
+        time.sleep(0.2)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    before = {r["id"]: r for r in ledger_rows(tmp_path / "out")}
+    done_before = {i for i, r in before.items() if r["state"] == "done"}
+    assert 0 < len(done_before) < 99
+    second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=900)
+    assert second.returncode == 0, second.stderr[-3000:]
+    rows = ledger_rows(tmp_path / "out")
+    assert len(rows) == 99 and {r["state"] for r in rows} == {"done"}
+    assert all(rows[i]["started"] == before[i]["started"] for i in done_before)
+    finished = log.read_text().split()
+    for i in done_before:
+        assert finished.count(f"{before[i]['start_item']}-{before[i]['end_item']}") == 1
+
+
+def test_ray_node_command_declares_the_profile():
+    proc = launcher("jobs", "ray-node", "-p", "rig-6600", "--address", "10.0.0.1:6379",
+                    "--host-root", str(HOSTS / "rig-6600"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["command"][:3] == ["ray", "start", "--address=10.0.0.1:6379"]
+    assert "--num-gpus=12" in data["command"]
+    assert '--resources={"launcher_slot":9}' in data["command"]  # 400MiB workers: 9 fit
+    assert data["binding"].startswith("memory")
+
+
+def test_kubernetes_indexed_job_validates(tmp_path):
+    spec = ROOT / "examples/score-survivors/job.yaml"
+    out = tmp_path / "k8s"
+    proc = launcher("jobs", "render", str(spec), "--target", "k8s", "--out", str(out),
+                    "--image", "registry.example.com/me/score:1", "--host-root",
+                    str(HOSTS / "rig-6600"))
+    assert proc.returncode == 0, proc.stderr
+    (manifest,) = out.glob("*.yaml")
+    check = subprocess.run([str(Path(sys.executable).parent / "kubernetes-validate"),
+                            "--strict", str(manifest)], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
+    import yaml
+
+    job = yaml.safe_load(manifest.read_text())
+    s = job["spec"]
+    assert (s["completionMode"], s["completions"], s["parallelism"]) == ("Indexed", 99, 9)
+    assert s["backoffLimitPerIndex"] == 1 and s["template"]["spec"]["restartPolicy"] == "Never"
+    c = s["template"]["spec"]["containers"][0]
+    assert c["resources"]["limits"]["amd.com/gpu"] == 1
+    assert c["resources"]["limits"]["memory"] == str(400 << 20)
+    shm = next(v for v in s["template"]["spec"]["volumes"] if v["name"] == "dshm")
+    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": str(1 << 30)}
+    env = {e["name"]: e["value"] for e in c["env"]}
+    assert (env["LAUNCHER_ITEMS"], env["LAUNCHER_CHUNK_SIZE"]) == ("98172", "1000")
+    assert "podPidsLimit" in job["metadata"]["annotations"]["launcher/pids"]
+
+
+def test_the_supervisor_derives_a_chunk_from_its_index(tmp_path):
+    """What a pod of the Indexed Job does: JOB_COMPLETION_INDEX -> the chunk's range."""
+    (tmp_path / "items").write_text("".join(f"s{i}\n" for i in range(10)))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JOB_COMPLETION_INDEX": "2",
+           "LAUNCHER_CHUNK_SIZE": "4", "LAUNCHER_ITEMS": "10", "LAUNCHER_QUIET": "1",
+           "LAUNCHER_CHUNK_OUT_ROOT": str(tmp_path / "results"), "LAUNCHER_RESOLVED": "1",
+           "LAUNCHER_ITEMS_FILE": str(tmp_path / "items")}
+    code = ("import os, sys; print(sys.argv[1:], os.environ['LAUNCHER_CHUNK_START'], "
+            "os.environ['LAUNCHER_CHUNK_END'], open(os.environ['LAUNCHER_CHUNK_FILE']).read()"
+            ".split())")
+    proc = subprocess.run([sys.executable, str(ROOT / "launcher/supervise/entrypoint.py"),
+                           sys.executable, "-c", code, "{start}", "{end}", "x{index}"],
+                          env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "['8', '10', 'x{index}'] 8 10 ['s8', 's9']"
