@@ -25,6 +25,10 @@ CORE: dict[str, str] = {
     "LAUNCHER_TF_DATA_PARALLELISM": "tf.data map num_parallel_calls",
     "LAUNCHER_TF_DATA_PREFETCH": "tf.data prefetch buffer",
     "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL": "tf.data private_threadpool_size",
+    # a stress run's recommendations (profile `recommended`), read by the built-in workloads
+    "LAUNCHER_NUM_ENVS": "stress-jax: num_envs to run when no flag is given",
+    "LAUNCHER_VECTORIZED_ENVS": "pytorch-phase3: vectorized_envs when no flag is given",
+    "LAUNCHER_BATCH_SIZE": "pytorch-phase3: batch_size when no flag is given",
     # allocators
     "PYTORCH_ALLOC_CONF": "PyTorch allocator (newer name)",
     "PYTORCH_CUDA_ALLOC_CONF": "PyTorch CUDA allocator (older name)",

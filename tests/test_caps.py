@@ -7,6 +7,7 @@ import dataclasses
 import pytest
 
 from launcher.caps.resolve import resolve
+from launcher.errors import ProfileError
 from launcher.probe import probe_host
 from launcher.profiles import load_profile
 from tests.conftest import HOSTS
@@ -91,8 +92,11 @@ def test_rig_memory_budget(limited):
     rig = load_profile("rig-6600")
     caps = resolve(rig, limited).caps
     assert caps.limits["memory"].value == int(7.7 * (1 << 30)) - 3 * (1 << 30)
-    assert caps.verdict.level == "warn"
     assert any("12 processes x 400MiB" in r for r in caps.verdict.reasons)
+    # each of the 12 torch processes sees all 12 GPUs: autograd's device threads, 12 each
+    assert caps.estimate["breakdown"]["gpu_device_threads (not measured)"] == 12
+    assert caps.verdict.level == "refuse"
+    assert "12 processes x ~14 threads would exceed the pids.max 77" in caps.verdict.reasons[0]
     assert caps.environment()["HSA_OVERRIDE_GFX_VERSION"] == "10.3.0"
     assert caps.environment()["PYTORCH_HIP_ALLOC_CONF"] == "max_split_size_mb:64"
 
@@ -117,3 +121,16 @@ def test_ulimits_and_container_limits(limited):
     assert (env["OMP_NUM_THREADS"], env["TF_NUM_INTRAOP_THREADS"],
             env["TF_NUM_INTEROP_THREADS"]) == ("2", "4", "2")
     assert env["LAUNCHER_TF_DATA_PRIVATE_THREADPOOL"] == "8"
+
+
+def test_a_cpuset_is_a_real_list_within_the_affinity(tmp_path, limited):
+    with pytest.raises(ProfileError, match=r"limits.cpuset: must be a CPU list .*'3-1'"):
+        _profile(tmp_path, "extends: base\nlimits: {cpuset: '3-1'}\n")
+    outside = resolve(_profile(tmp_path, "extends: base\nlimits: {cpuset: '4-11'}\n"),
+                      limited).caps.verdict
+    assert outside.level == "warn" and (
+        "limits.cpuset 4-11 names CPUs this host does not let the workload run on (its "
+        "affinity is 0-7): a run here fails.") in outside.reasons
+    inside = resolve(_profile(tmp_path, "extends: base\nlimits: {cpuset: '0-3'}\n"),
+                     limited).caps.verdict
+    assert not any("cpuset" in r for r in inside.reasons)

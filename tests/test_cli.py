@@ -26,7 +26,7 @@ def test_help_lists_commands():
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     assert _commands(result.stdout) == ["doctor", "plan", "render", "build", "run", "workloads",
-                                        "report", "bench-memory", "profiles", "jobs"]
+                                        "report", "calibrate", "bench-memory", "profiles", "jobs"]
     sub = runner.invoke(app, ["profiles", "--help"])
     assert _commands(sub.stdout) == ["list", "show", "validate"]
     jobs = runner.invoke(app, ["jobs", "--help"])
@@ -82,7 +82,9 @@ def test_doctor_text_and_profile_verdict():
                                  "--host-root", str(HOSTS / "v1-docker")])
     assert result.exit_code == 0, result.output
     assert "max 77, current 1" in result.stdout
-    assert "verdict: WARN" in result.stdout
+    # 12 torch processes, each seeing the 12 GPUs (autograd's device threads): over pids.max
+    assert "verdict: REFUSE" in result.stdout
+    assert "12 processes x ~14 threads would exceed the pids.max 77" in result.stdout
 
 
 def test_plan_text_and_bad_framework():

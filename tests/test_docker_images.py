@@ -50,6 +50,10 @@ def test_seed_profile_image_applies_caps_under_plain_docker_run(client, name):
     # the supervisor's own variables never reach the workload
     assert not [k for k in got["env"] if k.startswith("LAUNCHER_") and not k.startswith(
         "LAUNCHER_TF_DATA_")]
+    # the build measured the image's frameworks' peak threads (numpy here), for the supervisor
+    cal = json.loads(client.containers.run(tag, ["cat", "/etc/launcher/calibration.json"],
+                                           remove=True))
+    assert {(e["framework"], e["cpus"]) for e in cal["entries"]} >= {("none", 1)}
 
 
 def test_stale_base_env_replaced_explicit_e_wins(client, tmp_path):

@@ -90,9 +90,9 @@ def test_seed_004_fan_out_over_12_gpus(cap, tmp_path):
     # whole arguments substituted, never inside one
     assert markers[7]["argv"] == ["7000", "8000", "7", str(tmp_path / "out/chunks/00007/out")]
     # exactly one GPU visible, and only the GPUs that run get chunks
-    assert all(m["HIP_VISIBLE_DEVICES"] == m["ROCR_VISIBLE_DEVICES"] and
-               m["HIP_VISIBLE_DEVICES"].isdigit() for m in markers)
-    assert {int(m["HIP_VISIBLE_DEVICES"]) for m in markers} == set(range(cap))
+    assert all(m["ROCR_VISIBLE_DEVICES"].isdigit() and m["HIP_VISIBLE_DEVICES"] == "0"
+               for m in markers)  # ROCR picks the GPU; HIP counts from 0 among what is left
+    assert {int(m["ROCR_VISIBLE_DEVICES"]) for m in markers} == set(range(cap))
     assert {r["gpu"] for r in rows} == set(range(cap))
     assert all(m["OMP_NUM_THREADS"] == "1" for m in markers)  # the rig's caps, in every chunk
     # never more than the cap at once, and exactly the cap at the busiest moment
@@ -261,7 +261,7 @@ def test_a_chunk_that_runs_too_long_is_stopped(tmp_path):
 
 def test_job_spec_mistakes_are_one_line_each(tmp_path):
     spec = tmp_path / "bad.yaml"
-    spec.write_text("name: x\ncomand: [a]\nitems: -5\nchunk_size: big\ntimeout: soon\n"
+    spec.write_text("name: ../x\ncomand: [a]\nitems: -5\nchunk_size: big\ntimeout: soon\n"
                     "env: {1X: y}\n")
     proc = launcher("jobs", "plan", str(spec))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
@@ -272,7 +272,14 @@ def test_job_spec_mistakes_are_one_line_each(tmp_path):
         f"error: {spec}:4: chunk_size: must be a whole number of items or `auto` (got 'big')",
         f"error: {spec}:5: timeout: must be seconds, or a duration such as 30s, 10m, 2h "
         f"(got 'soon')",
-        f"error: {spec}:6: env.1X: not a valid variable name"]
+        f"error: {spec}:6: env.1X: not a valid variable name",
+        f"error: {spec}:1: name: must be letters, digits, '.', '_' or '-', starting with a "
+        f"letter or digit (it names the job's folder and containers) (got '../x')"]
+    profiles = tmp_path / "profiles"  # a folder named like that is no profile
+    profiles.mkdir()
+    (profiles / "empty.yaml").write_text("")
+    proc = launcher("jobs", "plan", str(profiles / "empty.yaml"))
+    assert proc.stderr == f"error: {profiles}/empty.yaml:1: the job spec is empty\n"
 
 
 def test_items_from_a_file_and_a_second_launcher_refused(tmp_path):
@@ -305,3 +312,31 @@ def test_the_seed_004_example_plans_and_refuses_missing_gpus():
     assert "(`jobs run` refuses)" in plan.stderr
     run = launcher("jobs", "run", str(spec))
     assert run.returncode == 1 and "use --gpus none" in run.stderr
+
+
+def test_ctrl_c_gives_the_chunk_its_attempt_back(tmp_path):
+    # first run: the chunk leaves a mark and waits, and Ctrl-C stops it; the rerun's chunk
+    # fails, and still has its one retry: an interrupted attempt is not a failed one
+    worker = ("import os, sys, time\nmark = os.path.join(os.environ['MARKS'], 'seen')\n"
+              "if os.path.exists(mark):\n    sys.exit(3)\nopen(mark, 'w').close()\n"
+              "time.sleep(60)\n")
+    spec = make_job(tmp_path, f"name: ctrlc\ncommand: [{PY}, worker.py]\nitems: 1\n"
+                              f"retries: 1\noutput: out\nenv: {{MARKS: {tmp_path}/marks}}\n",
+                    worker)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p", "base"]
+    first = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 30
+    while not (tmp_path / "marks" / "seen").exists() and time.time() < deadline:
+        time.sleep(0.1)
+    first.send_signal(signal.SIGINT)
+    _, err = first.communicate(timeout=30)
+    assert first.returncode != 0 and "stopping the running chunks" in err, err
+    [row] = ledger_rows(tmp_path / "out")
+    assert (row["state"], row["attempts"], row["diagnosis"]) == ("pending", 0, "interrupted")
+    again = subprocess.run(cmd, env=env, cwd=tmp_path, capture_output=True, text=True,
+                           timeout=60)
+    assert again.returncode == 1
+    [row] = ledger_rows(tmp_path / "out")
+    assert (row["state"], row["attempts"]) == ("failed", 2)  # its own two attempts

@@ -94,13 +94,18 @@ def test_memory_limit_enforced_and_explained(writable, tmp_path):
 
 def test_env_replaced_before_start_and_rlimits_set(tmp_path):
     prof = profile(tmp_path, "e", "extends: base\nthreads: {intra_op: 1}\n"
-                                  "limits: {stack: 16MiB}\n")
+                                  "limits: {stack: 16MiB, cpuset: '1'}\n")
     code = ("import os, resource; print(os.environ['OMP_NUM_THREADS'], "
-            "os.environ.get('OMP_NESTED'), resource.getrlimit(resource.RLIMIT_STACK)[0])")
+            "os.environ.get('OMP_NESTED'), resource.getrlimit(resource.RLIMIT_STACK)[0], "
+            "sorted(os.sched_getaffinity(0)), "
+            "[k for k in ('LAUNCHER_CPUSET', 'LAUNCHER_RLIMITS', 'LAUNCHER_RUN_CGROUPS', "
+            "'LAUNCHER_WATCH_STDIN') if k in os.environ])")
     proc = launcher("run", "--runtime", "native", "-p", prof, "--", sys.executable, "-c", code,
                     env={"OMP_NUM_THREADS": "32", "OMP_NESTED": "TRUE"})
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["1", "None", str(16 << 20)]
+    # the supervisor took the stack limit and CPU 1 before the workload started, and its own
+    # variables did not reach it
+    assert proc.stdout.split(None, 3) == ["1", "None", str(16 << 20), "[1] []\n"]
     assert "launcher: OMP_NUM_THREADS=32 was inherited; set 1" in proc.stderr
 
 

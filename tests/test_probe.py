@@ -19,6 +19,11 @@ CASES = {
     "v1-docker": ("v1", 1.5, 2, 77, 1, 314572800, 0, 1),  # captured: --pids-limit 77 --cpus 1.5
     "v1-nested": ("v1", 2.0, 4, 64, 10, 536870912, 1, 2),
     "hybrid-host": ("hybrid", None, 2, None, None, None, 0, 2),  # this kind of machine, captured
+    # the parent's limits bound a leaf that enables no controller (cgroup-v2.rst: interface
+    # files exist only where the parent enables the controller)
+    "v2-ancestor-only": ("v2", 0.5, None, 30, 7, 268435456, 1, 1),
+    # an unrelated cgroup2 mount listed first: the mount that holds our cgroup wins
+    "v2-two-mounts": ("v2", 1.5, None, 60, 5, 536870912, None, 1),
     "empty": ("none", None, None, None, None, None, None, 1),
 }
 

@@ -103,3 +103,23 @@ def test_schema_keys_documented_in_readme():
     readme = (ROOT / "README.md").read_text()
     for dotted, _ in walk_schema():
         assert f"`{dotted}`" in readme, f"README does not document {dotted}"
+
+
+def test_a_written_profile_replaces_the_old_one_only_when_it_loads(tmp_path):
+    from launcher.errors import LauncherError
+    from launcher.profiles.writer import check_target, write_profile
+
+    base = load_profile("base")
+    target = tmp_path / "mine.yaml"
+    write_profile(target, base, "launcher test", {"jobs": {"chunk_size": 40}}, ["a\nnote"])
+    first = target.read_text()
+    assert first.startswith("# Written by `launcher test` on ") and "# a note\n" in first
+    assert load_profile(target).get("jobs.chunk_size") == 40
+    check_target(target, base, "--write-profile")  # ours: may be replaced
+    with pytest.raises(ProfileError):  # a value the schema refuses: the old file stays
+        write_profile(target, base, "launcher test", {"jobs": {"chunk_size": "many"}}, [])
+    assert target.read_text() == first and list(tmp_path.iterdir()) == [target]
+    with pytest.raises(LauncherError, match="measured under"):
+        check_target(target, load_profile(target), "--write-profile")
+    with pytest.raises(LauncherError, match="measured under"):  # one it extends
+        check_target(base.path, load_profile(target), "--write-profile")

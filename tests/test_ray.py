@@ -49,23 +49,32 @@ def cluster():
 RAY_WORKER = WORKER.replace('"LAUNCHER_JOB_ID")}', '"LAUNCHER_JOB_ID", "LAUNCHER_NODE", '
                             '"MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",'
                             ' "OMP_STACKSIZE", "HSA_OVERRIDE_GFX_VERSION", "PYTORCH_HIP_ALLOC_CONF"'
-                            ')}')
+                            ')}').replace("json.dump(rec", """\
+if os.environ.get("LAUNCHER_CHUNK_FILE"):
+    lines = open(os.environ["LAUNCHER_CHUNK_FILE"]).read().split()
+    rec.update(first=lines[0], last=lines[-1], n=len(lines))
+json.dump(rec""")
 
 
-def _job(tmp_path: Path, seconds: str = "0.5") -> tuple[Path, Path]:
+def _job(tmp_path: Path, seconds: str = "0.5", from_file: bool = False) -> tuple[Path, Path]:
     prof = tmp_path / "rig.yaml"
     prof.write_text("extends: rig-6600\nworkers: {memory: 300MiB}\n")
+    items = "98172"
+    if from_file:
+        (tmp_path / "items.txt").write_text("".join(f"item-{i}\n" for i in range(98172)))
+        items = "{file: items.txt}"
     spec = make_job(tmp_path, f"name: seed004\ncommand: [{PY}, worker.py, '{seconds}', "
-                              f"'{{start}}']\nitems: 98172\nchunk_size: 1000\noutput: out\n"
+                              f"'{{start}}']\nitems: {items}\nchunk_size: 1000\noutput: out\n"
                               f"env: {{MARKS: {tmp_path}/marks}}\n", RAY_WORKER)
     return spec, prof
 
 
 def test_seed_004_over_three_ray_nodes_each_under_its_cap(cluster, tmp_path):
     address, nodes = cluster
-    spec, prof = _job(tmp_path)
+    spec, prof = _job(tmp_path, from_file=True)
+    # the driver is this machine, with no GPU: the GPUs are the nodes' (Ray's num_gpus)
     proc = launcher("jobs", "run", str(spec), "-p", str(prof), "--backend", "ray",
-                    "--address", address, "--host-root", str(HOSTS / "rig-6600"), timeout=900)
+                    "--address", address, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:] + proc.stdout[-2000:]
     assert "Ray: 18 slots" in proc.stderr
     rows = ledger_rows(tmp_path / "out")
@@ -86,7 +95,11 @@ def test_seed_004_over_three_ray_nodes_each_under_its_cap(cluster, tmp_path):
                 m["TF_NUM_INTRAOP_THREADS"], m["OMP_STACKSIZE"], m["HSA_OVERRIDE_GFX_VERSION"],
                 m["PYTORCH_HIP_ALLOC_CONF"]) == ("1", "1", "1", "1", "512k", "10.3.0",
                                                  "max_split_size_mb:64")
-        assert m["HIP_VISIBLE_DEVICES"].isdigit()  # the one GPU Ray gave the task
+        assert m["ROCR_VISIBLE_DEVICES"].isdigit()  # the one GPU Ray gave the task
+        assert m["HIP_VISIBLE_DEVICES"] == "0"
+        start, end = int(m["LAUNCHER_CHUNK_START"]), int(m["LAUNCHER_CHUNK_END"])
+        assert (m["first"], m["last"], m["n"]) == (f"item-{start}", f"item-{end - 1}",
+                                                   end - start)  # its own items, in order
 
 
 def test_kill_9_of_the_ray_driver_then_a_rerun_resumes(cluster, tmp_path):

@@ -155,3 +155,39 @@ def test_readme_lists_each_workloads_flags_from_its_parser():
         flags_cell = row.rstrip(" |").rsplit(" | ", 1)[1].replace("\\|", "|")
         listed = re.findall(r"`(--[^`]+)`", flags_cell)
         assert listed == list(w.flags()), name
+
+
+def test_a_stress_run_writes_the_profile_that_the_next_run_uses(tmp_path):
+    _need("jax")
+    prof = tmp_path / "found.yaml"
+    first = launcher("run", "--runtime", "native", "--write-profile", str(prof), "stress-jax",
+                     "--phase", "1", "--quick", "--max-runs", "3")
+    assert first.returncode == 0, first.stderr[-2000:]
+    text = prof.read_text()
+    assert "recommended:\n  num_envs: 256\n" in text
+    assert text.startswith("# Written by `launcher run stress-jax --write-profile` on ")
+    assert "# recommended.num_envs: the largest that ran within the limits" in text
+    assert "\nworkers:\n  memory: " in text and "\nthreads:\n  intra_op: " in text
+    assert launcher("profiles", "validate", str(prof)).returncode == 0
+    plan = json.loads(launcher("plan", "-p", str(prof), "--json").stdout)
+    assert plan["env"]["LAUNCHER_NUM_ENVS"]["value"] == "256"
+    assert plan["env"]["LAUNCHER_NUM_ENVS"]["source"].startswith(
+        f"profile recommended.num_envs ({prof.name}:")
+    second = launcher("run", "--runtime", "native", "-p", str(prof), "stress-jax", "--phase",
+                      "1", "--quick")
+    assert second.returncode == 0, second.stderr[-2000:]
+    result = json.loads((run_dir_of(second.stderr) / "stress-jax" / "phase1.json").read_text())
+    assert [r["num_envs"] for r in result["runs"]] == [256]  # the recommendation, not a sweep
+    bad = launcher("run", "--runtime", "native", "--write-profile", str(tmp_path / "x.yaml"),
+                   "--", "true")
+    assert bad.returncode == 1 and "only a stress run writes a profile" in bad.stderr
+    theirs = tmp_path / "theirs.yaml"
+    theirs.write_text("name: theirs\n")
+    for target, why in ((theirs, "was not written by launcher"),
+                        (prof, "is the profile this run is measured under"),
+                        (tmp_path / "found.txt", "must end in .yaml")):
+        refused = launcher("run", "--runtime", "native", "-p", str(prof), "--write-profile",
+                           str(target), "stress-jax", "--phase", "1", "--quick")
+        assert refused.returncode == 1 and why in refused.stderr, refused.stderr
+        assert "OMP/MKL" not in refused.stderr  # refused before anything ran
+    assert theirs.read_text() == "name: theirs\n"

@@ -86,12 +86,17 @@ def compute_caps(
     overrides: dict[str, str] | None = None,
     inherited: dict[str, str] | None = None,
     selection: GpuSelection | None = None,
+    extra_threads: int = 0,
+    gpus_per_process: int | None = None,
 ) -> Caps:
     """Resolve a profile against host facts (callers go through `caps.resolve.resolve`).
 
     `inherited` is the environment the workload would otherwise inherit (the shell's, or the
     base image's); `overrides` are explicit `--env` values, which win over everything;
-    `selection` the GPUs chosen (default: the profile's, as `select_gpus` makes them).
+    `selection` the GPUs chosen (default: the profile's, as `select_gpus` makes them);
+    `extra_threads` the workload's own besides its framework processes (a driver, a sampler);
+    `gpus_per_process` the GPUs each process sees when the launcher narrows them (a job's
+    chunk sees one), else every selected GPU.
     """
     fw = framework or profile.get("framework", "none")
     procs = processes or profile.get("workers.processes", 1)
@@ -99,7 +104,7 @@ def compute_caps(
         raise ProfileError(f"--processes must be at least 1 (got {procs})")
     get = profile.get
 
-    cpus, cpu_why = pool_cpus(fw, facts, get("limits.cpus", AUTO))
+    cpus, cpu_why = pool_cpus(fw, facts, get("limits.cpus", AUTO), get("limits.cpuset"))
 
     def pick(key: str, auto_value: int, auto_why: str) -> tuple[int, str]:
         v = get(key, AUTO)
@@ -135,6 +140,11 @@ def compute_caps(
     }
     # No XLA_FLAGS: measured here, --xla_cpu_multi_thread_eigen=false leaves JAX's thread count
     # unchanged (jax#1539) and costs ~12% of matmul throughput at 1-1.5 CPUs of quota.
+    for key, var in (("recommended.num_envs", "LAUNCHER_NUM_ENVS"),
+                     ("recommended.vectorized_envs", "LAUNCHER_VECTORIZED_ENVS"),
+                     ("recommended.batch_size", "LAUNCHER_BATCH_SIZE")):
+        if get(key) is not None:
+            want[var] = (str(get(key)), _src(profile, key))
     if get("threads.omp_stack") is not None:
         stack = kib(get("threads.omp_stack"))
         want["OMP_STACKSIZE"] = (stack, _src(profile, "threads.omp_stack"))
@@ -154,12 +164,16 @@ def compute_caps(
     env = _settle(want, profile, overrides or {}, inherited)
     ulimits = _ulimits(profile)
     limits = _limits(profile, facts)
-    fw_cpus = facts.affinity_cpus  # pools are capped by affinity, not by the quota
-    est = estimate_threads(fw, int(env_int(env, "OMP_NUM_THREADS", omp)),
-                           int(env_int(env, "OPENBLAS_NUM_THREADS", blas)),
-                           int(env_int(env, "TF_NUM_INTRAOP_THREADS", intra)),
-                           int(env_int(env, "TF_NUM_INTEROP_THREADS", inter)), fw_cpus)
-    total = procs * est.per_process + 1  # + the supervisor
+    # pools are capped by affinity (the profile's cpuset narrows it), not by the quota
+    fw_cpus = min(facts.affinity_cpus, cpuset_count(get("limits.cpuset")) or facts.affinity_cpus)
+    settings = {"omp": env_int(env, "OMP_NUM_THREADS", omp),
+                "blas": env_int(env, "OPENBLAS_NUM_THREADS", blas),
+                "intra": env_int(env, "TF_NUM_INTRAOP_THREADS", intra),
+                "inter": env_int(env, "TF_NUM_INTEROP_THREADS", inter),
+                "private_pool": env_int(env, "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL", private)}
+    seen = selection.count if gpus_per_process is None else min(gpus_per_process, selection.count)
+    est = calibrated(fw, settings, fw_cpus, seen, facts)
+    total = procs * est.per_process + 1 + extra_threads  # + the supervisor, + the workload's
     budget = _pids_budget(limits, ulimits, facts)
     verdict = _verdict(profile, facts, fw, procs, est, total, budget, limits, gpu, inherited)
     return Caps(
@@ -173,7 +187,8 @@ def compute_caps(
         limits=limits,
         gpu=gpu,
         estimate={"per_process": est.per_process, "breakdown": est.breakdown,
-                  "processes": procs, "total": total},
+                  "processes": procs, "extra": extra_threads, "total": total,
+                  "source": est.source},
         budget=budget,
         verdict=verdict,
     )
@@ -204,6 +219,40 @@ def clamp_ulimits(caps: Caps, facts: HostFacts) -> Caps:
     return caps
 
 
+def calibrated(framework: str, settings: dict[str, int], cpus: int, gpus: int,
+               facts: HostFacts) -> ThreadEstimate:
+    """The built-in model, corrected by this host's calibration when one was measured for this
+    framework, its installed version and this many CPUs: the measured peak minus the model at
+    the settings it was measured under is added to the model at these settings."""
+    model = estimate_threads(framework, settings["omp"], settings["blas"], settings["intra"],
+                             settings["inter"], cpus, settings["private_pool"], gpus)
+    entries = [e for e in facts.calibration if e.get("framework") == framework and
+               e.get("cpus") == cpus]
+    if not entries:
+        return model
+    from launcher.probe.calibration import framework_version, user_path
+
+    # An image's calibration was measured with the framework it holds, and where the version
+    # cannot be read (a fixture root, the supervisor's isolated interpreter) none is refused.
+    installed = framework_version(framework) if facts.root == "/" else None
+    entry = next((e for e in entries if installed is None or e.get("version") == installed
+                  or e.get("file") != str(user_path())), None)
+    if entry is None:
+        return ThreadEstimate(model.per_process, model.breakdown,
+                              f"{model.source}; the calibration is for {framework} "
+                              f"{entries[0].get('version')}, installed {installed}")
+    s = entry.get("settings", {})
+    at = estimate_threads(framework, s.get("omp", 1), s.get("blas", 1), s.get("intra", 1),
+                          s.get("inter", 1), cpus, s.get("private_pool", 1), gpus)
+    offset = int(entry["peak"]) - at.per_process
+    parts = dict(model.breakdown)
+    if offset:
+        parts["calibration"] = offset
+    return ThreadEstimate(model.per_process + offset, parts,
+                          f"calibrated on this host, {framework} {entry.get('version')}, "
+                          f"{entry.get('date', '?')}")
+
+
 def env_int(env: dict[str, Setting], key: str, default: int) -> int:
     s = env.get(key)
     try:
@@ -218,19 +267,30 @@ def env_int(env: dict[str, Setting], key: str, default: int) -> int:
 ROUND_HALF_UP = ("torch", "tf")
 
 
-def pool_cpus(framework: str, facts: HostFacts, cpu_limit: float | str) -> tuple[int, str]:
+def cpuset_count(cpuset: str | None) -> int | None:
+    from launcher.probe.cgroup import parse_cpu_list
+
+    return parse_cpu_list(cpuset) if cpuset else None
+
+
+def pool_cpus(framework: str, facts: HostFacts, cpu_limit: float | str,
+              cpuset: str | None = None) -> tuple[int, str]:
     """CPUs the thread pools are sized for: min(affinity, cpuset, the quota rounded for the
-    framework), at least 1. The quota is the profile's limits.cpus, else the cgroup's."""
+    framework), at least 1. The quota is the profile's limits.cpus, else the cgroup's; the
+    cpuset the cgroup's, narrowed by the profile's limits.cpuset."""
     quota = cpu_limit if cpu_limit != AUTO else facts.cgroup.cpu_quota
     rounding = rounding_for(framework)
     parts = [f"affinity {facts.affinity_cpus}"]
+    sets = [n for n in (facts.cgroup.cpuset_cpus, cpuset_count(cpuset)) if n]
     if facts.cgroup.cpuset_cpus:
         parts.append(f"cpuset {facts.cgroup.cpuset_cpus}")
+    if cpuset:
+        parts.append(f"limits.cpuset {cpuset}")
     if quota is not None:
         src = "limits.cpus" if cpu_limit != AUTO else "quota"
         parts.append(f"{src} {float(quota):g} rounded {rounding.replace('-', ' ')}")
     why = "min of " + ", ".join(parts) if len(parts) > 1 else parts[0]
-    cpus = effective_cpus(facts.affinity_cpus, facts.cgroup.cpuset_cpus,
+    cpus = effective_cpus(facts.affinity_cpus, min(sets) if sets else None,
                           float(quota) if quota is not None else None, rounding)
     return cpus, why
 
@@ -333,6 +393,9 @@ def _limits(profile: Profile, facts: HostFacts) -> dict[str, Limit]:
     cpus = profile.get("limits.cpus", AUTO)
     out["cpus"] = (Limit(cpus, _src(profile, "limits.cpus")) if cpus != AUTO
                    else Limit(None, "auto: the cgroup's own CPU quota applies"))
+    cpuset = profile.get("limits.cpuset")
+    out["cpuset"] = (Limit(cpuset, _src(profile, "limits.cpuset")) if cpuset
+                     else Limit(None, "all the CPUs of the affinity"))
     mem = profile.get("limits.memory", AUTO)
     if mem != AUTO:
         out["memory"] = Limit(mem, _src(profile, "limits.memory"))
@@ -376,6 +439,13 @@ def _pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
     return {"available": avail, "binding": why}
 
 
+def memory_budget(profile: Profile, limits: dict[str, Limit], facts: HostFacts) -> int | None:
+    """What the workload's processes share: the memory limit, else the profile's
+    hardware.memory (the target's RAM), else this host's (its cgroup's limit, or its RAM)."""
+    hw = profile.get("hardware.memory", AUTO)
+    return limits["memory"].value or (hw if hw != AUTO else None) or facts.memory_budget()
+
+
 def _verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: ThreadEstimate,
              total: int, budget: dict[str, Any], limits: dict[str, Limit],
              gpu: dict[str, Any], inherited: dict[str, str]) -> Verdict:
@@ -386,6 +456,14 @@ def _verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Threa
             v.level = level
         v.reasons.append(reason)
 
+    cpuset = limits["cpuset"].value
+    if cpuset and facts.affinity_list:
+        from launcher.cpulist import cpu_ids
+
+        outside = cpu_ids(cpuset) - cpu_ids(facts.affinity_list)
+        if outside:
+            say("warn", f"limits.cpuset {cpuset} names CPUs this host does not let the workload "
+                        f"run on (its affinity is {facts.affinity_list}): a run here fails.")
     avail = budget["available"]
     desc = f"{procs} processes x ~{est.per_process:,} threads" if procs > 1 else \
         f"~{est.per_process:,} threads"
@@ -395,7 +473,7 @@ def _verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Threa
         elif total > 0.8 * avail:
             say("warn", f"{desc} use {total * 100 // max(avail, 1)}% of the {budget['binding']}.")
     per_mem = profile.get("workers.memory")
-    mem_budget = limits["memory"].value or facts.memory_budget()
+    mem_budget = memory_budget(profile, limits, facts)
     if per_mem and mem_budget:
         need = procs * per_mem
         fits = mem_budget // per_mem

@@ -41,7 +41,8 @@ class Resolved:
 def resolve(profile: Profile, facts: HostFacts, framework: str | None = None,
             processes: int | None = None, overrides: dict[str, str] | None = None,
             gpus: str | None = None, inherited: dict[str, str] | None = None,
-            for_this_host: bool = True, clamp: bool = False) -> Resolved:
+            for_this_host: bool = True, clamp: bool = False,
+            extra_threads: int = 0, gpus_per_process: int | None = None) -> Resolved:
     """`for_this_host` False: the target is another machine (render, build), so its GPUs are
     taken from the profile. `clamp`: the ulimits will be set on this host (run, supervisor),
     so they are lowered to its hard limits."""
@@ -52,7 +53,8 @@ def resolve(profile: Profile, facts: HostFacts, framework: str | None = None,
     narrowed = with_gpus(profile, selection)
     fw = framework or narrowed.get("framework", "none")
     overrides = dict(overrides or {})
-    caps = compute_caps(narrowed, facts, fw, processes, overrides, inherited or {}, selection)
+    caps = compute_caps(narrowed, facts, fw, processes, overrides, inherited or {}, selection,
+                        extra_threads, gpus_per_process)
     if clamp:
         clamp_ulimits(caps, facts)
     return Resolved(narrowed, facts, selection, fw, processes, overrides, caps)

@@ -3,16 +3,11 @@ peak memory at several chunk sizes, fit it, and write a profile with what was me
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-from launcher.cli.output import parse_env_pairs, print_json
+from launcher.cli.output import parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
 from launcher.units import format_size
-
-
-def _say(msg: str) -> None:
-    print(f"launcher: {msg}", file=sys.stderr, flush=True)
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -35,34 +30,25 @@ def bench(spec: Path, profile: str | None, sizes_text: str, predict: int | None,
     sizes = parse_sizes(sizes_text)
     p = prepare(spec, profile, None, None, parse_env_pairs(env), host_root, gpus=gpus,
                 running=True)
+    if write_profile is not None:
+        from launcher.profiles.writer import check_target
+
+        check_target(write_profile, p.resolved.profile, "--write-profile")
     folder = p.spec.folder() / "bench-memory"
     folder.mkdir(parents=True, exist_ok=True)
     items = read_items(p.spec)
-    cwd = Path.cwd()
     where = f"GPU {p.plan.gpus[0]}" if p.plan.gpus[0] is not None else "the CPU"
-    _say(f"bench-memory {p.spec.name}: sizes {', '.join(map(str, sizes))} on {where}, each "
+    say(f"bench-memory {p.spec.name}: sizes {', '.join(map(str, sizes))} on {where}, each "
          f"alone in its own cgroup (cap {format_size(p.plan.usable_bytes or 0) or '-'})")
-    ms = memory.measure(p, sizes, folder, items, cwd, _say)
+    ms = memory.measure(p, sizes, folder, items, say)
     conc = None
     if concurrent:
         size = p.spec.chunk_size or max(sizes)
-        _say(f"{concurrent} workers of {size} items at once ...")
-        conc = memory.measure_concurrent(p, size, concurrent, folder, items, cwd)
+        say(f"{concurrent} workers of {size} items at once ...")
+        conc = memory.measure_concurrent(p, size, concurrent, folder, items)
     result = memory.result_of(p, ms, predict, conc)
     if write_profile is not None:
-        if write_profile.suffix not in (".yaml", ".yml"):
-            raise LauncherError(f"--write-profile: the file must end in .yaml (got "
-                                f"{str(write_profile)!r})")
-        text = memory.profile_text(p, write_profile, result)
-        tmp = write_profile.with_name(write_profile.name + ".tmp")
-        tmp.write_text(text)
-        from launcher.profiles import load_profile
-
-        try:
-            load_profile(tmp.rename(write_profile))
-        except LauncherError:
-            write_profile.unlink(missing_ok=True)
-            raise
+        memory.write_profile(p, write_profile, result)
         result["profile_written"] = str(write_profile)
     if as_json:
         print_json(result)
@@ -81,5 +67,8 @@ def bench(spec: Path, profile: str | None, sizes_text: str, predict: int | None,
           f"{format_size(result['workers_memory_bytes'])} (x{result['margin']}); "
           f"max_concurrent {result['concurrency_binding']}")
     if write_profile is not None:
-        print(f"wrote {write_profile}: `launcher jobs plan {spec} --profile ./{write_profile}`")
+        from launcher.profiles.writer import shown
+
+        print(f"wrote {write_profile}: `launcher jobs plan {spec} --profile "
+              f"{shown(write_profile)}`")
     return 0

@@ -28,8 +28,10 @@ def run_guarded(fn: Callable[[], object]) -> int:
         import os
 
         log = Path(tempfile.gettempdir()) / f"launcher-crash-{os.getuid()}.log"
-        try:
-            log.write_text(traceback.format_exc())
+        try:  # a shared folder: never through a link someone else left there
+            fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+            with os.fdopen(fd, "w") as f:
+                f.write(traceback.format_exc())
             where = f"the traceback is in {log}"
         except OSError:
             where = "the traceback could not be saved"

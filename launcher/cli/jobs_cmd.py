@@ -9,15 +9,9 @@ import os
 import time
 from pathlib import Path
 
-from launcher.cli.output import parse_env_pairs, print_json, table
+from launcher.cli.output import parse_env_pairs, print_json, say, table
 from launcher.errors import LauncherError
 from launcher.units import format_size
-
-
-def _say(msg: str) -> None:
-    import sys
-
-    print(f"launcher: {msg}", file=sys.stderr, flush=True)
 
 
 def plan(spec: Path, profile: str | None, framework: str | None, max_concurrent: int | None,
@@ -28,7 +22,7 @@ def plan(spec: Path, profile: str | None, framework: str | None, max_concurrent:
     p = prepare(spec, profile, framework, max_concurrent, parse_env_pairs(env), host_root,
                 gpus=gpus)
     if p.resolved.selection.shortfall:
-        _say(f"warning: {p.resolved.selection.shortfall} (`jobs run` refuses)")
+        say(f"warning: {p.resolved.selection.shortfall} (`jobs run` refuses)")
     data = {"job": p.spec.name, "profile": p.resolved.profile.name,
             "framework": p.resolved.framework, "folder": str(p.spec.folder()),
             "plan": p.plan.to_json(), "verdict": p.resolved.caps.verdict.level,
@@ -63,17 +57,18 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
     if runtime not in ("native", "docker"):
         raise LauncherError(f"--runtime must be native or docker (got {runtime!r})")
     p = prepare(spec, profile, framework, max_concurrent, parse_env_pairs(env), host_root,
-                inherit_shell=runtime == "native", gpus=gpus, running=True)
+                inherit_shell=runtime == "native", gpus=gpus, running=True,
+                on_this_host=backend == "local")
     folder = p.spec.folder()
     folder.mkdir(parents=True, exist_ok=True)
     release = lock_job(str(folder / ".lock"))
     try:
         ledger, notes = open_ledger(p)
         for note in notes:
-            _say(note)
+            say(note)
         counts = ledger.counts()
         if counts["pending"] == 0:
-            _say(f"job {p.spec.name}: nothing left to run ({counts['done']} done, "
+            say(f"job {p.spec.name}: nothing left to run ({counts['done']} done, "
                  f"{counts['failed']} failed); see `launcher jobs status {folder}`")
         if backend == "local":  # what killed runs left that holds nothing goes
             from launcher.runtime.engines import get_engine, tidy_leftovers
@@ -81,10 +76,9 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
             with contextlib.suppress(LauncherError):
                 tidy_leftovers(get_engine(runtime))
         be = get_backend(backend, p, folder, read_items(p.spec),
-                         {"runtime": runtime, "image": image, "address": address,
-                          "cwd": str(Path.cwd())})
+                         {"runtime": runtime, "image": image, "address": address})
         slots = be.slots()
-        _say(f"job {p.spec.name}: {be.concurrency_note()}; {counts['pending']} chunks pending, "
+        say(f"job {p.spec.name}: {be.concurrency_note()}; {counts['pending']} chunks pending, "
              f"{counts['done']} done; ledger in {folder}")
         done_items = sum(c.size for c in ledger.chunks("done"))
         progress = Progress(p.spec.items, done_items)
@@ -93,7 +87,7 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
             gpus.start()
         started = time.monotonic()
         queue = PullQueue(p.spec, p.plan, ledger, be.executor(), progress, owner(), slots,
-                          _say)
+                          say)
         try:
             finished = queue.run()
         finally:
@@ -199,7 +193,8 @@ def render(spec: Path, profile: str | None, target: str, out: Path, image: str |
 
     if target != "k8s":
         raise LauncherError(f"--target must be k8s (got {target!r})")
-    p = prepare(spec, profile, None, max_concurrent, None, host_root, gpus=gpus)
+    p = prepare(spec, profile, None, max_concurrent, None, host_root, inherit_shell=False,
+                gpus=gpus, on_this_host=False)  # for the cluster, not this shell
     r, pl = p.resolved, p.plan
     vendor = get_vendor(r.selection.vendor) if r.selection.vendor != "none" else None
     items_text = p.spec.items_file.read_text() if p.spec.items_file else None
@@ -255,5 +250,5 @@ def ray_node(profile: str, address: str | None, gpus: str | None, host_root: Pat
         print_json({"command": cmd, "cap": p.plan.concurrency, "binding": p.plan.binding})
         return 0
     print(shlex.join(cmd))
-    _say(f"cap {p.plan.concurrency} chunks on this node ({p.plan.binding})")
+    say(f"cap {p.plan.concurrency} chunks on this node ({p.plan.binding})")
     return 0

@@ -263,6 +263,9 @@ def run(
     interval: Annotated[float, typer.Option(
         "--interval", min=0.05, help="Telemetry sampling period in seconds (at least "
                                      "0.05).")] = 1.0,
+    write_profile: Annotated[Path | None, typer.Option(
+        "--write-profile", help="After a stress run (stress-jax, pytorch-phase3), write a "
+                                "profile extending --profile with what it found.")] = None,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
@@ -281,7 +284,7 @@ def run(
     _run(lambda: run_cmd.run(run_cmd.RunOptions(
         command or [], profile, framework, processes, runtime, image, gpus, env or [],
         volume or [], workdir, user, not no_mount_cwd, name, resume, dry_run, json, interval,
-        host_root)))
+        host_root, write_profile)))
 
 
 @app.command()
@@ -413,6 +416,23 @@ def jobs_status(
     from launcher.cli import jobs_cmd
 
     _run(lambda: jobs_cmd.status(target, json))
+
+
+@app.command()
+def calibrate(
+    framework: Annotated[list[str] | None, typer.Option(
+        "--framework", "-f", metavar="torch|tf|jax|none",
+        help="A framework to measure (default: every one installed). Repeatable.")] = None,
+    cpus: Annotated[str | None, typer.Option(
+        "--cpus", help="CPU counts to measure at, e.g. 1,2 (default: 1, 2, 4 ... all)."
+    )] = None,
+    json: Json = False,
+) -> None:
+    """Measure each framework's peak thread count on this host (start, import, compiled
+    training steps) at several CPU counts, for `plan` and `run` to budget with."""
+    from launcher.cli import calibrate_cmd
+
+    _run(lambda: calibrate_cmd.calibrate(framework, cpus, json))
 
 
 @app.command("bench-memory")

@@ -7,6 +7,11 @@ import sys
 from typing import Any
 
 
+def say(msg: str) -> None:
+    """A line for the person at the terminal, on stderr (stdout stays the command's output)."""
+    print(f"launcher: {msg}", file=sys.stderr, flush=True)
+
+
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")

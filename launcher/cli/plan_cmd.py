@@ -52,8 +52,12 @@ def _fmt_limit(name: str, value: Any) -> str:
 def print_verdict(data: dict[str, Any]) -> None:
     est, budget = data["estimate"], data["budget"]
     parts = " + ".join(f"{k} {v}" for k, v in est["breakdown"].items())
-    print(f"threads: ~{est['per_process']} per process ({parts}); {est['total']} in all "
-          f"(+1 supervisor); budget {budget['available']} ({budget['binding']})")
+    extra = f" + {est['extra']} of the workload's own" if est.get("extra") else ""
+    print(f"threads at their peak: ~{est['per_process']} per process ({parts}); "
+          f"{est['total']} in all (+1 supervisor{extra}); budget {budget['available']} "
+          f"({budget['binding']})")
+    if est.get("source"):
+        print(f"  estimate: {est['source']}")
     v = data["verdict"]
     print(f"verdict: {v['level'].upper()}")
     for r in v["reasons"]:

@@ -45,15 +45,11 @@ def target_of(command: str | None, workload: str | None, volumes: list[str],
     if command and workload:
         raise LauncherError("give --command or --workload, not both")
     if command:
-        try:
-            t.command = shlex.split(command)
-        except ValueError as exc:
-            raise LauncherError(f"--command: cannot split {command!r} like a shell would "
-                                f"({exc})") from None
+        t.command = _split("--command", command)
     if workload:
         from launcher.workloads.catalog import catalog
 
-        words = shlex.split(workload)
+        words = _split("--workload", workload)
         w = catalog().get(words[0]) if words else None
         if w is None or w.module is None:
             known = ", ".join(n for n, x in catalog().items() if x.module)
@@ -209,3 +205,10 @@ def render(profile: str, framework: str | None, out: Path, base_image: str | Non
         print(f"build it with `docker build -t {image} {out}` or `launcher build --profile "
               f"{profile}`")
     return 0
+
+
+def _split(flag: str, text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise LauncherError(f"{flag}: cannot split {text!r} like a shell would ({exc})") from None

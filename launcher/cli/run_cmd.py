@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import sys
 import threading
@@ -16,17 +15,15 @@ from pathlib import Path
 
 from launcher.caps.resolve import Resolved, resolve
 from launcher.cli.common import default_tag
-from launcher.cli.output import parse_env_pairs, print_json
+from launcher.cli.output import parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
+from launcher.names import NAME, NAME_RULE
 from launcher.runtime.engine import Engine, RunResult, Started
 from launcher.runtime.engines import choose_engine
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
 from launcher.units import format_size
-
-
-def say(msg: str) -> None:
-    print(f"launcher: {msg}", file=sys.stderr, flush=True)
+from launcher.workloads.catalog import Workload
 
 
 def runs_dir() -> Path:
@@ -53,6 +50,7 @@ class RunOptions:
     as_json: bool = False
     interval: float = 1.0
     host_root: Path | None = None
+    write_profile: Path | None = None
 
 
 def run(o: RunOptions) -> int:
@@ -72,19 +70,27 @@ def run(o: RunOptions) -> int:
         print(workload.parser().format_help(), end="")  # type: ignore[union-attr]
         return 0
     prof = load_profile(o.profile)
+    if o.write_profile is not None and (workload is None or workload.module is None or not
+                                        hasattr(workload.module_object(), "recommendation")):
+        raise LauncherError("--write-profile: only a stress run writes a profile (stress-jax, "
+                            "pytorch-phase3)")
+    if o.write_profile is not None:
+        from launcher.profiles.writer import check_target
+
+        check_target(o.write_profile, prof, "--write-profile")
     fw = (o.framework or (workload.framework if workload else None)
           or prof.get("framework", "none"))
     image = o.image or default_tag(prof.name, fw)
-    if o.name is not None and not _NAME.match(o.name):
-        raise LauncherError(f"--name must be letters, digits, '.', '_' or '-', starting with a "
-                            f"letter or digit (got {o.name!r})")
+    if o.name is not None and not NAME.match(o.name):
+        raise LauncherError(f"--name must be {NAME_RULE} (got {o.name!r})")
     engine, note = choose_engine(o.runtime, image)
     if workload is not None and workload.module and engine.inherits_environment:
         _check_framework(workload.name, workload.framework)
     command = workload.argv(o.command[1:], engine.python) if workload else o.command
     facts = probe_host(o.host_root or "/")
     r = resolve(prof, facts, fw, o.processes, overrides, o.gpus,
-                facts.env if engine.inherits_environment else {}, clamp=True)
+                facts.env if engine.inherits_environment else {}, clamp=True,
+                extra_threads=workload.extra_threads if workload else 0)
     run_id = _run_id(o, workload.name if workload else command[0])
     run_dir = runs_dir() / run_id
     spec = build_spec(r, command, image, name=o.name if o.dry_run else run_id,
@@ -120,10 +126,11 @@ def run(o: RunOptions) -> int:
     run_dir.mkdir(parents=True, exist_ok=True)
     status = _supervised_run(engine, spec, r, run_dir, command, o.interval, fresh)
     leftovers.join(timeout=2)
+    if status == 0 and o.write_profile is not None and workload is not None:
+        _write_profile(o.write_profile, workload, r, run_dir)
     return status
 
 
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")  # docker's container-name rule
 _MODULES = {"jax": ("jax", "jax"), "torch": ("torch", "torch==2.13.0"),
             "tf": ("tensorflow", "tensorflow-cpu")}
 
@@ -139,6 +146,35 @@ def _check_framework(workload: str, framework: str) -> None:
         raise LauncherError(f"{workload} needs {module}, which is not installed for "
                             f"{sys.executable}: pip install {pip!r} (or run it in an image "
                             f"that has it: --image IMG)")
+
+
+def _write_profile(path: Path, workload: Workload, r: Resolved, run_dir: Path) -> None:
+    """A profile extending the run's, with what the stress run found: its recommended
+    settings, workers.memory from the measured peak, and the thread pools it ran with."""
+    from launcher.profiles.writer import shown, write_profile
+
+    try:
+        found, notes = workload.module_object().recommendation(run_dir / workload.name)
+    except (OSError, ValueError, KeyError) as exc:
+        raise LauncherError(f"--write-profile: {exc}") from None
+    summary = json.loads((run_dir / "summary.json").read_text())
+    rss = (summary["peaks"].get("rss_bytes") or {}).get("peak")
+    threads = summary["peaks"].get("threads") or {}
+    t = r.caps.threads
+    sections: dict[str, dict[str, object]] = {"recommended": found,
+                                              "threads": {"intra_op": t["intra_op"],
+                                                          "inter_op": t["inter_op"],
+                                                          "omp": t["omp"]}}
+    if rss:
+        sections["workers"] = {"memory": f"{-(-rss * 5 // 4) >> 20}MiB"}
+        notes.append(f"workers.memory: the run's peak RSS {format_size(rss)} + 25%.")
+    notes.append(f"threads: the pools this run had ({r.caps.estimate['source']}); peak "
+                 f"{threads.get('peak')} threads observed, {threads.get('estimate')} "
+                 f"estimated, run {run_dir.name}.")
+    by = f"launcher run {workload.name} --write-profile"
+    write_profile(path, r.profile, by, sections, notes)
+    say(f"wrote {path}: `launcher plan --profile {shown(path)}`; a run under it uses "
+        f"{', '.join(f'{k} {v}' for k, v in found.items())}")
 
 
 def _check_not_a_typo(word: str, names: list[str]) -> None:

@@ -165,10 +165,13 @@ class LocalExecutor:
             f"the workload exited with status {status}.")
         if timed_out.is_set():
             diagnosis = f"the chunk took longer than its {self.spec.timeout:g}s timeout."
-        # the cgroup's peak counter when the chunk had a cgroup of its own, else the RSS of its
-        # largest process (a shared cgroup's peak would be everyone's)
-        peak = ended.get("memory_peak") if own_memory and own_memory[0] else None
-        return Outcome(status, diagnosis, bool(ended.get("oom")), peak or ended.get("maxrss"),
+        # the cgroup's peak and OOM counters when the chunk had a cgroup of its own, else the
+        # RSS of its largest process (a shared cgroup's counters would be everyone's: an OOM
+        # kill there may have been another chunk's, so this one is retried, not split)
+        own = bool(own_memory and own_memory[0])
+        peak = ended.get("memory_peak") if own else None
+        return Outcome(status, diagnosis, own and bool(ended.get("oom")),
+                       peak or ended.get("maxrss"),
                        "\n".join(tail), timed_out.is_set(),
                        stopping.is_set() and status != 0, gpu, peak)
 

@@ -31,13 +31,16 @@ class Prepared:
 def prepare(spec_path: Path, profile: str | None = None, framework: str | None = None,
             max_concurrent: int | None = None, env: dict[str, str] | None = None,
             host_root: Path | None = None, inherit_shell: bool = True,
-            gpus: str | None = None, running: bool = False) -> Prepared:
+            gpus: str | None = None, running: bool = False,
+            on_this_host: bool = True) -> Prepared:
     """The spec, its profile resolved once for one chunk, and the plan. `running`: GPUs this
-    host lacks refuse (a plan only warns)."""
+    host lacks refuse (a plan only warns). `on_this_host` False: the chunks run elsewhere (Ray
+    nodes, a Kubernetes cluster), so the GPUs are the profile's, not this host's."""
     spec = load_job(spec_path)
     facts = probe_host(host_root or "/")
     r = resolve(load_profile(profile or spec.profile), facts, framework or spec.framework, 1,
-                env or {}, gpus, facts.env if inherit_shell else {}, clamp=True)
+                env or {}, gpus, facts.env if inherit_shell else {}, on_this_host,
+                clamp=True, gpus_per_process=1)  # each chunk sees its own GPU
     if running and r.selection.shortfall:
         raise LauncherError(r.selection.shortfall)
     if r.caps.verdict.level == "refuse":

@@ -165,6 +165,13 @@ class Ledger:
             "log_tail=? WHERE id=?",
             (state, time.time(), exit_status, diagnosis, peak, log_tail, chunk_id)))
 
+    def interrupted(self, chunk_id: int, exit_status: int | None, peak: int | None) -> None:
+        """Pending again, the attempt given back: the chunk did not fail, it was stopped."""
+        self._tx(lambda db: db.execute(
+            "UPDATE chunks SET state='pending', attempts=MAX(attempts-1, 0), ended=?, "
+            "exit_status=?, diagnosis='interrupted', peak_bytes=? WHERE id=?",
+            (time.time(), exit_status, peak, chunk_id)))
+
     def split(self, chunk: Chunk, diagnosis: str, peak: int | None) -> list[Chunk]:
         """Mark `chunk` split and add its two halves as new pending chunks."""
         mid = chunk.start + chunk.size // 2

@@ -6,7 +6,6 @@ not additive); and a profile that extends the given one with what was measured."
 from __future__ import annotations
 
 import math
-import socket
 import statistics
 import threading
 import time
@@ -77,8 +76,8 @@ class TreeRss(threading.Thread):
         self.join(timeout=5)
 
 
-def _executor(p: Prepared, folder: Path, items: list[str] | None, cap: int | None,
-              cwd: Path) -> LocalExecutor:
+def _executor(p: Prepared, folder: Path, items: list[str] | None,
+              cap: int | None) -> LocalExecutor:
     from launcher.runtime.engines import get_engine
 
     return LocalExecutor(p.spec, p.resolved, get_engine("native"), folder, None,
@@ -86,12 +85,12 @@ def _executor(p: Prepared, folder: Path, items: list[str] | None, cap: int | Non
 
 
 def measure(p: Prepared, sizes: list[int], folder: Path, items: list[str] | None,
-            cwd: Path, say: Any = None) -> list[Measurement]:
+            say: Any = None) -> list[Measurement]:
     """Each size alone, on the first GPU of the plan (one GPU visible, as in a job)."""
     for size in sizes:
         if size > p.spec.items:
             raise LauncherError(f"--sizes: {size} is more than the job's {p.spec.items} items")
-    ex = _executor(p, folder, items, p.plan.usable_bytes, cwd)
+    ex = _executor(p, folder, items, p.plan.usable_bytes)
     gpu = p.plan.gpus[0]
     out = []
     for k, size in enumerate(sizes):
@@ -124,14 +123,17 @@ def fit(points: list[tuple[int, int]]) -> tuple[float, float, float]:
     per = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum(
         (x - mx) ** 2 for x in xs)
     base = my - per * mx
+    if min(ys) <= 0:
+        raise LauncherError("bench-memory: a measurement read no memory at all (0 bytes); "
+                            "is the command doing its work?")
     err = max(abs(base + per * x - y) / y for x, y in zip(xs, ys, strict=True))
     return base, per, err
 
 
 def measure_concurrent(p: Prepared, size: int, n: int, folder: Path,
-                       items: list[str] | None, cwd: Path) -> dict[str, Any]:
+                       items: list[str] | None) -> dict[str, Any]:
     """N workers of `size` at once: each one's peak, their sum, and the peak of the total."""
-    ex = _executor(p, folder, items, p.plan.usable_bytes, cwd)
+    ex = _executor(p, folder, items, p.plan.usable_bytes)
     rss = TreeRss()
     rss.start()
     outcomes: list[Any] = [None] * n
@@ -162,7 +164,7 @@ def choose_chunk_size(p: Prepared, base: float, per_item: float) -> int:
     slot run at once within the usable memory, and no more than an even share of the items."""
     if p.spec.chunk_size:
         return p.spec.chunk_size
-    slots = len(p.plan.gpus)
+    slots = p.plan.slots
     share = math.ceil(p.spec.items / slots)
     if not p.plan.usable_bytes or per_item <= 0:
         return share
@@ -176,38 +178,25 @@ def choose_chunk_size(p: Prepared, base: float, per_item: float) -> int:
     return max(1, size // digits * digits)
 
 
-def profile_text(p: Prepared, path: Path, result: dict[str, Any]) -> str:
+def write_profile(p: Prepared, path: Path, result: dict[str, Any]) -> None:
     """A profile that extends the one measured under, with what was measured, and why."""
-    import json
-    import os
+    from launcher.profiles.writer import write_profile as write
 
-    base_ref = p.resolved.profile
-    shipped = base_ref.path.resolve().parent
-    from launcher.profiles.loader import shipped_dir
-
-    extends = base_ref.name if shipped == shipped_dir() else os.path.relpath(
-        base_ref.path.resolve(), path.resolve().parent)
     m = result["measurements"]
-    lines = [
-        f"# Written by `launcher bench-memory` on {socket.gethostname()}, "
-        f"{time.strftime('%Y-%m-%d %H:%M')}, for job {p.spec.name} ({p.spec.path}).",
-        "# Measured peaks (cgroup counter, else the process tree's RSS): " + ", ".join(
-            f"{x['size']} items {format_size(x['peak'])}" for x in m) + ".",
-        f"# Fit: peak = {format_size(int(result['base_bytes']))} + "
+    notes = [
+        f"For job {p.spec.name} ({p.spec.path}). Measured peaks (cgroup counter, else the "
+        f"process tree's RSS): " + ", ".join(f"{x['size']} items {format_size(x['peak'])}"
+                                              for x in m) + ".",
+        f"Fit: peak = {format_size(int(result['base_bytes']))} + "
         f"{result['per_item_bytes']:.0f} bytes x items (largest error "
         f"{result['fit_error']:.1%}).",
-        f"# workers.memory = the predicted peak at chunk_size {result['chunk_size']} "
+        f"workers.memory = the predicted peak at chunk_size {result['chunk_size']} "
         f"({format_size(result['predicted_chunk_peak_bytes'])}) x {result['margin']:.2f}; "
-        f"jobs.max_concurrent = {result['concurrency_binding']}.",
-        f"name: {json.dumps(path.stem)}",
-        f"extends: {json.dumps(extends)}",
-        "workers:",
-        f"  memory: {math.ceil(result['workers_memory_bytes'] / 2**20)}MiB",
-        "jobs:",
-        f"  chunk_size: {result['chunk_size']}",
-        f"  max_concurrent: {result['max_concurrent']}",
-    ]
-    return "\n".join(lines) + "\n"
+        f"jobs.max_concurrent = {result['concurrency_binding']}."]
+    write(path, p.resolved.profile, "launcher bench-memory", {
+        "workers": {"memory": f"{math.ceil(result['workers_memory_bytes'] / 2**20)}MiB"},
+        "jobs": {"chunk_size": result["chunk_size"],
+                 "max_concurrent": result["max_concurrent"]}}, notes)
 
 
 def result_of(p: Prepared, ms: list[Measurement], predict: int | None,
@@ -217,7 +206,7 @@ def result_of(p: Prepared, ms: list[Measurement], predict: int | None,
     chunk_peak = base + per * size
     margin = max(MARGIN, 1 + err)
     memory = int(chunk_peak * margin)
-    bounds = {"GPU slots" if p.plan.gpus[0] is not None else "CPU slots": len(p.plan.gpus)}
+    bounds = {"GPU slots" if p.plan.gpus[0] is not None else "CPU slots": p.plan.slots}
     if p.plan.usable_bytes:
         bounds[f"memory ({format_size(p.plan.usable_bytes)} usable / "
                f"{format_size(memory)})"] = max(1, p.plan.usable_bytes // memory)

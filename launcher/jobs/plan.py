@@ -14,6 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from launcher.caps.plan import memory_budget
 from launcher.caps.resolve import Resolved
 from launcher.jobs.spec import JobSpec
 from launcher.units import format_size
@@ -41,6 +42,12 @@ class JobPlan:
         out["chunks"] = len(self.chunks)
         return out
 
+    @property
+    def slots(self) -> int:
+        """GPUs, or CPU slots: how many chunks could run at once before memory, the profile's
+        cap and the pids budget have their say."""
+        return self.bounds.get("GPU slots") or self.bounds.get("CPU slots") or self.concurrency
+
     def sentence(self) -> str:
         peak = f", {format_size(self.peak_bytes)} each" if self.peak_bytes else ""
         where = (f"GPUs {', '.join(str(g) for g in self.gpus)}" if self.gpus[0] is not None
@@ -62,7 +69,7 @@ def plan_job(spec: JobSpec, r: Resolved, max_concurrent: int | None = None) -> J
         bounds["CPU slots"] = max(1, r.facts.effective_cpus // max(1, caps.threads["omp"]))
     peak = profile.get("workers.memory")
     safety = float(profile.get("jobs.safety", DEFAULT_SAFETY))
-    budget = caps.limits["memory"].value or r.facts.memory_budget()
+    budget = memory_budget(profile, caps.limits, r.facts)
     usable = int(budget * safety) if budget else None
     if peak and usable:
         bounds[f"memory ({format_size(usable)} usable / {format_size(peak)} per chunk)"] = \

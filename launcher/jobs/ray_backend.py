@@ -47,12 +47,13 @@ class RayExecutor:
         spec = p.spec.to_json()
         self.base = {"recipe": r.recipe(), "overrides": r.overrides, "spec": spec,
                      "folder": str(folder), "cwd": str(p.spec.path.resolve().parent),
-                     "items": items, "gpus": self.gpus, "memory": p.plan.peak_bytes}
+                     "gpus": self.gpus, "memory": p.plan.peak_bytes}
 
     def execute(self, chunk: Chunk, gpu: int | None, stopping: threading.Event) -> Outcome:
         import ray
 
-        payload = {**self.base, "chunk": dataclasses.asdict(chunk)}
+        payload = {**self.base, "chunk": dataclasses.asdict(chunk),  # its own items only
+                   "items": self.items[chunk.start:chunk.end] if self.items else None}
         ref = self.remote.options(**self.options).remote(payload)
         with self.lock:
             self.refs[chunk.id] = ref

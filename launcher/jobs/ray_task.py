@@ -36,7 +36,15 @@ def run_chunk(payload: dict[str, Any]) -> dict[str, Any]:
     ids = ray.get_gpu_ids()
     gpu = int(ids[0]) if ids and payload["gpus"] else None
     ex = LocalExecutor(spec, r, get_engine("native"), Path(payload["folder"]), None,
-                       Path(payload["cwd"]), payload["items"], payload["memory"])
+                       Path(payload["cwd"]), _window(payload), payload["memory"])
     ex.extra_env = {"LAUNCHER_NODE": ray.get_runtime_context().get_node_id()}
     o = ex.execute(Chunk(**payload["chunk"]), gpu, threading.Event())
     return dataclasses.asdict(o)
+
+
+def _window(payload: dict[str, Any]) -> list[str] | None:
+    """The chunk's items at their places (the driver sends only those)."""
+    lines = payload["items"]
+    if lines is None:
+        return None
+    return [""] * payload["chunk"]["start"] + lines

@@ -133,7 +133,7 @@ class PullQueue:
             self.ledger.finish(chunk.id, "done", 0, o.diagnosis, o.peak)
             self.progress.ended("done", f"chunk {chunk.id} ({items}) done{where}", chunk.size)
         elif o.interrupted:
-            self.ledger.finish(chunk.id, "pending", o.status, "interrupted", o.peak)
+            self.ledger.interrupted(chunk.id, o.status, o.peak)
         elif o.oom and chunk.size > self.plan.min_chunk_size:
             halves = self.ledger.split(chunk, o.diagnosis, o.peak)
             peak = f" (peak {format_size(o.peak)})" if o.peak else ""

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import ProfileError
+from launcher.names import NAME, NAME_RULE
 from launcher.profiles.schema import FRAMEWORKS
 from launcher.profiles.yamlsrc import Located, load_yaml
 
@@ -63,8 +64,9 @@ class JobSpec:
         return json.dumps({"command": self.command, "items": items}, sort_keys=True)
 
     def folder(self) -> Path:
+        """The job's folder, absolute: chunks run in the spec's folder, and on other nodes."""
         runs = Path(os.environ.get("LAUNCHER_RUNS_DIR") or "runs")
-        return self.output or runs / "jobs" / self.name
+        return (self.output or runs / "jobs" / self.name).resolve()
 
     def to_json(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}
@@ -76,7 +78,10 @@ def load_job(path: Path) -> JobSpec:
     try:
         doc = load_yaml(path)
     except ProfileError as exc:
-        raise JobSpecError(str(exc).replace("profile", "job spec")) from None
+        text = str(exc)
+        for phrase in ("no such profile file", "the profile is empty"):
+            text = text.replace(phrase, phrase.replace("profile", "job spec"))
+        raise JobSpecError(text) from None
     if not isinstance(doc.data, dict):
         raise JobSpecError(f"{path}:1: expected a mapping of job keys ({', '.join(KEYS)})")
     errors: list[str] = []
@@ -114,6 +119,9 @@ def load_job(path: Path) -> JobSpec:
     for key in ("name", "profile", "output", "image"):
         if key in data and (not isinstance(data[key], str) or not data[key].strip()):
             fail(key, "must be a non-empty string", data[key])
+    name = data.get("name", path.stem)
+    if isinstance(name, str) and name.strip() and not NAME.match(name):
+        fail("name", f"must be {NAME_RULE} (it names the job's folder and containers)", name)
     if errors:
         raise JobSpecError("\n".join(errors))
     output = data.get("output")

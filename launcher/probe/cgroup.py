@@ -37,28 +37,54 @@ def find_chains(root: Path, pid: str = "self") -> dict[str, Chain]:
     members = parse_proc_cgroup(root / f"proc/{pid}/cgroup")
     chains: dict[str, Chain] = {}
     unified = next((m for m in members if m.hierarchy == "0" and not m.controllers), None)
-    v2_mount = next((m for m in mounts if m.fstype == "cgroup2"), None)
+    v2_mount = _holding(root, [m for m in mounts if m.fstype == "cgroup2"], unified)
     if unified and v2_mount:
-        leaf_dirs = _dirs(root, v2_mount, unified)
-        enabled = _v2_controllers(leaf_dirs[0])
+        dirs = _dirs(root, v2_mount, unified)
+        # A limit along the way bounds the leaf whether or not the leaf enables the controller
+        # itself (cgroup-v2: a cgroup's interface files exist only where its parent enables
+        # it), so the controllers of every directory count, not only the leaf's.
+        enabled = set().union(*(_v2_controllers(d) for d in dirs))
         for c in CONTROLLERS:
             if c in enabled:
-                chains[c] = Chain("v2", leaf_dirs)
+                chains[c] = Chain("v2", dirs)
     for c in CONTROLLERS:
         if c in chains:
             continue
         member = next((m for m in members if c in m.controllers), None)
-        mount = next((m for m in mounts if m.fstype == "cgroup" and c in m.super_options), None)
+        mount = _holding(root, [m for m in mounts if m.fstype == "cgroup" and
+                                c in m.super_options], member)
         if member and mount:
             chains[c] = Chain("v1", _dirs(root, mount, member))
     return chains
 
 
-def _v2_controllers(leaf: Path) -> set[str]:
+def _holding(root: Path, mounts: list[Mount], member: Membership | None) -> Mount | None:
+    """Of a hierarchy's mounts, the one that holds the process's cgroup: its root is the
+    cgroup's path or an ancestor of it, and the cgroup's directory exists under it (another
+    mount, of an unrelated subtree, may be listed first)."""
+    if member is None or not mounts:
+        return None
+
+    def score(m: Mount) -> tuple[bool, bool, int]:
+        mroot = m.root.rstrip("/")
+        holds = not mroot or member.path == mroot or member.path.startswith(mroot + "/")
+        rel = member.path[len(mroot):] if holds else ""
+        return holds, _join(_join(root, m.mount_point), rel).is_dir(), len(mroot)
+
+    return max(mounts, key=score)
+
+
+def _v2_controllers(d: Path) -> set[str]:
     try:
-        return set((leaf / "cgroup.controllers").read_text().split())
+        return set((d / "cgroup.controllers").read_text().split())
     except FileNotFoundError:
         return set()
+
+
+def nearest(chain: Chain, name: str) -> Path | None:
+    """The file `name` in the directory nearest the leaf that has it (a leaf that enables no
+    controller has no interface files: an ancestor's counters include it)."""
+    return next((d / name for d in chain.dirs if (d / name).exists()), None)
 
 
 def _dirs(root: Path, mount: Mount, member: Membership) -> tuple[Path, ...]:
@@ -141,16 +167,12 @@ def read_cpu_quota(chain: Chain) -> float | None:
 
 def parse_cpu_list(text: str, path: Path | None = None) -> int:
     """Number of CPUs in a list such as '0-3,8,10-11'."""
-    count = 0
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        try:
-            lo, _, hi = part.partition("-")
-            count += (int(hi) - int(lo) + 1) if hi else 1
-        except ValueError:
-            raise HostError(f"{path or 'cpu list'}: malformed CPU list {text!r}") from None
-    return count
+    from launcher.cpulist import cpu_ids
+
+    try:
+        return len(cpu_ids(text))
+    except ValueError:
+        raise HostError(f"{path or 'cpu list'}: malformed CPU list {text!r}") from None
 
 
 def read_cpuset(chain: Chain) -> int | None:
@@ -205,7 +227,8 @@ def read_memory(chain: Chain) -> tuple[int | None, int | None, int | None]:
     upath = leaf / ("memory.current" if v2 else "memory.usage_in_bytes")
     utext = _read(upath)
     usage = _int(upath, utext) if utext is not None else None
-    return limit, usage, read_oom_kills(leaf, v2)
+    events = nearest(chain, "memory.events" if v2 else "memory.oom_control")
+    return limit, usage, read_oom_kills(events.parent if events else leaf, v2)
 
 
 def read_oom_kills(leaf: Path, v2: bool) -> int | None:

@@ -8,12 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import HostError
+from launcher.probe.calibration import read_calibration
 from launcher.probe.cgroup import effective_cpus, parse_cpu_list
 from launcher.probe.cgroup_facts import CgroupFacts, read_cgroup
 from launcher.probe.gpus import read_gpus, read_groups
 from launcher.probe.limits import (
     Rlimit,
-    read_affinity,
+    read_affinity_list,
     read_meminfo,
     read_rlimits,
     read_sysctl,
@@ -42,6 +43,8 @@ class HostFacts:
     gpus: list[Gpu]
     groups: dict[str, int] = field(default_factory=dict)  # GPU groups (video, render) -> GID
     env: dict[str, str] = field(default_factory=dict)  # managed variables already set
+    calibration: list[dict[str, Any]] = field(default_factory=list)  # `launcher calibrate`
+    affinity_list: str | None = None  # the CPUs themselves, e.g. 0-3
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -69,7 +72,8 @@ def probe_host(root: Path | str = "/", environ: dict[str, str] | None = None) ->
     live = str(root) == "/"
     cg = read_cgroup(root)
     online = _online_cpus(root)
-    affinity = read_affinity(root) or online
+    affinity_list = read_affinity_list(root)
+    affinity = parse_cpu_list(affinity_list) if affinity_list else online
     meminfo = read_meminfo(root)
     uid, tasks = read_uid_tasks(root)
     groups = {g for v in all_vendors() for g in v.host_groups}
@@ -90,4 +94,6 @@ def probe_host(root: Path | str = "/", environ: dict[str, str] | None = None) ->
         gpus=read_gpus(root, use_tools=live),
         groups=read_groups(root, groups),
         env=managed_in(dict(os.environ if environ is None else environ)),
+        calibration=read_calibration(root),
+        affinity_list=affinity_list,
     )

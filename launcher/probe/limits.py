@@ -70,14 +70,16 @@ def _status(path: Path) -> dict[str, str]:
     return out
 
 
-def read_affinity(root: Path) -> int | None:
-    """CPUs this process may run on (Cpus_allowed_list)."""
+def read_affinity_list(root: Path) -> str | None:
+    """CPUs this process may run on (Cpus_allowed_list), e.g. 0-3."""
     path = root / "proc/self/status"
     try:
         text = _status(path).get("Cpus_allowed_list")
     except FileNotFoundError:
         return None
-    return parse_cpu_list(text, path) if text else None
+    if text:
+        parse_cpu_list(text, path)  # a malformed list is a HostError naming the file
+    return text or None
 
 
 def read_uid_tasks(root: Path) -> tuple[int | None, int]:

@@ -14,6 +14,16 @@ from launcher.profiles.yamlsrc import Located, load_yaml
 from launcher.units import parse_size
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_CPU_LIST = re.compile(r"^\d+(-\d+)?(,\d+(-\d+)?)*$")
+
+
+def _ascending(text: str) -> bool:
+    from launcher.cpulist import cpu_ids
+
+    try:
+        return bool(cpu_ids(text))
+    except ValueError:
+        return False
 
 
 def shipped_dir() -> Path:
@@ -54,6 +64,7 @@ class Profile:
     data: dict[str, Any]
     origin: dict[str, str] = field(default_factory=dict)  # "limits.pids" -> "file:line"
     chain: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)  # this file and every file it extends
 
     def get(self, dotted: str, default: Any = None) -> Any:
         node: Any = self.data
@@ -135,11 +146,12 @@ def _load(path: Path, stack: list[Path]) -> Profile:
     if errors:
         raise ProfileError("\n".join(errors))
     if parent_path is None:
-        return Profile(name, path, data, origin, [name])
+        return Profile(name, path, data, origin, [name], [path])
     parent = _load(parent_path, [*stack, resolved])
     merged = _merge(parent.data, data)
     merged["name"] = name
-    return Profile(name, path, merged, {**parent.origin, **origin}, [*parent.chain, name])
+    return Profile(name, path, merged, {**parent.origin, **origin}, [*parent.chain, name],
+                   [*parent.files, path])
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
@@ -261,6 +273,11 @@ def _check(
         if not isinstance(value, (str, int, float)) or isinstance(value, bool) or value == "":
             raise bad("must be a non-empty string")
         return str(value)
+    if kind == "cpulist":
+        text = str(value).replace(" ", "")
+        if isinstance(value, bool) or not _CPU_LIST.match(text) or not _ascending(text):
+            raise bad("must be a CPU list such as 0-3 or 0,2")
+        return text
     if kind == "strlist":
         if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
             raise bad("must be a list of non-empty strings")

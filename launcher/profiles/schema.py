@@ -64,6 +64,8 @@ SCHEMA: dict[str, Key | dict[str, Key]] = {
         "memory": Key("size", "memory limit of the container (all processes)", auto=True),
         "shm": Key("size", "/dev/shm size"),
         "cpus": Key("float", "CPU quota in CPUs", auto=True, minimum=0.01),
+        "cpuset": Key("cpulist", "CPUs the workload may run on, e.g. 0-3 or 0,2 (its "
+                                 "affinity; the pools are sized for them)"),
     },
     "threads": {
         "intra_op": Key("int", "threads per op pool: OMP, MKL, OpenBLAS, TF intra, torch",
@@ -94,6 +96,12 @@ SCHEMA: dict[str, Key | dict[str, Key]] = {
         "max_concurrent": Key("int", "chunks at once on this machine (the node's cap)"),
         "safety": Key("float", "share of the usable memory a job may plan for (default 0.8)",
                       minimum=0.05, maximum=1.0),
+    },
+    "recommended": {
+        "num_envs": Key("int", "stress-jax: the environments it runs by default (written by "
+                               "`launcher run stress-jax --write-profile`)"),
+        "vectorized_envs": Key("int", "pytorch-phase3: vectorized environments by default"),
+        "batch_size": Key("int", "pytorch-phase3: batch size by default"),
     },
     "image": {
         "base": Key("str", "base image; overridable with --base-image"),

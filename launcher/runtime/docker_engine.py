@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import signal
 import threading
@@ -68,8 +69,8 @@ def create_request(spec: RunSpec) -> dict[str, Any]:
     if spec.supervised:
         binds += [f"{PACKAGE}:{IN_IMAGE}/launcher:ro",
                   f"{PACKAGE}/supervise/entrypoint.py:{IN_IMAGE}/entrypoint.py:ro"]
-    if spec.imports_launcher:
-        env["PYTHONPATH"] = IN_IMAGE
+    if spec.imports_launcher:  # before any PYTHONPATH the user gave
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [IN_IMAGE, env.get("PYTHONPATH")]))
     if spec.user and spec.user.split(":")[0] not in ("0", "root") and "HOME" not in env:
         env["HOME"] = "/tmp"  # the caller's UID has no home in the image: caches go here
     if binds:
@@ -105,6 +106,8 @@ def enforcement_of(spec: RunSpec) -> Enforcement:
         enforced["cpus"] = f"{lim.cpus:g} {how}"
     if lim.shm:
         enforced["shm"] = f"{format_size(lim.shm)} (Docker)"
+    if lim.cpuset:
+        enforced["cpuset"] = f"{lim.cpuset} {how}"
     return Enforcement(enforced)
 
 

@@ -31,7 +31,7 @@ from launcher.runtime.engine import (
 )
 from launcher.runtime.run_cgroup import make_run_cgroup
 from launcher.runtime.spec import RunSpec
-from launcher.supervise.apply import rlimit_triples
+from launcher.supervise.apply import RLIMITS
 from launcher.vendors import get as get_vendor
 
 PACKAGE = Path(__file__).resolve().parents[1]
@@ -65,7 +65,8 @@ class NativeEngine(Engine):
             env.update(get_vendor(spec.gpus.vendor).visible(spec.gpus.ids))
         if spec.imports_launcher:
             env["PYTHONPATH"] = os.pathsep.join(
-                [str(PACKAGE.parent), *filter(None, [os.environ.get("PYTHONPATH")])])
+                [str(PACKAGE.parent), *filter(None, [env.get("PYTHONPATH"),
+                                                     os.environ.get("PYTHONPATH")])])
         argv = ([sys.executable, "-I", "-S", str(ENTRY)] if spec.supervised else []) + \
             list(spec.command)
         return {"argv": argv, "env": env, "cwd": spec.workdir,
@@ -85,23 +86,24 @@ class NativeEngine(Engine):
                              spec.limits.pids, spec.limits.memory, spec.limits.cpus,
                              self.cgroup_root)
         enforcement = Enforcement(rc.enforced, rc.advisory)
+        if spec.limits.cpuset:
+            enforcement.enforced["cpuset"] = f"{spec.limits.cpuset} (affinity)"
         # the supervisor removes the run's cgroups itself if launcher dies (kill -9)
         plan["env"]["LAUNCHER_RUN_CGROUPS"] = ":".join(str(d) for d in set(rc.dirs.values()))
-        # within this process's own hard limits (the caps were clamped to the host's facts,
-        # which a --host-root tree may not match)
-        limits = [(res, *fit_rlimit(soft, hard, _hard_limit(res)))
-                  for res, soft, hard in rlimit_triples(spec.ulimits)]
-
-        def before_exec() -> None:  # in the child: rlimits, then join the run's cgroups
-            for res, soft, hard in limits:
-                resource.setrlimit(res, (soft, hard))  # within ours: clamped by the caller
-            rc.join(os.getpid())
-
+        # the supervisor takes the rlimits and CPUs itself before it starts the workload (no
+        # pre-exec hook: not safe in a process with threads), within this process's own hard
+        # limits (the caps were clamped to the host's facts, which --host-root may not match)
+        plan["env"]["LAUNCHER_RLIMITS"] = ",".join(
+            f"{name}={soft}:{hard}" for name, (soft, hard) in
+            ((n, fit_rlimit(u.soft, u.hard, _hard_limit(RLIMITS[n])))
+             for n, u in spec.ulimits.items() if n in RLIMITS))
+        if spec.limits.cpuset:
+            plan["env"]["LAUNCHER_CPUSET"] = spec.limits.cpuset
         try:
             # Its own process group: Ctrl-C reaches launcher, which forwards it once. Its stdin
             # is the lifeline: a pipe we hold open until the end (the workload gets /dev/null).
             child = subprocess.Popen(plan["argv"], env={**os.environ, **plan["env"]},
-                                     cwd=plan["cwd"], preexec_fn=before_exec, process_group=0,
+                                     cwd=plan["cwd"], process_group=0,
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE)
         except (OSError, subprocess.SubprocessError) as exc:
@@ -116,14 +118,14 @@ class NativeEngine(Engine):
         old = forward_signals(forward)
         try:
             if on_start is not None:
-                on_start(Started(child.pid, enforcement, child.send_signal))
+                on_start(Started(child.pid, enforcement, lambda sig: _stop(child, sig)))
             code = child.wait()
             for t in pumps:
                 t.join()
         finally:
             restore_signals(old)
             if child.poll() is None:
-                child.kill()
+                _stop(child, signal.SIGKILL)
                 child.wait()
             if child.stdin is not None:
                 child.stdin.close()
@@ -174,6 +176,15 @@ def _read_procs(d: Path) -> list[int]:
         return [int(x) for x in (d / "cgroup.procs").read_text().split()]
     except (OSError, ValueError):
         return []
+
+
+def _stop(child: subprocess.Popen[bytes], sig: int) -> None:
+    """A signal for the supervisor; SIGKILL for its whole process group (the workload too)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        if sig == signal.SIGKILL:
+            os.killpg(child.pid, sig)
+        else:
+            child.send_signal(sig)
 
 
 def _hard_limit(res: int) -> int | None:

@@ -24,11 +24,6 @@ class RunCgroup:
     enforced: dict[str, str] = field(default_factory=dict)  # cap -> how
     advisory: dict[str, str] = field(default_factory=dict)  # cap -> why not enforced
 
-    def join(self, pid: int) -> None:
-        """Move `pid` into every directory (called in the child before exec)."""
-        for d in set(self.dirs.values()):
-            (d / "cgroup.procs").write_text(str(pid))
-
     def cleanup(self) -> None:
         for d in set(self.dirs.values()):
             for _ in range(50):  # the last task may take a moment to leave

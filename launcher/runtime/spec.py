@@ -113,6 +113,8 @@ def build_spec(r: Resolved, command: list[str], image: str | None = None,
             swap=0 if memory else None,  # no swap beyond the limit
             shm=int(lim["shm"].value) if lim["shm"].value else None,
             cpus=cpus,
+            cpuset=str(lim["cpuset"].value) if lim.get("cpuset") and lim["cpuset"].value
+            else None,
         ),
         ulimits={n: Rlimit(u.soft, u.hard) for n, u in caps.ulimits.items()},
         gpus=selection,

@@ -63,7 +63,7 @@ def resolved_env() -> dict[str, str]:
     for name in env.pop("LAUNCHER_REMOVE", "").split(","):
         env.pop(name, None)
     for name in ("LAUNCHER_RESOLVED", "LAUNCHER_WATCH_STDIN", "LAUNCHER_RUN_CGROUPS",
-                 "LAUNCHER_EXIT_FILE"):
+                 "LAUNCHER_EXIT_FILE", "LAUNCHER_CPUSET", "LAUNCHER_RLIMITS"):
         env.pop(name, None)
     return env
 
@@ -80,6 +80,10 @@ def run(cmd: list[str]) -> int:
     from launcher.supervise.indexed import from_index
 
     cmd, env = from_index(cmd, env)  # a Kubernetes Indexed Job's chunk, from its index
+    failed = lifeline.enter(dict(os.environ))  # a native run's cgroups, CPUs and rlimits
+    if failed:
+        say(f"error: {failed}")
+        return 1
     lifeline.become_subreaper()  # the workload's descendants stay below us
     before = read_counters()
     try:  # posix_spawnp: no subprocess import (~10 ms of every container start)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from launcher.probe.cgroup import find_chains, read_int_or_none, read_oom_kills
+from launcher.probe.cgroup import find_chains, nearest, read_int_or_none, read_oom_kills
 from launcher.units import format_size
 
 
@@ -41,21 +41,26 @@ def read_counters(root: Path = Path("/")) -> Counters:
         return Counters()
     c = Counters()
     if "pids" in chains:
-        leaf = chains["pids"].dirs[0]
-        c.pids_max = read_int_or_none(leaf / "pids.max")
-        c.pids_peak = read_int_or_none(leaf / "pids.peak")
-        c.pids_events_max = _events(leaf / "pids.events", "max")
+        ch = chains["pids"]
+        found = nearest(ch, "pids.max")
+        c.pids_max = read_int_or_none(found) if found else None
+        found = nearest(ch, "pids.peak")
+        c.pids_peak = read_int_or_none(found) if found else None
+        found = nearest(ch, "pids.events")
+        c.pids_events_max = _events(found, "max") if found else None
     if "memory" in chains:
         ch = chains["memory"]
-        leaf, v2 = ch.dirs[0], ch.version == "v2"
+        v2 = ch.version == "v2"
+        events = nearest(ch, "memory.events" if v2 else "memory.oom_control")
         try:
-            c.oom_kills = read_oom_kills(leaf, v2)
+            c.oom_kills = read_oom_kills(events.parent, v2) if events else None
         except Exception:  # noqa: BLE001
             c.oom_kills = None
-        limit = read_int_or_none(leaf / ("memory.max" if v2 else "memory.limit_in_bytes"))
+        found = nearest(ch, "memory.max" if v2 else "memory.limit_in_bytes")
+        limit = read_int_or_none(found) if found else None
         c.memory_limit = limit if limit and limit < (1 << 62) else None
-        peak = "memory.peak" if v2 else "memory.max_usage_in_bytes"
-        c.memory_peak = read_int_or_none(leaf / peak)
+        found = nearest(ch, "memory.peak" if v2 else "memory.max_usage_in_bytes")
+        c.memory_peak = read_int_or_none(found) if found else None
     return c
 
 

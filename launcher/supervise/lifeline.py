@@ -135,6 +135,41 @@ def _read_stdin() -> bool:
         return False
 
 
+def enter(env: dict[str, str]) -> str | None:
+    """A native run's cgroups, CPUs and rlimits, taken by the supervisor itself before the
+    workload starts (launcher starts it without a pre-exec hook: that is not safe in a process
+    with threads). Returns what could not be done, or None."""
+    import resource
+
+    for d in filter(None, env.get("LAUNCHER_RUN_CGROUPS", "").split(":")):
+        try:
+            with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        except OSError as exc:
+            return f"cannot join the run's cgroup {d}: {exc.strerror}"
+    cpus = env.get("LAUNCHER_CPUSET")
+    if cpus:
+        try:
+            from launcher.cpulist import cpu_ids
+
+            os.sched_setaffinity(0, cpu_ids(cpus))
+        except (OSError, ValueError) as exc:
+            return f"cannot run on CPUs {cpus}: {getattr(exc, 'strerror', None) or exc}"
+    for item in filter(None, env.get("LAUNCHER_RLIMITS", "").split(",")):
+        name, _, pair = item.partition("=")
+        soft, _, hard = pair.partition(":")
+        res = getattr(resource, f"RLIMIT_{name.upper()}", None)
+        if res is None:
+            continue
+        inf = resource.RLIM_INFINITY
+        try:
+            resource.setrlimit(res, (inf if int(soft) < 0 else int(soft),
+                                     inf if int(hard) < 0 else int(hard)))
+        except (OSError, ValueError) as exc:
+            return f"cannot set the {name} limit to {soft}/{hard}: {exc}"
+    return None
+
+
 def leave_cgroups(dirs: list[str]) -> None:
     """Move this process to the parent of each of the run's cgroup directories and remove
     them (the launcher that would have is gone)."""

@@ -14,10 +14,11 @@ def draw(run_dir: Path) -> bool:
     try:
         summary = json.loads((run_dir / "summary.json").read_text())
         title = f"{run_dir.name}: {summary.get('diagnosis', '')}"
+        estimate = (summary.get("threads_estimate") or {}).get("total")
     except (OSError, ValueError):
-        title = run_dir.name
+        title, estimate = run_dir.name, None
     tmp = run_dir / ".telemetry.png.tmp"
-    if len(rows) < 2 or not plot(rows, tmp, title):
+    if len(rows) < 2 or not plot(rows, tmp, title, estimate):
         return False
     tmp.replace(run_dir / "telemetry.png")  # whole or not at all
     return True

@@ -33,7 +33,8 @@ def summarize(rows: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any
             "peaks": peaks}
 
 
-def plot(rows: list[dict[str, Any]], path: Path, title: str) -> bool:
+def plot(rows: list[dict[str, Any]], path: Path, title: str,
+         threads_estimate: int | None = None) -> bool:
     """telemetry.png: each series against its limit. False when matplotlib is missing."""
     try:
         import matplotlib
@@ -58,6 +59,9 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str) -> bool:
                     label=limit_key)
             ax.axhline(0.8 * (next(v for v in reversed(limits) if v) * scale), ls=":",
                        color="tab:orange", label="80%")
+        if key == "threads" and threads_estimate:
+            ax.axhline(threads_estimate, ls="-.", color="tab:purple",
+                       label=f"plan's estimate {threads_estimate}")
         ax.set_ylabel(unit)
         ax.set_title(label, fontsize=9)
         ax.legend(fontsize=7, loc="upper left")

@@ -59,9 +59,11 @@ class Amd(Vendor):
         return {"HSA_OVERRIDE_GFX_VERSION": "gpu.gfx_version"}
 
     def visible(self, ids: tuple[int, ...]) -> dict[str, str]:
-        # Ray and ROCm agree on HIP_VISIBLE_DEVICES; ROCR_VISIBLE_DEVICES filters below HIP.
-        value = ",".join(map(str, ids))
-        return {"ROCR_VISIBLE_DEVICES": value, "HIP_VISIBLE_DEVICES": value}
+        # ROCR filters first and renumbers what is left from 0; HIP then picks among those,
+        # so HIP gets 0..n-1 (a HIP_VISIBLE_DEVICES inherited from Ray would name a GPU that
+        # is no longer there).
+        return {"ROCR_VISIBLE_DEVICES": ",".join(map(str, ids)),
+                "HIP_VISIBLE_DEVICES": ",".join(str(i) for i in range(len(ids)))}
 
     def access(self, selection: GpuSelection, host: HostGpus) -> GpuAccess:
         if not selection.ids:

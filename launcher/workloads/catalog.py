@@ -17,6 +17,7 @@ import os
 import shlex
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from launcher.errors import LauncherError
 from launcher.profiles.schema import FRAMEWORKS
@@ -31,6 +32,10 @@ class Workload:
     command: tuple[str, ...] = ()  # user: the command itself
     args: tuple[str, ...] = ()
     source: str = "built-in"
+    extra_threads: int = 0  # besides its framework process: a driver, its own sampler
+
+    def module_object(self) -> Any:
+        return importlib.import_module(self.module) if self.module else None
 
     def parser(self) -> argparse.ArgumentParser | None:
         """The workload's own argument parser (built-ins), the one source of its flags."""
@@ -66,14 +71,14 @@ class Workload:
 BUILTIN = {
     "stress-jax": Workload(
         "stress-jax", "JAX environment stress test: largest stable num_envs for this hardware",
-        "jax", "launcher.workloads.stress_jax"),
+        "jax", "launcher.workloads.stress_jax", extra_threads=1),  # its thread sampler
     "pytorch-phase3": Workload(
         "pytorch-phase3", "PyTorch autotuner: vectorized_envs x batch_size, samples/s and peak "
                           "memory, best stable point", "torch",
         "launcher.workloads.pytorch_phase3"),
     "tf-train": Workload(
         "tf-train", "TensorFlow k-fold training, one fresh process per fold, resumable", "tf",
-        "launcher.workloads.tf_train"),
+        "launcher.workloads.tf_train", extra_threads=1),  # the driver (no TF) beside a fold
 }
 
 
@@ -97,7 +102,11 @@ def _load_user(path: Path) -> Workload:
                                 f"(known: {', '.join(sorted(known))})")
     command = data.get("command")
     if isinstance(command, str):
-        command = shlex.split(command)
+        try:
+            command = shlex.split(command)
+        except ValueError as exc:
+            raise LauncherError(f"{path}:{doc.line(('command',))}: command: cannot split it "
+                                f"like a shell would: {exc} (got {command!r})") from None
     if not isinstance(command, list) or not command or not all(isinstance(c, str)
                                                                for c in command):
         raise LauncherError(f"{path}:{doc.line(('command',))}: command: expected a list of "

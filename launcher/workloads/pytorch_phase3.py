@@ -14,10 +14,12 @@ import argparse
 import itertools
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from launcher.workloads.common import (
     describe_limits,
+    env_int,
     limits,
     out_dir,
     peak_rss,
@@ -83,7 +85,28 @@ def parser() -> argparse.ArgumentParser:
                     help="grid points to try")
     ap.add_argument("--quick", action="store_true", help="a small grid and model")
     ap.add_argument("--out", metavar="DIR", help="results folder (default: this run's folder)")
+    ap.add_argument("--vectorized-envs", type=int, metavar="N",
+                    default=env_int("LAUNCHER_VECTORIZED_ENVS", 0) or None,
+                    help="run this point only, with --batch-size (default: the profile's "
+                         "recommended.vectorized_envs, else the grid)")
+    ap.add_argument("--batch-size", type=int, metavar="N",
+                    default=env_int("LAUNCHER_BATCH_SIZE", 0) or None,
+                    help="(default: the profile's recommended.batch_size)")
     return ap
+
+
+def recommendation(result_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """What a run found, for a profile's `recommended` section, and the lines that say why."""
+    import json
+
+    r = json.loads((result_dir / "results.json").read_text())
+    best = r.get("best")
+    if not best:
+        raise ValueError("pytorch-phase3 found no stable point")
+    return ({"vectorized_envs": best["vectorized_envs"], "batch_size": best["batch_size"]},
+            [f"recommended.vectorized_envs and batch_size: the fastest stable point of "
+             f"{len(r['points'])} ({best['samples_per_s']:,.0f} samples/s on {r['device']}, "
+             f"peak RSS {best['peak_rss'] >> 20} MiB)."])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -95,6 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                      [64, 256, 1024])
     seq, d_model, seconds = (8, 32, 0.5) if args.quick else (32, 128, 5.0)
     grid = list(itertools.product(envs_grid, batch_grid))[: args.max_points]
+    if args.vectorized_envs and args.batch_size:  # the recommended point only
+        grid = [(args.vectorized_envs, args.batch_size)]
     lim = limits()
     print(f"pytorch-phase3: {len(grid)} points on {device}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} intra-op threads; {describe_limits(lim)}", flush=True)

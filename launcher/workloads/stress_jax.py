@@ -16,10 +16,12 @@ import argparse
 import sys
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 from launcher.workloads.common import (
     describe_limits,
+    env_int,
     limits,
     out_dir,
     peak_rss,
@@ -137,13 +139,35 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--steps", type=int, default=None, metavar="N",
                     help="steps per episode (default 500; 50 with --quick)")
     ap.add_argument("--out", metavar="DIR", help="results folder (default: this run's folder)")
+    ap.add_argument("--num-envs", type=int, metavar="N",
+                    default=env_int("LAUNCHER_NUM_ENVS", 0) or None,
+                    help="run this num_envs only (default: the profile's recommended.num_envs, "
+                         "else the sweep)")
     return ap
+
+
+def recommendation(result_dir: Path) -> tuple[dict[str, Any], list[str]]:
+    """What a run found, for a profile's `recommended` section, and the lines that say why."""
+    import json
+
+    files = sorted(result_dir.glob("phase*.json"))
+    if not files:
+        raise FileNotFoundError(f"no stress-jax results in {result_dir}")
+    r = json.loads(files[-1].read_text())
+    n = r["recommended"]["num_envs"]
+    if n is None:
+        raise ValueError("stress-jax ran no configuration within the limits")
+    ran = ", ".join(f"{x['num_envs']} ({x['steps_per_s']:,} steps/s, {x['peak_threads']} "
+                    f"threads)" for x in r["runs"])
+    why = f"; stopped: {r['stopped']}" if r.get("stopped") else ""
+    return {"num_envs": n}, [f"recommended.num_envs: the largest that ran within the limits "
+                             f"in stress-jax phase {r['phase']} (num_envs {ran}{why})."]
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parser().parse_args(argv)
     steps = args.steps or (50 if args.quick else 500)
-    space = search_space(args.quick)[: args.max_runs]
+    space = [args.num_envs] if args.num_envs else search_space(args.quick)[: args.max_runs]
     import jax
 
     lim = limits()

@@ -1,0 +1,19 @@
+"""CPU lists as the kernel writes them (`0-3,8,10-11`): cpuset.cpus, Cpus_allowed_list, a
+profile's limits.cpuset. Standard library only (the supervisor uses it)."""
+
+from __future__ import annotations
+
+
+def cpu_ids(text: str) -> set[int]:
+    """The CPUs of a list; ValueError for a malformed one (a range whose end is below its
+    start included)."""
+    ids: set[int] = set()
+    for part in text.strip().split(","):
+        if not part.strip():
+            continue
+        lo, dash, hi = part.partition("-")
+        first, last = int(lo), int(hi) if dash else int(lo)
+        if first < 0 or last < first:
+            raise ValueError(f"bad CPU range {part!r}")
+        ids.update(range(first, last + 1))
+    return ids

@@ -1,0 +1,135 @@
+"""`python -m launcher.workloads.calibrate [--frameworks jax,tf] [--cpus 1,2] [--out FILE]`:
+measure each installed framework's peak thread count on this host (threadprobe --peak: start,
+import, a first operation, compiled training steps), at several CPU counts by affinity, under
+the thread settings the caps give for that many CPUs; write them where the caps read them.
+
+Standard library only (it also runs inside an image's build, where PyYAML may be missing): the
+settings are the `auto` caps of a CPU count, written out, and recorded with each peak.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from launcher.probe.calibration import MODULES, framework_version
+
+FRAMEWORKS = ("none", "torch", "tf", "jax")
+
+
+def settings_for(cpus: int) -> dict[str, int]:
+    """The `auto` caps for this many CPUs: every pool sized for them, TF inter-op min(2, N)."""
+    return {"omp": cpus, "blas": cpus, "intra": cpus, "inter": min(2, cpus),
+            "private_pool": cpus}
+
+
+def environment(s: dict[str, int]) -> dict[str, str]:
+    n = {"OMP_NUM_THREADS": s["omp"], "MKL_NUM_THREADS": s["omp"],
+         "OPENBLAS_NUM_THREADS": s["blas"], "GOTO_NUM_THREADS": s["blas"],
+         "TF_NUM_INTRAOP_THREADS": s["intra"], "TF_NUM_INTEROP_THREADS": s["inter"],
+         "LAUNCHER_TF_DATA_PARALLELISM": s["intra"],
+         "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL": s["private_pool"]}
+    return {k: str(v) for k, v in n.items()}
+
+
+def measure(framework: str, cpus: list[int]) -> dict[str, object]:
+    s = settings_for(len(cpus))
+    env = {**os.environ, **environment(s), "TF_CPP_MIN_LOG_LEVEL": "3",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
+                                                       os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "launcher.workloads.threadprobe", "--peak",
+                           framework], env=env, capture_output=True, text=True, timeout=900,
+                          preexec_fn=lambda: os.sched_setaffinity(0, set(cpus)))
+    if proc.returncode != 0:
+        raise RuntimeError(f"{framework} at {len(cpus)} CPUs: "
+                           f"{(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    return {"framework": framework, "version": framework_version(framework), "cpus": len(cpus),
+            "peak": out["peak"], "peak_names": out["peak_names"], "settings": s,
+            "host": socket.gethostname(), "date": time.strftime("%Y-%m-%d")}
+
+
+def counts(available: int) -> list[int]:
+    """1, 2, 4, ... up to the CPUs in this process's affinity, and that number."""
+    out, n = [], 1
+    while n < available:
+        out.append(n)
+        n *= 2
+    return [*out, available]
+
+
+def save(path: Path, entries: list[dict[str, object]]) -> None:
+    """Merge into the file: an entry replaces one for the same framework, version and CPUs."""
+    try:
+        old = json.loads(path.read_text()).get("entries", [])
+    except (OSError, ValueError, AttributeError):
+        old = []
+    key = {(e["framework"], e["version"], e["cpus"], e["host"]) for e in entries}
+    kept = [e for e in old if (e.get("framework"), e.get("version"), e.get("cpus"),
+                               e.get("host")) not in key]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"entries": kept + entries}, indent=2) + "\n")
+    os.replace(tmp, path)
+
+
+def cpu_counts(text: str) -> list[int]:
+    """--cpus: positive CPU counts such as 1,2,4."""
+    try:
+        ns = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        ns = []
+    if not ns or min(ns) < 1:
+        raise ValueError(f"--cpus: give positive CPU counts such as 1,2,4 (got {text!r})")
+    return sorted(set(ns))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m launcher.workloads.calibrate")
+    ap.add_argument("--frameworks", default=",".join(FRAMEWORKS))
+    ap.add_argument("--cpus", default=None, help="CPU counts, e.g. 1,2 (default 1, 2, 4 ... "
+                                                 "all)")
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--best-effort", action="store_true",
+                    help="a measurement that fails is reported and skipped (an image build)")
+    args = ap.parse_args(argv)
+    affinity = sorted(os.sched_getaffinity(0))
+    try:
+        ns = cpu_counts(args.cpus) if args.cpus else counts(len(affinity))
+    except ValueError as exc:
+        ap.error(str(exc))
+    failed = 0
+    for fw in args.frameworks.split(","):
+        if importlib.util.find_spec(MODULES[fw]) is None:
+            print(f"calibrate: {fw} is not installed; skipped", flush=True)
+            continue
+        for n in ns:
+            if n > len(affinity):
+                print(f"calibrate: {fw} at {n} CPUs: only {len(affinity)} here; skipped",
+                      flush=True)
+                continue
+            try:
+                e = measure(fw, affinity[:n])
+            except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as exc:
+                failed += 1
+                print(f"calibrate: {fw} at {n} CPU(s) failed ({exc}); the built-in model "
+                      f"stands for it", flush=True)
+                continue
+            save(Path(args.out), [e])  # each as it comes: an interrupted run keeps the rest
+            print(f"calibrate: {fw} {e['version']} at {n} CPU(s): peak {e['peak']} threads",
+                  flush=True)
+    if failed and not args.best_effort:
+        print(f"calibrate: {failed} measurement(s) failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
