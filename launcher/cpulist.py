@@ -3,6 +3,8 @@ profile's limits.cpuset. Standard library only (the supervisor uses it)."""
 
 from __future__ import annotations
 
+MAX_CPUS = 65536  # beyond any kernel's NR_CPUS: a typo, not a machine
+
 
 def cpu_ids(text: str) -> set[int]:
     """The CPUs of a list; ValueError for a malformed one (a range whose end is below its
@@ -13,7 +15,7 @@ def cpu_ids(text: str) -> set[int]:
             continue
         lo, dash, hi = part.partition("-")
         first, last = int(lo), int(hi) if dash else int(lo)
-        if first < 0 or last < first:
+        if first < 0 or last < first or last >= MAX_CPUS:
             raise ValueError(f"bad CPU range {part!r}")
         ids.update(range(first, last + 1))
     return ids

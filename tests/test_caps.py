@@ -130,7 +130,25 @@ def test_a_cpuset_is_a_real_list_within_the_affinity(tmp_path, limited):
                       limited).caps.verdict
     assert outside.level == "warn" and (
         "limits.cpuset 4-11 names CPUs this host does not let the workload run on (its "
-        "affinity is 0-7): a run here fails.") in outside.reasons
+        "affinity is 0-7): a run here gets only 4 of them.") in outside.reasons
+    apart = resolve(_profile(tmp_path, "extends: base\nlimits: {cpuset: '8-9'}\n"),
+                    limited).caps.verdict
+    assert any(r.endswith("(its affinity is 0-7): a run here fails.") for r in apart.reasons)
+    with pytest.raises(ProfileError, match="must be a CPU list"):
+        _profile(tmp_path, "extends: base\nlimits: {cpuset: '0-4000000000'}\n")
     inside = resolve(_profile(tmp_path, "extends: base\nlimits: {cpuset: '0-3'}\n"),
                      limited).caps.verdict
     assert not any("cpuset" in r for r in inside.reasons)
+
+
+def test_a_calibration_corrects_the_cpu_side_and_keeps_the_gpu_terms(limited):
+    rig = load_profile("rig-6600")  # torch, 12 GPUs: taken from the profile (another host)
+    model = resolve(rig, limited, for_this_host=False).caps.estimate
+    entry = {"framework": "torch", "version": "2.13.0", "cpus": limited.affinity_cpus,
+             "settings": {"omp": 1, "blas": 1, "intra": 1, "inter": 1, "private_pool": 1},
+             "peak": 3, "gpus": 0, "date": "2026-11-22"}  # 2 more than the model's 1 there
+    facts = dataclasses.replace(limited, calibration=[entry])
+    est = resolve(rig, facts, for_this_host=False).caps.estimate
+    assert est["source"] == "calibrated on this host, torch 2.13.0, 2026-11-22"
+    assert est["per_process"] == model["per_process"] + 2
+    assert est["breakdown"]["gpu_device_threads (not measured)"] == 12

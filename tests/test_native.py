@@ -72,6 +72,7 @@ def test_thread_bomb_stopped_by_the_kernel_at_40(writable, tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["diagnosis"].startswith(sentence)
     assert summary["engine"]["enforced"]["pids"].startswith("40 (cgroup")
+    assert summary["peaks"]["pids_current"]["limit"] == 40  # telemetry read the run's cgroup
     assert _leftover_run_cgroups(name) == []
 
 

@@ -123,3 +123,9 @@ def test_a_written_profile_replaces_the_old_one_only_when_it_loads(tmp_path):
         check_target(target, load_profile(target), "--write-profile")
     with pytest.raises(LauncherError, match="measured under"):  # one it extends
         check_target(base.path, load_profile(target), "--write-profile")
+    from launcher.caps.resolve import resolve
+    from launcher.probe import probe_host
+
+    resolved = resolve(load_profile(target), probe_host(FIXTURES / "hosts" / "v2-limited"))
+    with pytest.raises(LauncherError, match="measured under"):  # as the commands have it
+        check_target(base.path, resolved.profile, "--write-profile")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 
 from launcher.errors import LauncherError
 from launcher.probe.host import HostFacts
@@ -86,4 +87,4 @@ def with_gpus(profile: Profile, choice: GpuSelection) -> Profile:
     gpu = data.setdefault("gpu", {})
     gpu["vendor"] = choice.vendor
     gpu["count"] = len(choice.ids)
-    return Profile(profile.name, profile.path, data, profile.origin, profile.chain)
+    return dataclasses.replace(profile, data=data)

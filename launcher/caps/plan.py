@@ -235,15 +235,18 @@ def calibrated(framework: str, settings: dict[str, int], cpus: int, gpus: int,
     # An image's calibration was measured with the framework it holds, and where the version
     # cannot be read (a fixture root, the supervisor's isolated interpreter) none is refused.
     installed = framework_version(framework) if facts.root == "/" else None
-    entry = next((e for e in entries if installed is None or e.get("version") == installed
-                  or e.get("file") != str(user_path())), None)
+    mine = str(user_path())
+    fits = [(e.get("file") == mine, e.get("date", ""), i, e) for i, e in enumerate(entries)
+            if installed is None or e.get("version") == installed or e.get("file") != mine]
+    entry = max(fits, key=lambda f: f[:3])[3] if fits else None  # this host's, the newest
     if entry is None:
         return ThreadEstimate(model.per_process, model.breakdown,
                               f"{model.source}; the calibration is for {framework} "
                               f"{entries[0].get('version')}, installed {installed}")
     s = entry.get("settings", {})
+    # measured with no GPU visible: the offset is the CPU side's, the GPU terms stay the model's
     at = estimate_threads(framework, s.get("omp", 1), s.get("blas", 1), s.get("intra", 1),
-                          s.get("inter", 1), cpus, s.get("private_pool", 1), gpus)
+                          s.get("inter", 1), cpus, s.get("private_pool", 1), entry.get("gpus", 0))
     offset = int(entry["peak"]) - at.per_process
     parts = dict(model.breakdown)
     if offset:
@@ -440,10 +443,15 @@ def _pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
 
 
 def memory_budget(profile: Profile, limits: dict[str, Limit], facts: HostFacts) -> int | None:
-    """What the workload's processes share: the memory limit, else the profile's
-    hardware.memory (the target's RAM), else this host's (its cgroup's limit, or its RAM)."""
+    """What the workload's processes share: the memory limit, else the smaller of the profile's
+    hardware.memory (the target's RAM) and this host's (its cgroup's limit, or its RAM)."""
     hw = profile.get("hardware.memory", AUTO)
-    return limits["memory"].value or (hw if hw != AUTO else None) or facts.memory_budget()
+    host = facts.memory_budget()
+    if limits["memory"].value:
+        return int(limits["memory"].value)
+    if hw != AUTO:
+        return min(hw, host) if host else int(hw)
+    return host
 
 
 def _verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: ThreadEstimate,
@@ -460,10 +468,12 @@ def _verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Threa
     if cpuset and facts.affinity_list:
         from launcher.cpulist import cpu_ids
 
-        outside = cpu_ids(cpuset) - cpu_ids(facts.affinity_list)
-        if outside:
+        wanted, allowed = cpu_ids(cpuset), cpu_ids(facts.affinity_list)
+        if wanted - allowed:
+            what = ("a run here fails" if not wanted & allowed else
+                    f"a run here gets only {len(wanted & allowed)} of them")
             say("warn", f"limits.cpuset {cpuset} names CPUs this host does not let the workload "
-                        f"run on (its affinity is {facts.affinity_list}): a run here fails.")
+                        f"run on (its affinity is {facts.affinity_list}): {what}.")
     avail = budget["available"]
     desc = f"{procs} processes x ~{est.per_process:,} threads" if procs > 1 else \
         f"~{est.per_process:,} threads"

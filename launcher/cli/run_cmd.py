@@ -74,6 +74,10 @@ def run(o: RunOptions) -> int:
                                         hasattr(workload.module_object(), "recommendation")):
         raise LauncherError("--write-profile: only a stress run writes a profile (stress-jax, "
                             "pytorch-phase3)")
+    if o.write_profile is not None and any(a == "--out" or a.startswith("--out=")
+                                           for a in o.command[1:]):
+        raise LauncherError("--write-profile reads the results from the run's folder: leave "
+                            "out the workload's --out")
     if o.write_profile is not None:
         from launcher.profiles.writer import check_target
 

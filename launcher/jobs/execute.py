@@ -161,7 +161,7 @@ class LocalExecutor:
         status = int(ended.get("status", result.status))
         diagnosis = ended.get("diagnosis") or next(
             (line[len("launcher: "):] for line in reversed(tail)
-             if line.startswith("launcher: the ") or line.startswith("launcher: cannot run")),
+             if line.startswith(("launcher: the ", "launcher: cannot run", "launcher: error: "))),
             f"the workload exited with status {status}.")
         if timed_out.is_set():
             diagnosis = f"the chunk took longer than its {self.spec.timeout:g}s timeout."

@@ -14,7 +14,7 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from launcher.caps.plan import memory_budget
+from launcher.caps.plan import cpuset_count, memory_budget
 from launcher.caps.resolve import Resolved
 from launcher.jobs.spec import JobSpec
 from launcher.units import format_size
@@ -66,7 +66,10 @@ def plan_job(spec: JobSpec, r: Resolved, max_concurrent: int | None = None) -> J
     elif max_concurrent or cap:
         bounds["CPU slots"] = int(max_concurrent or cap)
     else:
-        bounds["CPU slots"] = max(1, r.facts.effective_cpus // max(1, caps.threads["omp"]))
+        # every chunk runs on the profile's cpuset, when it has one
+        cpus = min(r.facts.effective_cpus,
+                   cpuset_count(profile.get("limits.cpuset")) or r.facts.effective_cpus)
+        bounds["CPU slots"] = max(1, cpus // max(1, caps.threads["omp"]))
     peak = profile.get("workers.memory")
     safety = float(profile.get("jobs.safety", DEFAULT_SAFETY))
     budget = memory_budget(profile, caps.limits, r.facts)

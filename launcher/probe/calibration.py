@@ -25,22 +25,34 @@ def user_path() -> Path:
 
 
 def read_calibration(root: Path) -> list[dict[str, Any]]:
+    """Every usable entry: the user's (for this host) first, then an image's (measured where it
+    was built). Malformed entries are left out."""
     paths = ([user_path(), Path("/etc/launcher/calibration.json")] if str(root) == "/"
              else [root / "etc/launcher/calibration.json"])
     import socket
 
     host = socket.gethostname()
+    out: list[dict[str, Any]] = []
     for path in paths:
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
         entries = data.get("entries") if isinstance(data, dict) else None
-        if isinstance(entries, list):
-            mine = path != user_path()  # an image's were measured where it was built
-            return [dict(e, file=str(path)) for e in entries if isinstance(e, dict) and
-                    (mine or e.get("host") == host)]
-    return []
+        if not isinstance(entries, list):
+            continue
+        image = path != user_path()
+        out += [dict(e, file=str(path)) for e in entries
+                if _usable(e) and (image or e.get("host") == host)]
+    return out
+
+
+def _usable(e: Any) -> bool:
+    settings = e.get("settings") if isinstance(e, dict) else None
+    return (isinstance(e, dict) and isinstance(e.get("framework"), str)
+            and isinstance(e.get("cpus"), int) and isinstance(e.get("peak"), int)
+            and isinstance(settings, dict)
+            and all(isinstance(v, int) for v in settings.values()))
 
 
 def framework_version(framework: str) -> str | None:

@@ -74,7 +74,9 @@ def write_profile(path: Path, base: Profile, by: str, sections: dict[str, dict[s
     with tempfile.TemporaryDirectory(prefix="launcher-profile-") as d:
         trial = Path(d) / path.name
         trial.write_text(profile_text(trial, base, by, sections, notes))
-        load_profile(trial)
+        chain = load_profile(trial).files[1:]
+    if path.resolve() in {f.resolve() for f in chain}:  # it would extend itself
+        raise LauncherError(f"{path}: the new profile extends it; write to a new file")
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         tmp.write_text(profile_text(path, base, by, sections, notes))

@@ -97,8 +97,7 @@ class NativeEngine(Engine):
             f"{name}={soft}:{hard}" for name, (soft, hard) in
             ((n, fit_rlimit(u.soft, u.hard, _hard_limit(RLIMITS[n])))
              for n, u in spec.ulimits.items() if n in RLIMITS))
-        if spec.limits.cpuset:
-            plan["env"]["LAUNCHER_CPUSET"] = spec.limits.cpuset
+        plan["env"]["LAUNCHER_CPUSET"] = spec.limits.cpuset or ""  # never the caller's
         try:
             # Its own process group: Ctrl-C reaches launcher, which forwards it once. Its stdin
             # is the lifeline: a pipe we hold open until the end (the workload gets /dev/null).
@@ -109,6 +108,7 @@ class NativeEngine(Engine):
         except (OSError, subprocess.SubprocessError) as exc:
             rc.cleanup()
             raise EngineError(f"cannot start the workload: {exc}") from None
+        rc.join(child.pid)  # before telemetry looks up its cgroups (on_start)
         pumps = [_pump(child.stdout, "stdout", on_output), _pump(child.stderr, "stderr",
                                                                   on_output)]
 
@@ -180,6 +180,8 @@ def _read_procs(d: Path) -> list[int]:
 
 def _stop(child: subprocess.Popen[bytes], sig: int) -> None:
     """A signal for the supervisor; SIGKILL for its whole process group (the workload too)."""
+    if child.poll() is not None:
+        return  # reaped: its pid, and its group's, may be someone else's now
     with contextlib.suppress(ProcessLookupError, PermissionError):
         if sig == signal.SIGKILL:
             os.killpg(child.pid, sig)

@@ -24,6 +24,13 @@ class RunCgroup:
     enforced: dict[str, str] = field(default_factory=dict)  # cap -> how
     advisory: dict[str, str] = field(default_factory=dict)  # cap -> why not enforced
 
+    def join(self, pid: int) -> None:
+        """Move `pid` into every directory (the supervisor also joins them itself, before it
+        starts the workload; this makes /proc/PID/cgroup right for telemetry from the start)."""
+        for d in set(self.dirs.values()):
+            with contextlib.suppress(OSError):
+                (d / "cgroup.procs").write_text(str(pid))
+
     def cleanup(self) -> None:
         for d in set(self.dirs.values()):
             for _ in range(50):  # the last task may take a moment to leave

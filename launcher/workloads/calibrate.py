@@ -42,6 +42,9 @@ def environment(s: dict[str, int]) -> dict[str, str]:
 def measure(framework: str, cpus: list[int]) -> dict[str, object]:
     s = settings_for(len(cpus))
     env = {**os.environ, **environment(s), "TF_CPP_MIN_LOG_LEVEL": "3",
+           # the CPU side only: the GPU terms stay the model's (no GPU is visible here)
+           "CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": "",
+           "JAX_PLATFORMS": "cpu",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
                                                        os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-m", "launcher.workloads.threadprobe", "--peak",
@@ -52,7 +55,7 @@ def measure(framework: str, cpus: list[int]) -> dict[str, object]:
                            f"{(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     return {"framework": framework, "version": framework_version(framework), "cpus": len(cpus),
-            "peak": out["peak"], "peak_names": out["peak_names"], "settings": s,
+            "peak": out["peak"], "peak_names": out["peak_names"], "settings": s, "gpus": 0,
             "host": socket.gethostname(), "date": time.strftime("%Y-%m-%d")}
 
 

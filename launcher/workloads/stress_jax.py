@@ -150,7 +150,7 @@ def recommendation(result_dir: Path) -> tuple[dict[str, Any], list[str]]:
     """What a run found, for a profile's `recommended` section, and the lines that say why."""
     import json
 
-    files = sorted(result_dir.glob("phase*.json"))
+    files = sorted(result_dir.glob("phase*.json"), key=lambda f: f.stat().st_mtime)  # this run
     if not files:
         raise FileNotFoundError(f"no stress-jax results in {result_dir}")
     r = json.loads(files[-1].read_text())
