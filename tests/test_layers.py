@@ -147,3 +147,30 @@ def test_no_import_cycle():
 
 def test_the_cycle_check_can_fail():
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def _shipped_in_image(module: str) -> bool:
+    from launcher.render.dockerfile import IMAGE_MODULES
+
+    top = module.split(".")[1] if "." in module else "__init__"
+    return f"{top}.py" in IMAGE_MODULES or top in IMAGE_MODULES
+
+
+def _reach(starts: list[str]) -> set[str]:
+    mods = _modules()
+    seen, todo = set(), list(starts)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in mods:
+            continue
+        seen.add(name)
+        todo += sorted(_imports(mods[name]))
+    return seen
+
+
+def test_an_image_holds_everything_its_supervisor_imports():
+    # the entrypoint and the image-build steps (calibrate) run from the copied subset only
+    starts = [m for m in _modules() if m.startswith("launcher.supervise")] + [
+        "launcher.workloads.calibrate", "launcher.probe.__main__"]
+    missing = sorted(m for m in _reach(starts) if not _shipped_in_image(m))
+    assert missing == []

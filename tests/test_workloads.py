@@ -172,7 +172,7 @@ def test_a_stress_run_writes_the_profile_that_the_next_run_uses(tmp_path):
     plan = json.loads(launcher("plan", "-p", str(prof), "--json").stdout)
     assert plan["env"]["LAUNCHER_NUM_ENVS"]["value"] == "256"
     assert plan["env"]["LAUNCHER_NUM_ENVS"]["source"].startswith(
-        f"profile recommended.num_envs ({prof.name}:")
+        f"profile recommended.num_envs ({prof}:")
     second = launcher("run", "--runtime", "native", "-p", str(prof), "stress-jax", "--phase",
                       "1", "--quick")
     assert second.returncode == 0, second.stderr[-2000:]
