@@ -108,6 +108,18 @@ def _pgrep(pattern: str) -> list[int]:
     return [int(p) for p in out.split()]
 
 
+def kill_9_after(argv: list[str], log: Path, lines: int, within: float) -> None:
+    """Start `launcher ...`, and kill -9 it once `log` has this many finished chunks."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.time() + within
+    while not log.exists() or len(log.read_text().split()) < lines:
+        assert time.time() < deadline and first.poll() is None, first.stderr.read()
+        time.sleep(0.1)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+
+
 def _kill_mid_run_and_rerun(tmp_path: Path, runtime: str, extra: list[str]) -> None:
     tag = uuid.uuid4().hex[:8]
     python = PY if runtime == "native" else "python3"
@@ -118,14 +130,8 @@ def _kill_mid_run_and_rerun(tmp_path: Path, runtime: str, extra: list[str]) -> N
     argv = [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p",
             str(tmp_path / "cpu.yaml"), "--runtime", runtime, *extra]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     log = tmp_path / "marks/finished.log"
-    deadline = time.time() + 120
-    while not log.exists() or len(log.read_text().split()) < 8:
-        assert time.time() < deadline and first.poll() is None, first.stderr.read()
-        time.sleep(0.1)
-    first.send_signal(signal.SIGKILL)
-    first.wait()
+    kill_9_after(argv, log, 8, within=120)
     killed = time.time()
     while _pgrep(f"worker.py 0.4 {tag}") and time.time() - killed < 10:
         time.sleep(0.2)

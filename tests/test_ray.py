@@ -5,17 +5,23 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import HOSTS, ROOT
 from tests.docker_helpers import launcher
-from tests.test_jobs import PY, WORKER, covered_once, ledger_rows, make_job, max_overlap
+from tests.test_jobs import (
+    PY,
+    WORKER,
+    covered_once,
+    kill_9_after,
+    ledger_rows,
+    make_job,
+    max_overlap,
+)
 
 CAPS = {"zeus": (2, 2), "rig-a": (12, 4), "rig-b": (12, 12)}  # node -> (GPUs, cap)
 
@@ -108,14 +114,8 @@ def test_kill_9_of_the_ray_driver_then_a_rerun_resumes(cluster, tmp_path):
     argv = [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p", str(prof),
             "--backend", "ray", "--address", address, "--host-root", str(HOSTS / "rig-6600")]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     log = tmp_path / "marks/finished.log"
-    deadline = time.time() + 300
-    while not log.exists() or len(log.read_text().split()) < 20:
-        assert time.time() < deadline and first.poll() is None, first.stderr.read()
-        time.sleep(0.2)
-    first.send_signal(signal.SIGKILL)
-    first.wait()
+    kill_9_after(argv, log, 20, within=300)
     before = {r["id"]: r for r in ledger_rows(tmp_path / "out")}
     done_before = {i for i, r in before.items() if r["state"] == "done"}
     assert 0 < len(done_before) < 99

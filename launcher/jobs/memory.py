@@ -54,18 +54,19 @@ class TreeRss(threading.Thread):
     def run(self) -> None:
         import psutil
 
+        from launcher.telemetry.sampler import tree
+
         while not self.done.wait(SAMPLE_S):
             total = 0
             with self.lock:
                 roots = list(self.pids)
             for pid in roots:
                 rss = 0
-                try:
-                    root = psutil.Process(pid)
-                    for proc in [root, *root.children(recursive=True)]:
+                for proc in tree(pid):
+                    try:
                         rss += proc.memory_info().rss
-                except psutil.Error:
-                    pass
+                    except psutil.Error:
+                        continue  # exited while we looked
                 with self.lock:
                     self.pids[pid] = max(self.pids[pid], rss)
                 total += rss
