@@ -84,7 +84,7 @@ def test_doctor_text_and_profile_verdict():
     assert "max 77, current 1" in result.stdout
     # 12 torch processes, each seeing the 12 GPUs (autograd's device threads): over pids.max
     assert "verdict: REFUSE" in result.stdout
-    assert "12 processes x ~14 threads would exceed the pids.max 77" in result.stdout
+    assert "12 processes x ~26 threads would exceed the pids.max 77" in result.stdout
 
 
 def test_plan_text_and_bad_framework():

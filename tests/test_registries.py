@@ -4,6 +4,7 @@ is added that way here and used through the CLI, the probe, the renderers and te
 from __future__ import annotations
 
 import json
+import threading
 
 import pytest
 import yaml
@@ -94,3 +95,40 @@ def test_fake_engine_is_one_module_and_one_line(monkeypatch):
     assert unknown.exit_code == 1
     assert "--runtime must be one of auto, docker, native, fake (got 'podman')" in \
         unknown.stderr
+
+
+@pytest.fixture
+def onnx(monkeypatch):
+    from launcher import frameworks
+
+    monkeypatch.setitem(frameworks.REGISTRY.entries, "onnx", "tests.fake_framework")  # the line
+
+
+def test_fake_framework_is_validated_planned_and_rendered(onnx, tmp_path):
+    prof = tmp_path / "onnx-box.yaml"
+    prof.write_text("extends: base\nframework: onnx\nthreads: {intra_op: 3}\n"
+                    "limits: {cpuset: '0'}\n")
+    plan = runner.invoke(app, ["plan", "-p", str(prof), "--json"])
+    assert plan.exit_code == 0, plan.output
+    est = json.loads(plan.stdout)["estimate"]
+    # its own model: the pool capped at the one CPU of the cpuset, and its scheduler
+    assert est["breakdown"] == {"main": 1, "onnx_scheduler": 1}
+    assert est["source"].startswith("built-in model, the largest of its measured versions")
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["render", "-p", str(prof), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert (out / "requirements-framework.txt").read_text() == "onnxruntime==1.20.0\n"
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("extends: base\nframework: onyx\n")
+    result = runner.invoke(app, ["profiles", "validate", str(bad)])
+    assert result.exit_code == 1
+    assert "framework: must be one of torch, tf, jax, none, onnx (got 'onyx')" in result.stderr
+
+
+def test_fake_framework_probe_runs_through_the_registry(onnx, monkeypatch):
+    from launcher.workloads import threadprobe
+
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    before = threading.active_count()
+    threadprobe.first_op("onnx")
+    assert threading.active_count() == before + 3

@@ -10,6 +10,8 @@ from typing import Any
 
 from launcher.caps.threads import ThreadEstimate, estimate_threads
 from launcher.errors import ProfileError
+from launcher.frameworks import get as get_framework
+from launcher.frameworks.base import NOT_HERE, Installed, Settings
 from launcher.probe.cgroup import effective_cpus
 from launcher.probe.host import HostFacts
 from launcher.profiles.loader import Profile
@@ -88,6 +90,7 @@ def compute_caps(
     selection: GpuSelection | None = None,
     extra_threads: int = 0,
     gpus_per_process: int | None = None,
+    installed: Installed = NOT_HERE,
 ) -> Caps:
     """Resolve a profile against host facts (callers go through `caps.resolve.resolve`).
 
@@ -96,7 +99,8 @@ def compute_caps(
     `selection` the GPUs chosen (default: the profile's, as `select_gpus` makes them);
     `extra_threads` the workload's own besides its framework processes (a driver, a sampler);
     `gpus_per_process` the GPUs each process sees when the launcher narrows them (a job's
-    chunk sees one), else every selected GPU.
+    chunk sees one), else every selected GPU; `installed` the framework's version and build
+    where it runs (unknown: the thread model errs high).
     """
     fw = framework or profile.get("framework", "none")
     procs = processes or profile.get("workers.processes", 1)
@@ -166,13 +170,13 @@ def compute_caps(
     limits = _limits(profile, facts)
     # pools are capped by affinity (the profile's cpuset narrows it), not by the quota
     fw_cpus = min(facts.affinity_cpus, cpuset_count(get("limits.cpuset")) or facts.affinity_cpus)
-    settings = {"omp": env_int(env, "OMP_NUM_THREADS", omp),
-                "blas": env_int(env, "OPENBLAS_NUM_THREADS", blas),
-                "intra": env_int(env, "TF_NUM_INTRAOP_THREADS", intra),
-                "inter": env_int(env, "TF_NUM_INTEROP_THREADS", inter),
-                "private_pool": env_int(env, "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL", private)}
+    settings = Settings(omp=env_int(env, "OMP_NUM_THREADS", omp),
+                        blas=env_int(env, "OPENBLAS_NUM_THREADS", blas),
+                        intra=env_int(env, "TF_NUM_INTRAOP_THREADS", intra),
+                        inter=env_int(env, "TF_NUM_INTEROP_THREADS", inter),
+                        private_pool=env_int(env, "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL", private))
     seen = selection.count if gpus_per_process is None else min(gpus_per_process, selection.count)
-    est = calibrated(fw, settings, fw_cpus, seen, facts)
+    est = calibrated(fw, settings, fw_cpus, seen, facts, installed)
     total = procs * est.per_process + 1 + extra_threads  # + the supervisor, + the workload's
     budget = _pids_budget(limits, ulimits, facts)
     verdict = _verdict(profile, facts, fw, procs, est, total, budget, limits, gpu, inherited)
@@ -219,41 +223,58 @@ def clamp_ulimits(caps: Caps, facts: HostFacts) -> Caps:
     return caps
 
 
-def calibrated(framework: str, settings: dict[str, int], cpus: int, gpus: int,
-               facts: HostFacts) -> ThreadEstimate:
+def calibrated(framework: str, settings: Settings, cpus: int, gpus: int, facts: HostFacts,
+               installed: Installed = NOT_HERE) -> ThreadEstimate:
     """The built-in model, corrected by this host's calibration when one was measured for this
     framework, its installed version and this many CPUs: the measured peak minus the model at
-    the settings it was measured under is added to the model at these settings."""
-    model = estimate_threads(framework, settings["omp"], settings["blas"], settings["intra"],
-                             settings["inter"], cpus, settings["private_pool"], gpus)
+    the settings it was measured under is added to the model at these settings. The CPU side
+    (measured with no GPU visible) moves the estimate either way; a GPU-side measurement only
+    raises the GPU terms, never lowers them: the probe's few steps do not start every pool a
+    GPU workload grows (jax's compile pool, its async work runner)."""
+    model = estimate_threads(framework, settings, cpus, gpus, installed)
     entries = [e for e in facts.calibration if e.get("framework") == framework and
                e.get("cpus") == cpus]
     if not entries:
         return model
-    from launcher.probe.calibration import framework_version, user_path
+    from launcher.probe.calibration import user_path
 
     # An image's calibration was measured with the framework it holds, and where the version
     # cannot be read (a fixture root, the supervisor's isolated interpreter) none is refused.
-    installed = framework_version(framework) if facts.root == "/" else None
-    mine = str(user_path())
+    version, mine = installed.version, str(user_path())
     fits = [(e.get("file") == mine, e.get("date", ""), i, e) for i, e in enumerate(entries)
-            if installed is None or e.get("version") == installed or e.get("file") != mine]
-    entry = max(fits, key=lambda f: f[:3])[3] if fits else None  # this host's, the newest
-    if entry is None:
+            if version is None or e.get("version") == version or e.get("file") != mine]
+    if not fits:
         return ThreadEstimate(model.per_process, model.breakdown,
                               f"{model.source}; the calibration is for {framework} "
-                              f"{entries[0].get('version')}, installed {installed}")
-    s = entry.get("settings", {})
-    # measured with no GPU visible: the offset is the CPU side's, the GPU terms stay the model's
-    at = estimate_threads(framework, s.get("omp", 1), s.get("blas", 1), s.get("intra", 1),
-                          s.get("inter", 1), cpus, s.get("private_pool", 1), entry.get("gpus", 0))
-    offset = int(entry["peak"]) - at.per_process
-    parts = dict(model.breakdown)
-    if offset:
-        parts["calibration"] = offset
-    return ThreadEstimate(model.per_process + offset, parts,
-                          f"calibrated on this host, {framework} {entry.get('version')}, "
-                          f"{entry.get('date', '?')}")
+                              f"{entries[0].get('version')}, installed {version}")
+
+    def newest(on_gpu: bool) -> dict[str, Any] | None:
+        side = [f for f in fits if bool(f[3].get("gpus", 0)) == on_gpu]
+        return max(side, key=lambda f: f[:3])[3] if side else None  # this host's, the newest
+
+    def offset(entry: dict[str, Any], seen: int) -> int:
+        at = estimate_threads(framework, Settings.of(entry.get("settings", {})), cpus, seen,
+                              installed)
+        return int(entry["peak"]) - at.per_process
+
+    parts, said = dict(model.breakdown), []
+    cpu_side = newest(on_gpu=False)
+    cpu_offset = offset(cpu_side, 0) if cpu_side else 0
+    if cpu_side:
+        parts["calibration"] = cpu_offset
+        said.append(f"calibrated on this host, {framework} {cpu_side.get('version')}, "
+                    f"{cpu_side.get('date', '?')}")
+    gpu_side = newest(on_gpu=True) if gpus else None
+    if gpu_side:
+        raise_by = max(0, offset(gpu_side, int(gpu_side.get("gpus", 1))) - cpu_offset)
+        parts["gpu calibration"] = raise_by
+        said.append(f"{'calibrated on this host' if not said else 'GPU side'} with "
+                    f"{gpu_side.get('gpus')} {gpu_side.get('vendor', '')} GPU "
+                    f"(driver {gpu_side.get('driver', '?')}), {gpu_side.get('date', '?')}")
+    if not said:  # only a GPU-side measurement, and this run sees no GPU
+        return model
+    parts = {k: v for k, v in parts.items() if v or k == "main"}
+    return ThreadEstimate(sum(parts.values()), parts, "; ".join(said))
 
 
 def env_int(env: dict[str, Setting], key: str, default: int) -> int:
@@ -262,12 +283,6 @@ def env_int(env: dict[str, Setting], key: str, default: int) -> int:
         return int(s.value) if s and s.value is not None else default
     except ValueError:
         return default
-
-
-# Frameworks whose pools gain from a fractional CPU of quota: their idle workers block soon
-# (measured: torch at 1.5 CPUs, 1,700 matmuls/s with 2 threads against 1,380 with 1). OpenBLAS's
-# workers spin, so numpy loses with more threads than whole CPUs (930 against 1,330).
-ROUND_HALF_UP = ("torch", "tf")
 
 
 def cpuset_count(cpuset: str | None) -> int | None:
@@ -299,7 +314,10 @@ def pool_cpus(framework: str, facts: HostFacts, cpu_limit: float | str,
 
 
 def rounding_for(framework: str) -> str:
-    return "half-up" if framework in ROUND_HALF_UP else "down"
+    """How a fractional CPU quota rounds for a framework's pools. Half up where idle workers
+    block soon (measured: torch at 1.5 CPUs, 1,700 matmuls/s with 2 threads against 1,380 with
+    1); down where they spin (OpenBLAS: 930 against 1,330), as automaxprocs rounds."""
+    return get_framework(framework).rounding
 
 
 def _gpu(profile: Profile, facts: HostFacts, selection: GpuSelection) -> dict[str, Any]:

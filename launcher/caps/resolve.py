@@ -3,16 +3,20 @@ supervisor inside an image: GPUs selected, the profile narrowed to them, caps co
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import copy
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from launcher.caps.gpus import select_gpus, with_gpus
 from launcher.caps.plan import Caps, clamp_ulimits, compute_caps
 from launcher.errors import LauncherError
+from launcher.frameworks import get as get_framework
+from launcher.frameworks import names as framework_names
+from launcher.frameworks.base import NOT_HERE, Installed
 from launcher.probe.host import HostFacts
 from launcher.profiles.loader import Profile, display_path
-from launcher.profiles.schema import FRAMEWORKS
 from launcher.vendors.base import GpuSelection
 
 
@@ -25,6 +29,26 @@ class Resolved:
     processes: int | None
     overrides: dict[str, str]
     caps: Caps
+    inputs: dict[str, Any] = field(default_factory=dict)  # the rest of compute_caps's inputs
+    clamp: bool = False  # ulimits lowered to this host's hard limits
+
+    def with_values(self, values: dict[str, Any], origin: str) -> Resolved:
+        """The same resolution with profile keys set (`threads.intra_op`: 4), each recorded
+        as coming from `origin`."""
+        data = copy.deepcopy(self.profile.data)
+        for dotted, value in values.items():
+            node = data
+            *parents, leaf = dotted.split(".")
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+        prof = dataclasses.replace(self.profile, data=data, origin={
+            **self.profile.origin, **{k: origin for k in values}})
+        caps = compute_caps(prof, self.facts, self.framework, self.processes, self.overrides,
+                            selection=self.selection, **self.inputs)
+        if self.clamp:
+            clamp_ulimits(caps, self.facts)
+        return dataclasses.replace(self, profile=prof, caps=caps)
 
     def recipe(self) -> dict[str, Any]:
         """What goes into caps.json: enough to recompute the caps where the image starts."""
@@ -46,18 +70,26 @@ def resolve(profile: Profile, facts: HostFacts, framework: str | None = None,
     """`for_this_host` False: the target is another machine (render, build), so its GPUs are
     taken from the profile. `clamp`: the ulimits will be set on this host (run, supervisor),
     so they are lowered to its hard limits."""
-    if framework is not None and framework not in FRAMEWORKS:
-        raise LauncherError(f"--framework must be one of {', '.join(FRAMEWORKS)} "
+    if framework is not None and framework not in framework_names():
+        raise LauncherError(f"--framework must be one of {', '.join(framework_names())} "
                             f"(got {framework!r})")
     selection = select_gpus(profile, facts, gpus, for_this_host)
     narrowed = with_gpus(profile, selection)
     fw = framework or narrowed.get("framework", "none")
     overrides = dict(overrides or {})
-    caps = compute_caps(narrowed, facts, fw, processes, overrides, inherited or {}, selection,
-                        extra_threads, gpus_per_process)
+    inputs = {"inherited": inherited or {}, "extra_threads": extra_threads,
+              "gpus_per_process": gpus_per_process, "installed": installed_here(fw, facts)}
+    caps = compute_caps(narrowed, facts, fw, processes, overrides, selection=selection,
+                        **inputs)
     if clamp:
         clamp_ulimits(caps, facts)
-    return Resolved(narrowed, facts, selection, fw, processes, overrides, caps)
+    return Resolved(narrowed, facts, selection, fw, processes, overrides, caps, inputs, clamp)
+
+
+def installed_here(framework: str, facts: HostFacts) -> Installed:
+    """The framework's version and build where the workload runs, when that is this
+    interpreter's environment (a live host); unknown under a fixture root."""
+    return get_framework(framework).installed() if str(facts.root) == "/" else NOT_HERE
 
 
 def profile_of(recipe: dict[str, Any]) -> Profile:

@@ -14,12 +14,13 @@ from launcher.errors import LauncherError
 
 def calibrate(frameworks: list[str] | None, cpus: str | None, as_json: bool) -> int:
     from launcher.caps.threads import estimate_threads
+    from launcher.frameworks import names as framework_names
+    from launcher.frameworks.base import Installed, Settings
     from launcher.probe.calibration import user_path
-    from launcher.profiles.schema import FRAMEWORKS
 
     for fw in frameworks or []:
-        if fw not in FRAMEWORKS:
-            raise LauncherError(f"--framework must be one of {', '.join(FRAMEWORKS)} "
+        if fw not in framework_names():
+            raise LauncherError(f"--framework must be one of {', '.join(framework_names())} "
                                 f"(got {fw!r})")
     if cpus:
         from launcher.workloads.calibrate import cpu_counts
@@ -50,16 +51,18 @@ def calibrate(frameworks: list[str] | None, cpus: str | None, as_json: bool) -> 
         entries = []  # no framework measured (none installed, or none at these CPU counts)
     rows = []
     for e in entries:
-        s = e["settings"]
-        model = estimate_threads(e["framework"], s["omp"], s["blas"], s["intra"], s["inter"],
-                                 e["cpus"], s["private_pool"]).per_process
-        e["model"] = model
-        rows.append((e["framework"], str(e["version"]), str(e["cpus"]), str(e["peak"]),
-                     str(model), f"{e['peak'] - model:+d}", e["date"]))
+        model = estimate_threads(e["framework"], Settings.of(e["settings"]), e["cpus"],
+                                 e.get("gpus", 0), Installed(e["version"],
+                                                             e.get("build", "unknown")))
+        e["model"] = model.per_process
+        gpu = f"{e['gpus']} {e.get('vendor', '')}".strip() if e.get("gpus") else "-"
+        rows.append((e["framework"], str(e["version"]), str(e["cpus"]), gpu, str(e["peak"]),
+                     str(model.per_process), f"{e['peak'] - model.per_process:+d}", e["date"]))
     if as_json:
         print_json({"file": str(out), "entries": entries})
         return 0
-    print(table([("framework", "version", "CPUs", "peak", "model", "offset", "date"), *rows]))
+    print(table([("framework", "version", "CPUs", "GPU", "peak", "model", "offset", "date"),
+                 *rows]))
     print(f"saved in {out}: `launcher plan` and `run` use it for these versions and CPU counts "
           f"(source: calibrated on this host)")
     return 0

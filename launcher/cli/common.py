@@ -24,6 +24,21 @@ def resolve_profile(profile_ref: str, framework: str | None = None,
                    facts.env if inherit_shell else {}, for_this_host, clamp)
 
 
+def fit_or_advise(r: Resolved, apply: bool) -> tuple[Resolved, str | None]:
+    """With --fit, the run with its pools shrunk to fit the pids budget, and a line saying so;
+    without, a refusal that a fit would avoid names it."""
+    from launcher.caps.fit import apply as apply_fit
+    from launcher.caps.fit import fit_to_budget
+
+    fit = fit_to_budget(r) if r.caps.verdict.level == "refuse" or apply else None
+    if fit is None:
+        return r, None
+    if apply:
+        return apply_fit(r, fit), f"--fit: {fit.describe()}"
+    r.caps.verdict.reasons.append(f"--fit runs it with {fit.describe()}.")
+    return r, None
+
+
 def default_tag(profile: str, framework: str) -> str:
     name = re.sub(r"[^a-z0-9._-]", "-", profile.lower()).strip("-._") or "profile"
     return f"launcher/{name}:{framework}"

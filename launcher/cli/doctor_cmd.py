@@ -9,9 +9,10 @@ from launcher.caps.plan import pool_cpus
 from launcher.caps.resolve import resolve
 from launcher.cli.output import print_json, table
 from launcher.errors import LauncherError
+from launcher.frameworks import names as framework_names
 from launcher.probe import HostFacts, probe_host
 from launcher.profiles import load_profile
-from launcher.profiles.schema import AUTO, FRAMEWORKS
+from launcher.profiles.schema import AUTO
 from launcher.units import format_size
 
 
@@ -30,7 +31,7 @@ def diagnose(facts: HostFacts, profile_ref: str | None) -> dict[str, Any]:
                             f"{profile.name} launcher replaces it ({new}, {s.source}).")
     if not profile_ref:  # with --profile, the verdict lists them
         warnings += [r for r in caps.verdict.reasons if r not in warnings]
-    pools = {fw: pool_cpus(fw, facts, AUTO)[0] for fw in FRAMEWORKS}
+    pools = {fw: pool_cpus(fw, facts, AUTO)[0] for fw in framework_names()}
     out: dict[str, Any] = {"host": facts.to_json(), "pool_cpus": pools,
                            "first_limit": caps.budget, "warnings": warnings}
     if profile_ref:

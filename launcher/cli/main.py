@@ -133,6 +133,12 @@ def doctor(
     _run(lambda: doctor_cmd.doctor(json, profile, host_root, capture, clean))
 
 
+FitOpt = Annotated[bool, typer.Option(
+    "--fit", help="When the estimated threads exceed the pids budget, shrink the pools to the "
+                  "largest size that fits with headroom (CPUs for JAX, thread counts for the "
+                  "others) instead of refusing.")]
+
+
 @app.command()
 def plan(
     profile: ProfileOpt = "auto",
@@ -141,14 +147,17 @@ def plan(
         "--processes", "-n", min=1,
         help="Processes sharing the budget (default: profile's).")] = None,
     env: EnvOpt = None,
+    fit: FitOpt = False,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
     """Resolve a profile against this host: every variable with its source, the ulimits and
-    container limits, the thread estimate, and a verdict (ok, warn, refuse)."""
+    container limits, the thread estimate, and a verdict (ok, warn, refuse). When the threads
+    would not fit the pids budget, it names the largest pool size that does (--fit applies
+    it)."""
     from launcher.cli import plan_cmd
 
-    _run(lambda: plan_cmd.plan(profile, framework, processes, env, json, host_root))
+    _run(lambda: plan_cmd.plan(profile, framework, processes, env, json, host_root, fit=fit))
 
 
 Gpus = Annotated[str | None, typer.Option(
@@ -266,6 +275,7 @@ def run(
     write_profile: Annotated[Path | None, typer.Option(
         "--write-profile", help="After a stress run (stress-jax, pytorch-phase3), write a "
                                 "profile extending --profile with what it found.")] = None,
+    fit: FitOpt = False,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
@@ -284,7 +294,7 @@ def run(
     _run(lambda: run_cmd.run(run_cmd.RunOptions(
         command or [], profile, framework, processes, runtime, image, gpus, env or [],
         volume or [], workdir, user, not no_mount_cwd, name, resume, dry_run, json, interval,
-        host_root, write_profile)))
+        host_root, write_profile, fit=fit)))
 
 
 @app.command()

@@ -5,21 +5,27 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from launcher.cli.common import resolve_profile
+from launcher.cli.common import fit_or_advise, resolve_profile
 from launcher.cli.output import print_json, table
 from launcher.units import format_size
 
 
 def plan(profile_ref: str, framework: str | None, processes: int | None,
-         env_pairs: list[str] | None, as_json: bool, host_root: Path | None) -> int:
-    caps = resolve_profile(profile_ref, framework, processes, env_pairs,
-                           host_root=host_root, clamp=True).caps
+         env_pairs: list[str] | None, as_json: bool, host_root: Path | None,
+         fit: bool = False) -> int:
+    r, fitted = fit_or_advise(resolve_profile(profile_ref, framework, processes, env_pairs,
+                                              host_root=host_root, clamp=True), fit)
+    caps = r.caps
     data = caps.to_json()
+    if fitted:
+        data["fit"] = fitted
     if as_json:
         print_json(data)
         return 0
     print(f"plan: profile {caps.profile}, framework {caps.framework}, {caps.processes} "
           f"process(es), pools sized for {caps.cpus} CPU(s)")
+    if fitted:
+        print(fitted)
     print("environment (set before the interpreter starts):")
     rows = []
     for name, s in data["env"].items():

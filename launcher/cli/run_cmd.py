@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from launcher.caps.resolve import Resolved, resolve
-from launcher.cli.common import default_tag
+from launcher.cli.common import default_tag, fit_or_advise
 from launcher.cli.output import parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
 from launcher.names import NAME, NAME_RULE
@@ -51,6 +51,7 @@ class RunOptions:
     interval: float = 1.0
     host_root: Path | None = None
     write_profile: Path | None = None
+    fit: bool = False  # shrink the pools to fit the pids budget instead of refusing
 
 
 def run(o: RunOptions) -> int:
@@ -95,6 +96,7 @@ def run(o: RunOptions) -> int:
     r = resolve(prof, facts, fw, o.processes, overrides, o.gpus,
                 facts.env if engine.inherits_environment else {}, clamp=True,
                 extra_threads=workload.extra_threads if workload else 0)
+    r, fitted = fit_or_advise(r, o.fit)
     run_id = _run_id(o, workload.name if workload else command[0])
     run_dir = runs_dir() / run_id
     spec = build_spec(r, command, image, name=o.name if o.dry_run else run_id,
@@ -104,6 +106,8 @@ def run(o: RunOptions) -> int:
         _workload_paths(spec, run_dir)
     if note:  # after every argument was checked: a mistake gets its line first and alone
         say(note)
+    if fitted:
+        say(fitted)
     if o.dry_run:
         if r.selection.shortfall:
             say(f"warning: {r.selection.shortfall} (a real run refuses)")
@@ -135,21 +139,17 @@ def run(o: RunOptions) -> int:
     return status
 
 
-_MODULES = {"jax": ("jax", "jax"), "torch": ("torch", "torch==2.13.0"),
-            "tf": ("tensorflow", "tensorflow-cpu")}
-
-
 def _check_framework(workload: str, framework: str) -> None:
     """A built-in workload run natively needs its framework in this interpreter."""
     import importlib.util
 
-    if framework not in _MODULES:
-        return
-    module, pip = _MODULES[framework]
-    if importlib.util.find_spec(module) is None:
-        raise LauncherError(f"{workload} needs {module}, which is not installed for "
-                            f"{sys.executable}: pip install {pip!r} (or run it in an image "
-                            f"that has it: --image IMG)")
+    from launcher.frameworks import get as get_framework
+
+    fw = get_framework(framework)
+    if importlib.util.find_spec(fw.module) is None:
+        raise LauncherError(f"{workload} needs {fw.module}, which is not installed for "
+                            f"{sys.executable}: pip install {fw.install!r} (or run it in an "
+                            f"image that has it: --image IMG)")
 
 
 def _write_profile(path: Path, workload: Workload, r: Resolved, run_dir: Path) -> None:

@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import ProfileError
+from launcher.frameworks import names as framework_names
 from launcher.names import NAME, NAME_RULE
-from launcher.profiles.schema import FRAMEWORKS
 from launcher.profiles.yamlsrc import Located, load_yaml
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
@@ -109,8 +109,8 @@ def load_job(path: Path) -> JobSpec:
     if min_chunk is not None and not _positive_int(min_chunk):
         fail("min_chunk_size", "must be a whole number of items", min_chunk)
     framework = data.get("framework")
-    if framework is not None and framework not in FRAMEWORKS:
-        fail("framework", f"must be one of {', '.join(FRAMEWORKS)}", framework)
+    if framework is not None and framework not in framework_names():
+        fail("framework", f"must be one of {', '.join(framework_names())}", framework)
     retries = data.get("retries", 1)
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         fail("retries", "must be a whole number, 0 or more", retries)

@@ -13,10 +13,6 @@ import os
 from pathlib import Path
 from typing import Any
 
-MODULES = {"jax": "jax", "torch": "torch", "tf": "tensorflow", "none": "numpy"}
-DISTRIBUTIONS = {"jax": ("jax",), "torch": ("torch",), "tf": ("tensorflow", "tensorflow-cpu"),
-                 "none": ("numpy",)}
-
 
 def user_path() -> Path:
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -53,15 +49,3 @@ def _usable(e: Any) -> bool:
             and isinstance(e.get("cpus"), int) and isinstance(e.get("peak"), int)
             and isinstance(settings, dict)
             and all(isinstance(v, int) for v in settings.values()))
-
-
-def framework_version(framework: str) -> str | None:
-    """The installed version of a framework (package metadata: no import)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    for dist in DISTRIBUTIONS.get(framework, ()):
-        try:
-            return version(dist)
-        except PackageNotFoundError:
-            continue
-    return None

@@ -27,7 +27,10 @@ class Key:
         return self.choices() if callable(self.choices) else self.choices
 
 
-FRAMEWORKS = ("torch", "tf", "jax", "none")
+def framework_names() -> tuple[str, ...]:
+    from launcher.frameworks import names
+
+    return names()
 
 
 def _vendor_choices() -> tuple[str, ...]:
@@ -39,7 +42,7 @@ SCHEMA: dict[str, Key | dict[str, Key]] = {
     "name": Key("str", "profile name; must equal the file name"),
     "extends": Key("str", "parent profile (name or path); merged key by key, any depth"),
     "description": Key("str", "one line for `launcher profiles list`"),
-    "framework": Key("choice", "default framework", choices=FRAMEWORKS),
+    "framework": Key("choice", "default framework", choices=framework_names),
     "hardware": {
         "cpus": Key("int", "host CPUs", auto=True),
         "memory": Key("size", "host RAM", auto=True),

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from launcher.frameworks import get as get_framework
 from launcher.profiles.loader import Profile
 from launcher.render.images import check_apt_packages, check_image_ref, check_pip_requirements
 from launcher.vendors import get as get_vendor
@@ -15,7 +16,8 @@ from launcher.vendors import get as get_vendor
 PACKAGE = Path(__file__).resolve().parents[1]
 # Parts of the package an image needs: the standard-library-only supervisor and what it imports.
 IMAGE_MODULES = ("__init__.py", "errors.py", "units.py", "variables.py", "cpulist.py",
-                 "shipped.py", "probe", "caps", "profiles", "vendors", "supervise", "workloads")
+                 "shipped.py", "registry.py", "probe", "caps", "profiles", "vendors",
+                 "frameworks", "supervise", "workloads")
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,13 @@ class ImageSpec:
     profile_requirements: list[str]
     apt_packages: list[str]
     ca_cert: bool
+
+
+def framework_requirements(framework: str, vendor: str) -> list[str]:
+    """The image's framework layer: the framework's pins for this vendor, else the vendor's."""
+    known = get_framework(framework).requirements
+    return list(known[vendor] if vendor in known else
+                get_vendor(vendor).requirements.get(framework, []))
 
 
 def image_spec(profile: Profile, framework: str, vendor: str, base_image: str | None = None,
@@ -43,7 +52,7 @@ def image_spec(profile: Profile, framework: str, vendor: str, base_image: str | 
         base = v.base_image
     return ImageSpec(
         profile=profile, framework=framework, vendor=vendor, base_image=base,
-        framework_requirements=list(v.requirements.get(framework, [])),
+        framework_requirements=framework_requirements(framework, vendor),
         profile_requirements=check_pip_requirements(profile.get("image.pip_packages", []), where),
         apt_packages=check_apt_packages(profile.get("image.apt_packages", []), where),
         ca_cert=ca_cert,

@@ -33,6 +33,7 @@ from launcher.runtime.run_cgroup import make_run_cgroup
 from launcher.runtime.spec import RunSpec
 from launcher.supervise.apply import RLIMITS
 from launcher.vendors import get as get_vendor
+from launcher.vendors import gpu_vendors
 
 PACKAGE = Path(__file__).resolve().parents[1]
 ENTRY = PACKAGE / "supervise" / "entrypoint.py"
@@ -60,9 +61,7 @@ class NativeEngine(Engine):
         if spec.user and spec.user != f"{os.getuid()}:{os.getgid()}":
             raise EngineError(f"--user {spec.user}: a native run runs as the calling user "
                               f"({os.getuid()}:{os.getgid()}); --user applies to containers")
-        env = dict(spec.supervisor_env())
-        if spec.gpus.ids and not spec.gpus.all:
-            env.update(get_vendor(spec.gpus.vendor).visible(spec.gpus.ids))
+        env = gpu_environment(spec)
         if spec.imports_launcher:
             env["PYTHONPATH"] = os.pathsep.join(
                 [str(PACKAGE.parent), *filter(None, [env.get("PYTHONPATH"),
@@ -158,6 +157,22 @@ class NativeEngine(Engine):
             except OSError:
                 time.sleep(0.05)
         raise EngineError(f"cannot remove {d}: processes remain in it")
+
+
+def gpu_environment(spec: RunSpec) -> dict[str, str]:
+    """The supervisor's environment with exactly the run's GPUs visible: a vendor's variables
+    for the chosen ones, every other vendor's (and, with none chosen, all) hidden; variables
+    only a container runtime reads are left as inherited."""
+    env = dict(spec.supervisor_env())
+    chosen = get_vendor(spec.gpus.vendor)
+    for vendor in gpu_vendors():
+        for name in vendor.container_only:
+            env.pop(name, None)
+        if vendor.name != chosen.name or not spec.gpus.ids:
+            env.update(vendor.hidden())
+    if spec.gpus.ids and not spec.gpus.all:
+        env.update(chosen.visible(spec.gpus.ids))
+    return env
 
 
 def _run_cgroup_dirs(root: Path) -> list[Path]:

@@ -23,13 +23,9 @@ class Amd(Vendor):
     host_groups = ("video", "render")
     k8s_resource = "amd.com/gpu"
     template = "Dockerfile.rocm"
-    base_image = "rocm/dev-ubuntu-22.04:6.2"
-    requirements = {
-        "torch": ["--index-url https://download.pytorch.org/whl/rocm6.2", "torch"],
-        "tf": ["tensorflow-rocm"],
-        "jax": ["jax[rocm]"],
-        "none": ["numpy"],
-    }
+    base_image = "rocm/dev-ubuntu-24.04:6.4.1"
+    python = "3.12"  # Ubuntu 24.04's (22.04's 3.10 is too old for jax 0.10)
+    driver_module = "amdgpu"
 
     def detect(self, root: Path, use_tools: bool = False) -> list[Gpu]:
         if not (root / "dev/kfd").exists():
@@ -64,6 +60,9 @@ class Amd(Vendor):
         # is no longer there).
         return {"ROCR_VISIBLE_DEVICES": ",".join(map(str, ids)),
                 "HIP_VISIBLE_DEVICES": ",".join(str(i) for i in range(len(ids)))}
+
+    def hidden(self) -> dict[str, str]:
+        return {"ROCR_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": ""}
 
     def access(self, selection: GpuSelection, host: HostGpus) -> GpuAccess:
         if not selection.ids:

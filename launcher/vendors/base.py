@@ -73,7 +73,10 @@ class Vendor:
     k8s_resource: str | None = None  # extended resource in a pod's limits
     template = "Dockerfile.cpu"  # in images/
     base_image = "python:3.11-slim-bookworm"
-    requirements: dict[str, list[str]] = {}  # framework -> the image's framework layer
+    python = "3.11"  # the base image's Python: the framework pins must resolve for it
+    # framework -> the image's framework layer, for frameworks whose module does not list this
+    # vendor (each framework module lists its packages for the vendors it knows)
+    requirements: dict[str, list[str]] = {}
     torch_alloc_variables: tuple[str, ...] = ()  # besides PYTORCH_(CUDA_)ALLOC_CONF
 
     def detect(self, root: Path, use_tools: bool = False) -> list[Gpu]:
@@ -93,8 +96,25 @@ class Vendor:
         """Variables that make exactly `ids` visible to a process on the host (no container)."""
         return {}
 
+    def hidden(self) -> dict[str, str]:
+        """Variables that make none of this vendor's GPUs visible to a process on the host."""
+        return {}
+
+    # Variables only a container runtime reads: a native run keeps the values it inherited
+    # (a pod's NVIDIA_VISIBLE_DEVICES=0 is never widened to all).
+    container_only: tuple[str, ...] = ()
+
     def access(self, selection: GpuSelection, host: HostGpus) -> GpuAccess:
         return GpuAccess()
+
+    driver_module = ""  # the kernel module whose /sys/module/NAME/version is the driver's
+
+    def driver_version(self, root: Path) -> str | None:
+        """The kernel driver's version (a calibration of the GPU side is per driver)."""
+        try:
+            return (root / "sys/module" / self.driver_module / "version").read_text().strip()
+        except OSError:
+            return None
 
     def sample(self, root: Path) -> list[dict[str, Any]]:
         """GPU memory and utilisation, cheap enough for 1 Hz; [] when none is found."""

@@ -10,12 +10,6 @@ class NoGpu(Vendor):
     label = "CPU"
     template = "Dockerfile.cpu"
     base_image = "python:3.11-slim-bookworm"
-    requirements = {
-        "torch": ["--index-url https://download.pytorch.org/whl/cpu", "torch"],
-        "tf": ["tensorflow-cpu"],
-        "jax": ["jax"],
-        "none": [],
-    }
 
 
 VENDOR = NoGpu()

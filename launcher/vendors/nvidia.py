@@ -22,13 +22,9 @@ class Nvidia(Vendor):
     }
     k8s_resource = "nvidia.com/gpu"
     template = "Dockerfile.cuda"
-    base_image = "nvidia/cuda:12.4.1-cudnn-runtime-ubuntu22.04"
-    requirements = {
-        "torch": ["torch"],
-        "tf": ["tensorflow[and-cuda]"],
-        "jax": ["jax[cuda12]"],
-        "none": ["numpy"],
-    }
+    base_image = "nvidia/cuda:13.0.0-cudnn-runtime-ubuntu24.04"  # CUDA 13, driver 580+
+    python = "3.12"  # Ubuntu 24.04's
+    driver_module = "nvidia"
 
     def detect(self, root: Path, use_tools: bool = False) -> list[Gpu]:
         if use_tools:
@@ -65,6 +61,11 @@ class Nvidia(Vendor):
 
     def visible(self, ids: tuple[int, ...]) -> dict[str, str]:
         return {"CUDA_VISIBLE_DEVICES": ",".join(map(str, ids))}
+
+    def hidden(self) -> dict[str, str]:
+        return {"CUDA_VISIBLE_DEVICES": ""}
+
+    container_only = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
 
     def access(self, selection: GpuSelection, host: HostGpus) -> GpuAccess:
         if not selection.ids:

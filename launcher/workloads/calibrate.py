@@ -1,7 +1,8 @@
 """`python -m launcher.workloads.calibrate [--frameworks jax,tf] [--cpus 1,2] [--out FILE]`:
 measure each installed framework's peak thread count on this host (threadprobe --peak: start,
 import, a first operation, compiled training steps), at several CPU counts by affinity, under
-the thread settings the caps give for that many CPUs; write them where the caps read them.
+the thread settings the caps give for that many CPUs, with no GPU visible and, where this host
+has GPUs, again with one visible (per vendor and driver); write them where the caps read them.
 
 Standard library only (it also runs inside an image's build, where PyYAML may be missing): the
 settings are the `auto` caps of a CPU count, written out, and recorded with each peak.
@@ -19,9 +20,14 @@ import sys
 import time
 from pathlib import Path
 
-from launcher.probe.calibration import MODULES, framework_version
+from launcher.frameworks import get as get_framework
+from launcher.frameworks import names as framework_names
+from launcher.vendors import gpu_vendors
+from launcher.vendors.base import Gpu, Vendor
 
-FRAMEWORKS = ("none", "torch", "tf", "jax")
+# the CPU side: no GPU of any vendor visible
+HIDDEN = {**{k: v for vendor in gpu_vendors() for k, v in vendor.hidden().items()},
+          "JAX_PLATFORMS": "cpu"}
 
 
 def settings_for(cpus: int) -> dict[str, int]:
@@ -39,12 +45,22 @@ def environment(s: dict[str, int]) -> dict[str, str]:
     return {k: str(v) for k, v in n.items()}
 
 
-def measure(framework: str, cpus: list[int]) -> dict[str, object]:
+def first_gpu() -> tuple[Vendor, Gpu] | None:
+    """The first GPU this host shows, and its vendor."""
+    for vendor in gpu_vendors():
+        found = vendor.detect(Path("/"), use_tools=True)
+        if found:
+            return vendor, found[0]
+    return None
+
+
+def measure(framework: str, cpus: list[int],
+            gpu: tuple[Vendor, Gpu] | None = None) -> dict[str, object]:
+    """One peak: with no GPU visible, or with exactly `gpu` visible (the GPU side)."""
     s = settings_for(len(cpus))
-    env = {**os.environ, **environment(s), "TF_CPP_MIN_LOG_LEVEL": "3",
-           # the CPU side only: the GPU terms stay the model's (no GPU is visible here)
-           "CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "", "ROCR_VISIBLE_DEVICES": "",
-           "JAX_PLATFORMS": "cpu",
+    visible = gpu[0].visible((gpu[1].index,)) if gpu else HIDDEN
+    env = {**{k: v for k, v in os.environ.items() if k not in HIDDEN}, **environment(s),
+           "TF_CPP_MIN_LOG_LEVEL": "3", **visible,
            "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
                                                        os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run([sys.executable, "-m", "launcher.workloads.threadprobe", "--peak",
@@ -54,9 +70,16 @@ def measure(framework: str, cpus: list[int]) -> dict[str, object]:
         raise RuntimeError(f"{framework} at {len(cpus)} CPUs: "
                            f"{(proc.stderr.strip().splitlines() or ['failed'])[-1]}")
     out = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {"framework": framework, "version": framework_version(framework), "cpus": len(cpus),
-            "peak": out["peak"], "peak_names": out["peak_names"], "settings": s, "gpus": 0,
-            "host": socket.gethostname(), "date": time.strftime("%Y-%m-%d")}
+    installed = get_framework(framework).installed()
+    entry: dict[str, object] = {
+        "framework": framework, "version": installed.version, "build": installed.build,
+        "cpus": len(cpus), "peak": out["peak"], "peak_names": out["peak_names"],
+        "settings": s, "gpus": 0, "host": socket.gethostname(),
+        "date": time.strftime("%Y-%m-%d")}
+    if gpu:
+        entry.update(gpus=1, vendor=gpu[0].name, model=gpu[1].model,
+                     driver=gpu[0].driver_version(Path("/")))
+    return entry
 
 
 def counts(available: int) -> list[int]:
@@ -74,9 +97,11 @@ def save(path: Path, entries: list[dict[str, object]]) -> None:
         old = json.loads(path.read_text()).get("entries", [])
     except (OSError, ValueError, AttributeError):
         old = []
-    key = {(e["framework"], e["version"], e["cpus"], e["host"]) for e in entries}
-    kept = [e for e in old if (e.get("framework"), e.get("version"), e.get("cpus"),
-                               e.get("host")) not in key]
+    def key(e: dict[str, object]) -> tuple[object, ...]:
+        return tuple(e.get(k) for k in ("framework", "version", "cpus", "host", "gpus"))
+
+    new = {key(e) for e in entries}
+    kept = [e for e in old if key(e) not in new]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps({"entries": kept + entries}, indent=2) + "\n")
@@ -96,10 +121,12 @@ def cpu_counts(text: str) -> list[int]:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m launcher.workloads.calibrate")
-    ap.add_argument("--frameworks", default=",".join(FRAMEWORKS))
+    ap.add_argument("--frameworks", default=",".join(framework_names()))
     ap.add_argument("--cpus", default=None, help="CPU counts, e.g. 1,2 (default 1, 2, 4 ... "
                                                  "all)")
     ap.add_argument("--out", required=True)
+    ap.add_argument("--no-gpu", action="store_true",
+                    help="measure the CPU side only, even where this host has a GPU")
     ap.add_argument("--best-effort", action="store_true",
                     help="a measurement that fails is reported and skipped (an image build)")
     args = ap.parse_args(argv)
@@ -109,8 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         ap.error(str(exc))
     failed = 0
+    gpu = None if args.no_gpu else first_gpu()
     for fw in args.frameworks.split(","):
-        if importlib.util.find_spec(MODULES[fw]) is None:
+        if importlib.util.find_spec(get_framework(fw).module) is None:
             print(f"calibrate: {fw} is not installed; skipped", flush=True)
             continue
         for n in ns:
@@ -118,16 +146,19 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"calibrate: {fw} at {n} CPUs: only {len(affinity)} here; skipped",
                       flush=True)
                 continue
-            try:
-                e = measure(fw, affinity[:n])
-            except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as exc:
-                failed += 1
-                print(f"calibrate: {fw} at {n} CPU(s) failed ({exc}); the built-in model "
-                      f"stands for it", flush=True)
-                continue
-            save(Path(args.out), [e])  # each as it comes: an interrupted run keeps the rest
-            print(f"calibrate: {fw} {e['version']} at {n} CPU(s): peak {e['peak']} threads",
-                  flush=True)
+            for side in (None, gpu) if gpu else (None,):
+                where = f"{n} CPU(s)" + (f" and {side[0].label} GPU {side[1].index}"
+                                         if side else "")
+                try:
+                    e = measure(fw, affinity[:n], side)
+                except (RuntimeError, ValueError, KeyError, subprocess.TimeoutExpired) as exc:
+                    failed += 1
+                    print(f"calibrate: {fw} at {where} failed ({exc}); the built-in model "
+                          f"stands for it", flush=True)
+                    continue
+                save(Path(args.out), [e])  # each as it comes: an interrupted run keeps the rest
+                print(f"calibrate: {fw} {e['version']} at {where}: peak {e['peak']} threads",
+                      flush=True)
     if failed and not args.best_effort:
         print(f"calibrate: {failed} measurement(s) failed", file=sys.stderr)
         return 1

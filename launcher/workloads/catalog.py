@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import LauncherError
-from launcher.profiles.schema import FRAMEWORKS
+from launcher.frameworks import names as framework_names
 
 
 @dataclass(frozen=True)
@@ -112,9 +112,9 @@ def _load_user(path: Path) -> Workload:
         raise LauncherError(f"{path}:{doc.line(('command',))}: command: expected a list of "
                             f"strings or a command line (got {data.get('command')!r})")
     framework = data.get("framework", "none")
-    if framework not in FRAMEWORKS:
+    if framework not in framework_names():
         raise LauncherError(f"{path}:{doc.line(('framework',))}: framework: must be one of "
-                            f"{', '.join(FRAMEWORKS)} (got {framework!r})")
+                            f"{', '.join(framework_names())} (got {framework!r})")
     args = data.get("args", [])
     if not isinstance(args, list):
         raise LauncherError(f"{path}:{doc.line(('args',))}: args: expected a list")

@@ -8,35 +8,25 @@ throughput of a 384x384 matmul loop run for that long (iterations/s).
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
+from types import ModuleType
+
+
+def _probe(framework: str) -> ModuleType:
+    """The framework's probe functions (first_op, train, matmul), from its registry module."""
+    from launcher.frameworks import REGISTRY
+    from launcher.frameworks import get as get_framework
+
+    if framework not in REGISTRY:
+        raise SystemExit(f"unknown framework {framework!r}")
+    return importlib.import_module(get_framework(framework).probe)
 
 
 def first_op(framework: str) -> None:
-    if framework == "none":
-        import numpy as np
-
-        a = np.ones((256, 256))
-        (a @ a).sum()
-    elif framework == "torch":
-        import torch
-
-        a = torch.ones(256, 256)
-        (a @ a).sum().item()
-    elif framework == "tf":
-        import tensorflow as tf
-
-        a = tf.ones((256, 256))
-        float(tf.reduce_sum(tf.matmul(a, a)))
-    elif framework == "jax":
-        import jax
-        import jax.numpy as jnp
-
-        a = jnp.ones((256, 256))
-        float(jax.jit(lambda x: (x @ x).sum())(a))
-    else:
-        raise SystemExit(f"unknown framework {framework!r}")
+    _probe(framework).first_op()
 
 
 def thread_names() -> list[str]:
@@ -47,29 +37,7 @@ def matmul_loop(framework: str, seconds: float) -> float:
     """Iterations per second of a 384x384 float32 matmul (the FIELD.md kernel)."""
     import time
 
-    n = 384
-    if framework == "none":
-        import numpy as np
-
-        a = np.ones((n, n), dtype=np.float32)
-        step = lambda: (a @ a)[0, 0]  # noqa: E731
-    elif framework == "torch":
-        import torch
-
-        a = torch.ones(n, n)
-        step = lambda: (a @ a)[0, 0].item()  # noqa: E731
-    elif framework == "tf":
-        import tensorflow as tf
-
-        a = tf.ones((n, n))
-        step = lambda: float(tf.matmul(a, a)[0, 0])  # noqa: E731
-    else:
-        import jax
-        import jax.numpy as jnp
-
-        a = jnp.ones((n, n))
-        f = jax.jit(lambda x: x @ x)
-        step = lambda: f(a).block_until_ready()  # noqa: E731
+    step = _probe(framework).matmul(384)
     step()
     time.sleep(0.3)  # let a CPU quota refill after the import, so timing starts without debt
     count, t0 = 0, time.perf_counter()
@@ -81,52 +49,7 @@ def matmul_loop(framework: str, seconds: float) -> float:
 
 def train(framework: str) -> None:
     """A few real training steps, compilation included: what the peak estimate covers."""
-    if framework == "none":
-        import numpy as np
-
-        a = np.ones((384, 384))
-        for _ in range(5):
-            a = np.tanh(a @ a / 384)
-    elif framework == "torch":
-        import torch
-
-        layer = torch.nn.TransformerEncoderLayer(32, nhead=2, dim_feedforward=64,
-                                                 batch_first=True, dropout=0.0)
-        enc = torch.nn.TransformerEncoder(layer, num_layers=1, enable_nested_tensor=False)
-        opt = torch.optim.Adam(enc.parameters())
-        for _ in range(5):
-            loss = enc(torch.randn(64, 8, 32)).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    elif framework == "tf":
-        import numpy as np
-        import tensorflow as tf
-
-        par = int(os.environ.get("LAUNCHER_TF_DATA_PARALLELISM", "1"))
-        opts = tf.data.Options()
-        opts.threading.private_threadpool_size = int(
-            os.environ.get("LAUNCHER_TF_DATA_PRIVATE_THREADPOOL", str(par)))
-        opts.threading.max_intra_op_parallelism = 1
-        x = np.random.default_rng(0).random((600, 16)).astype("float32")
-        y = (x.sum(1) > 8).astype("float32")
-        ds = (tf.data.Dataset.from_tensor_slices((x, y)).shuffle(600)
-              .map(lambda a, b: (a * 1.0, b), num_parallel_calls=par).batch(32).prefetch(2)
-              .with_options(opts))
-        model = tf.keras.Sequential([tf.keras.Input((16,)),
-                                     tf.keras.layers.Dense(32, activation="relu"),
-                                     tf.keras.layers.Dense(1, activation="sigmoid")])
-        model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
-        model.fit(ds, epochs=2, verbose=0)
-        model.evaluate(ds, verbose=0)
-    elif framework == "jax":  # stress-jax's phase 2: scan, vmap and grad, compiled
-        import jax
-
-        from launcher.workloads.stress_jax import build, init_params
-
-        fn, params = build(2, 50), init_params()
-        for i in range(3):
-            jax.block_until_ready(fn(params, jax.random.PRNGKey(i), 256))
+    _probe(framework).train()
 
 
 class Peak:

@@ -1,0 +1,112 @@
+"""What every framework module provides: how to find it installed (no import), its thread
+model (CPU and GPU terms, with the versions each was measured on), its calibration probe, its
+packages per GPU vendor and its facts for `doctor`.
+
+Standard library only: the supervisor in images and `launcher calibrate` inside an image's
+build import it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+Parts = dict[str, int]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The thread settings a process runs with (the managed variables, as numbers)."""
+
+    omp: int = 1
+    blas: int = 1
+    intra: int = 1
+    inter: int = 1
+    private_pool: int = 1
+
+    @classmethod
+    def of(cls, values: dict[str, int]) -> Settings:
+        return cls(**{k: int(v) for k, v in values.items() if k in cls.__dataclass_fields__})
+
+
+@dataclass(frozen=True)
+class Installed:
+    version: str | None  # None: not installed where the estimate is made
+    build: str = "unknown"  # cpu | cuda | rocm | unknown (a GPU build may start GPU threads)
+
+
+NOT_HERE = Installed(None)
+
+
+@dataclass(frozen=True)
+class Model:
+    """Thread terms measured on one version series (`0.11` covers 0.11.*)."""
+
+    series: str
+    measured: str  # on what, where, when
+    cpu: Callable[[Settings, int, Installed], Parts]  # (settings, CPUs, build) -> parts
+    gpu: Callable[[int, int], Parts]  # (CPUs, GPUs seen) -> parts added when GPUs > 0
+
+    def covers(self, version: str | None) -> bool:
+        return version is not None and (version == self.series or
+                                        version.startswith(self.series + "."))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    parts: Parts
+    source: str
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str
+    label: str
+    module: str  # what `import` names
+    distributions: tuple[str, ...]  # package names whose metadata gives the version
+    install: str  # what to pip install on the host for a native run
+    models: tuple[Model, ...]  # newest last
+    requirements: dict[str, list[str]]  # GPU vendor -> the image's framework layer (pinned)
+    rounding: str = "down"  # a fractional CPU quota: half-up or down (pool_cpus)
+    facts: tuple[str, ...] = ()  # for `doctor`
+    probe: str = ""  # module with first_op(), train(), matmul(n) for threadprobe
+    detect_build: Callable[[], str] = field(default=lambda: "cpu")
+
+    def installed(self) -> Installed:
+        """The version in this interpreter's environment, from package metadata (no import)."""
+        from importlib.metadata import PackageNotFoundError, version
+
+        for dist in self.distributions:
+            try:
+                return Installed(version(dist), self.detect_build())
+            except PackageNotFoundError:
+                continue
+        return NOT_HERE
+
+    def estimate(self, settings: Settings, cpus: int, gpus: int,
+                 installed: Installed = NOT_HERE) -> Estimate:
+        """Peak threads of one process. A version the model was not measured on (or none
+        known, as for an image) takes the largest of the measured models: it errs high."""
+        model = next((m for m in self.models if m.covers(installed.version)), None)
+        if model is not None:
+            return Estimate(_parts(model, settings, cpus, gpus, installed),
+                            f"built-in model ({model.measured})")
+        tried = [(_parts(m, settings, cpus, gpus, installed), m) for m in self.models]
+        parts, m = max(tried, key=lambda pm: sum(pm[0].values()))
+        what = (f"{self.label} {installed.version} is not a version the model was measured on"
+                if installed.version else f"{self.label} is not installed here")
+        series = ", ".join(x.series for x in self.models)
+        return Estimate(parts, f"built-in model, the largest of its measured versions "
+                               f"({series}: {m.measured}); {what}, so it errs high")
+
+
+def _parts(model: Model, s: Settings, cpus: int, gpus: int, installed: Installed) -> Parts:
+    parts = {"main": 1, **model.cpu(s, cpus, installed)}
+    if gpus:
+        parts.update(model.gpu(cpus, gpus))
+    return {k: v for k, v in parts.items() if v > 0 or k == "main"}
+
+
+def openblas(s: Settings, cpus: int) -> Parts:
+    """numpy's OpenBLAS pool: its workers besides the caller, never more than the affinity."""
+    return {"openblas": min(s.blas, cpus) - 1}

@@ -1,0 +1,78 @@
+"""JAX: XLA's pools follow the CPUs in the process's affinity and no variable caps them
+(jax#1539; XLA_FLAGS included), so a budget shrinks JAX through CPU affinity only."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from launcher.frameworks.base import Framework, Installed, Model, Parts, Settings, openblas
+
+
+def _cpu_0_10(s: Settings, cpus: int, _: Installed) -> Parts:
+    # jax 0.10.2, 1 and 2 CPUs (this project's CPU machines, 2026-11): the CPU client starts
+    # 9 + 3 x CPUs threads; compiling a real program adds llvm-worker-N and tf_foreach, one
+    # each per CPU.
+    return {**openblas(s, cpus), "xla_runtime": 9 + 3 * cpus, "xla_compile": cpus,
+            "xla_foreach": cpus}
+
+
+def _cpu_0_11(s: Settings, cpus: int, _: Installed) -> Parts:
+    # jax 0.11.2 on 1/2/4/8/16 CPUs of an H100 host (issue 14, 2026-11): 7/13/25/45/85 =
+    # 1 + 5 x CPUs + min(CPUs, 4): the client 2 x CPUs + 1 beside OpenBLAS's pool, tf_XLAEigen
+    # and tf_foreach one per CPU, llvm-worker at most 4.
+    return {**openblas(s, cpus), "xla_runtime": 2 * cpus + 1, "xla_eigen": cpus,
+            "xla_compile": min(cpus, 4), "xla_foreach": cpus}
+
+
+def _gpu(cpus: int, gpus: int) -> Parts:
+    # One H100, jax 0.11.2 (CUDA 13): +10 at every CPU count (cuda, cuda-EvtHandlr,
+    # py_xla_callback, py_xla_cleanup, py_xla_execute, tf_cuda_driver and 4 unnamed), counted
+    # per GPU (more GPUs not measured: errs high). Pools the first steps of a probe do not
+    # reach but a real GPU workload does (report 002's crash names the first; stress-jax
+    # peaked at 116-119 where the probe saw 95): pjrt_compile_thread_pool, max(CPUs, GPUs)
+    # threads (xla/pjrt/pjrt_stream_executor_client.cc), and pjrt_async_work_runner, unbounded,
+    # counted as one per CPU.
+    return {"gpu_runtime": 10 * gpus, "xla_gpu_compile": max(cpus, gpus),
+            "xla_gpu_async": cpus}
+
+
+def first_op() -> None:
+    import jax
+    import jax.numpy as jnp
+
+    a = jnp.ones((256, 256))
+    float(jax.jit(lambda x: (x @ x).sum())(a))
+
+
+def train() -> None:
+    """stress-jax's phase 2: scan, vmap and grad, compiled."""
+    import jax
+
+    from launcher.workloads.stress_jax import build, init_params
+
+    fn, params = build(2, 50), init_params()
+    for i in range(3):
+        jax.block_until_ready(fn(params, jax.random.PRNGKey(i), 256))
+
+
+def matmul(n: int) -> Callable[[], object]:
+    import jax
+    import jax.numpy as jnp
+
+    a = jnp.ones((n, n))
+    f = jax.jit(lambda x: x @ x)
+    return lambda: f(a).block_until_ready()
+
+
+FRAMEWORK = Framework(
+    name="jax", label="jax", module="jax", distributions=("jax",), install="jax",
+    models=(Model("0.10", "jax 0.10.2, 1-2 CPUs, 2026-11", _cpu_0_10, _gpu),
+            Model("0.11", "jax 0.11.2 with CUDA 13, 1-16 CPUs, one H100, 2026-11",
+                  _cpu_0_11, _gpu)),
+    # 0.10.2: the newest on PyPI that the model covers (0.11.2 was measured from a GPU host's
+    # own install); it needs Python 3.11 or newer
+    requirements={"nvidia": ["jax[cuda13]==0.10.2"], "amd": ["jax[rocm]==0.10.2"],
+                  "none": ["jax==0.10.2"]},
+    facts=("no variable caps XLA's pools (XLA_FLAGS included): CPU affinity does",),
+    probe=__name__,
+)

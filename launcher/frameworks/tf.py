@@ -1,0 +1,76 @@
+"""TensorFlow: its pools follow TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS, read once at
+the first device creation, and may exceed the affinity (4 on 2 CPUs starts 4)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from launcher.frameworks.base import Framework, Installed, Model, Parts, Settings, openblas
+
+
+def _cpu(s: Settings, cpus: int, _: Installed) -> Parts:
+    # tensorflow-cpu 2.21 at 1-2 CPUs (2026-11): main, one runtime thread and
+    # tf_graph_runner; the intra-op pool minus the caller; the inter-op pool (tf_Compute) in
+    # full; Keras `fit` on tf.data adds a second inter-op pool of 4 for the functions, one
+    # tf.data iterator thread and 3 per thread of tf.data's private pool.
+    return {**openblas(s, cpus), "tf_runtime": 2, "tf_intra_op": s.intra - 1,
+            "tf_inter_op": s.inter, "tf_function_inter_op": 4,
+            "tf_data": 1 + 3 * s.private_pool}
+
+
+def _gpu(cpus: int, gpus: int) -> Parts:
+    # Not measured (no TensorFlow on the GPU host): the driver's event thread and the
+    # EventMgr's poller per GPU (device_event_mgr.cc), with jax's GPU runtime as the floor
+    # of what a CUDA process starts.
+    return {"gpu_driver (not measured)": 1, "tf_event_mgr (not measured)": gpus}
+
+
+def first_op() -> None:
+    import tensorflow as tf
+
+    a = tf.ones((256, 256))
+    float(tf.reduce_sum(tf.matmul(a, a)))
+
+
+def train() -> None:
+    import os
+
+    import numpy as np
+    import tensorflow as tf
+
+    par = int(os.environ.get("LAUNCHER_TF_DATA_PARALLELISM", "1"))
+    opts = tf.data.Options()
+    opts.threading.private_threadpool_size = int(
+        os.environ.get("LAUNCHER_TF_DATA_PRIVATE_THREADPOOL", str(par)))
+    opts.threading.max_intra_op_parallelism = 1
+    x = np.random.default_rng(0).random((600, 16)).astype("float32")
+    y = (x.sum(1) > 8).astype("float32")
+    ds = (tf.data.Dataset.from_tensor_slices((x, y)).shuffle(600)
+          .map(lambda a, b: (a * 1.0, b), num_parallel_calls=par).batch(32).prefetch(2)
+          .with_options(opts))
+    model = tf.keras.Sequential([tf.keras.Input((16,)),
+                                 tf.keras.layers.Dense(32, activation="relu"),
+                                 tf.keras.layers.Dense(1, activation="sigmoid")])
+    model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
+    model.fit(ds, epochs=2, verbose=0)
+    model.evaluate(ds, verbose=0)
+
+
+def matmul(n: int) -> Callable[[], object]:
+    import tensorflow as tf
+
+    a = tf.ones((n, n))
+    return lambda: float(tf.matmul(a, a)[0, 0])
+
+
+FRAMEWORK = Framework(
+    name="tf", label="tensorflow", module="tensorflow",
+    distributions=("tensorflow", "tensorflow-cpu"), install="tensorflow-cpu",
+    models=(Model("2", "tensorflow-cpu 2.21, 1-2 CPUs, 2026-11", _cpu, _gpu),),
+    requirements={"nvidia": ["tensorflow[and-cuda]==2.21.0"], "amd": ["tensorflow-rocm"],
+                  "none": ["tensorflow-cpu==2.21.0"]},
+    rounding="half-up",
+    facts=("TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS are read once, at the first "
+           "device creation; TF/CUDA leak ~730 memory maps per fold: one process per fold",),
+    probe=__name__,
+)

@@ -1,0 +1,86 @@
+"""PyTorch: its intra-op pool and OpenBLAS's never exceed the CPUs in the affinity; a CUDA
+build starts a `cuda` thread even with no GPU visible."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from pathlib import Path
+
+from launcher.frameworks.base import Framework, Installed, Model, Parts, Settings, openblas
+
+
+def _cpu(s: Settings, cpus: int, installed: Installed) -> Parts:
+    # torch 2.13 CPU (1-2 CPUs) and 2.11+cu130 (1-16 CPUs, 2026-11): the intra-op pool minus
+    # the caller beside OpenBLAS's (a process that never imports numpy starts only one of the
+    # two: counted both); training adds nothing on the CPU. A build whose kind is unknown (an
+    # image's) counts the CUDA thread: errs high.
+    parts = {**openblas(s, cpus), "torch_intra_op": min(s.omp, cpus) - 1}
+    if installed.build in ("cuda", "rocm", "unknown"):
+        parts["gpu_build"] = 1  # `cuda`, started at import by a CUDA build
+    return parts
+
+
+def _gpu(cpus: int, gpus: int) -> Parts:
+    # One H100, torch 2.11+cu130: pt_autograd (autograd's device thread) and cuda-EvtHandlr,
+    # counted per GPU (Engine::start_device_threads starts one per device).
+    return {"torch_autograd_device": gpus, "gpu_event_handler": gpus}
+
+
+def detect_build() -> str:
+    """cuda, rocm or cpu, from the library files of the installed package (no import)."""
+    spec = importlib.util.find_spec("torch")
+    if spec is None or not spec.submodule_search_locations:
+        return "unknown"
+    lib = Path(next(iter(spec.submodule_search_locations))) / "lib"
+    if any(lib.glob("libtorch_cuda*.so*")):
+        return "cuda"
+    if any(lib.glob("libtorch_hip*.so*")):
+        return "rocm"
+    return "cpu"
+
+
+def first_op() -> None:
+    import torch
+
+    a = torch.ones(256, 256)
+    (a @ a).sum().item()
+
+
+def train() -> None:
+    import torch
+
+    layer = torch.nn.TransformerEncoderLayer(32, nhead=2, dim_feedforward=64,
+                                             batch_first=True, dropout=0.0)
+    enc = torch.nn.TransformerEncoder(layer, num_layers=1, enable_nested_tensor=False)
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    enc = enc.to(dev)
+    opt = torch.optim.Adam(enc.parameters())
+    for _ in range(5):
+        loss = enc(torch.randn(64, 8, 32, device=dev)).mean()
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+
+
+def matmul(n: int) -> Callable[[], object]:
+    import torch
+
+    a = torch.ones(n, n)
+    return lambda: (a @ a)[0, 0].item()
+
+
+FRAMEWORK = Framework(
+    name="torch", label="torch", module="torch", distributions=("torch",),
+    install="torch==2.13.0",
+    models=(Model("2", "torch 2.13 CPU at 1-2 CPUs; 2.11+cu130 at 1-16 CPUs with one H100, "
+                       "2026-11", _cpu, _gpu),),
+    requirements={"nvidia": ["torch==2.11.0"],
+                  "amd": ["--index-url https://download.pytorch.org/whl/rocm6.4", "torch"],
+                  "none": ["--index-url https://download.pytorch.org/whl/cpu", "torch==2.13.0"]},
+    rounding="half-up",  # its idle workers block soon: a fractional CPU of quota pays
+    facts=("OMP_NUM_THREADS and MKL_NUM_THREADS size the intra-op pool; "
+           "torch.set_num_interop_threads works once, before any parallel work",),
+    probe=__name__,
+    detect_build=detect_build,
+)

@@ -1,0 +1,117 @@
+"""The frameworks' thread models against what was measured on a GPU host (the H100 of issue
+14, recorded in fixtures/h100-threads.json), the rule that an unmeasured version errs high, and
+a GPU-side calibration that only ever raises the estimate."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from launcher.caps.plan import calibrated
+from launcher.caps.threads import estimate_threads
+from launcher.frameworks import get, names
+from launcher.frameworks.base import Installed, Settings
+from launcher.probe import probe_host
+from tests.conftest import ROOT
+
+HOSTS = ROOT / "tests/fixtures/hosts"
+
+H100 = json.loads((ROOT / "tests/fixtures/h100-threads.json").read_text())
+BUILD = {"jax": Installed(H100["versions"]["jax"], "cuda"),
+         "torch": Installed(H100["versions"]["torch"], "cuda")}
+
+
+def auto(cpus: int) -> Settings:
+    """The settings `auto` caps give for this many CPUs (what the probe ran with)."""
+    return Settings(omp=cpus, blas=cpus, intra=cpus, inter=min(2, cpus), private_pool=cpus)
+
+
+@pytest.mark.parametrize("framework", ["jax", "torch"])
+def test_the_cpu_side_is_the_measured_peak(framework):
+    m = H100["probe"][framework]
+    for cpus, seen in zip(m["cpus"], m["no_gpu"], strict=True):
+        est = estimate_threads(framework, auto(cpus), cpus, 0, BUILD[framework])
+        assert est.per_process == seen, (cpus, est.breakdown)
+
+
+@pytest.mark.parametrize("framework", ["jax", "torch"])
+def test_the_gpu_side_is_never_below_the_measured_peak(framework):
+    m = H100["probe"][framework]
+    for cpus, seen in zip(m["cpus"], m["one_gpu"], strict=True):
+        est = estimate_threads(framework, auto(cpus), cpus, 1, BUILD[framework])
+        assert seen <= est.per_process, (cpus, est.breakdown)
+
+
+@pytest.mark.parametrize("workload", sorted(H100["workloads"]))
+def test_the_reference_workloads_peak_within_08_to_10_of_the_estimate(workload):
+    w = H100["workloads"][workload]
+    est = estimate_threads(w["framework"], auto(w["cpus"]), w["cpus"], w["gpus"],
+                           BUILD[w["framework"]])
+    total = est.per_process + 1 + w["extra_threads"]  # + the supervisor, + its own
+    for peak in w["peaks"]:
+        assert 0.8 <= peak / total <= 1.0, (peak, total, est.breakdown)
+
+
+def test_jax_gpu_terms_name_the_pools():
+    parts = estimate_threads("jax", auto(16), 16, 1, BUILD["jax"]).breakdown
+    assert parts["gpu_runtime"] == 10  # cuda, cuda-EvtHandlr, py_xla_*, tf_cuda_driver, 4 more
+    assert parts["xla_gpu_compile"] == 16  # pjrt_compile_thread_pool: max(CPUs, GPUs)
+    assert estimate_threads("jax", auto(2), 2, 4, BUILD["jax"]).breakdown["gpu_runtime"] == 40
+
+
+def test_a_cpu_build_of_torch_starts_no_cuda_thread():
+    cpu = estimate_threads("torch", auto(2), 2, 0, Installed("2.13.0", "cpu")).breakdown
+    cuda = estimate_threads("torch", auto(2), 2, 0, Installed("2.11.0+cu130", "cuda")).breakdown
+    assert "gpu_build" not in cpu and cuda["gpu_build"] == 1
+
+
+@pytest.mark.parametrize("framework", ["jax", "torch", "tf", "none"])
+@pytest.mark.parametrize("version", ["0.12.0", "9.0", None])
+def test_an_unmeasured_version_errs_high(framework, version):
+    fw = get(framework)
+    for cpus in (1, 2, 16):
+        for gpus in (0, 1):
+            est = fw.estimate(auto(cpus), cpus, gpus, Installed(version))
+            measured = [fw.estimate(auto(cpus), cpus, gpus, Installed(m.series + ".0"))
+                        for m in fw.models]
+            assert sum(est.parts.values()) >= max(sum(e.parts.values()) for e in measured)
+            assert "errs high" in est.source
+
+
+def test_a_measured_version_says_which():
+    est = get("jax").estimate(auto(2), 2, 0, Installed("0.10.2"))
+    assert est.source == "built-in model (jax 0.10.2, 1-2 CPUs, 2026-11)"
+    assert get("jax").estimate(auto(2), 2, 0, Installed("0.11.2")).parts != est.parts
+
+
+def test_every_framework_names_its_module_and_pins_its_images():
+    for name in names():
+        fw = get(name)
+        assert fw.name == name and fw.models and fw.probe
+        for vendor, lines in fw.requirements.items():
+            pins = [x for x in lines if not x.startswith("--")]
+            if vendor != "amd":  # ROCm builds come from AMD's and PyTorch's own indexes
+                assert all("==" in x for x in pins), (name, vendor, pins)
+
+
+def _entry(peak: int, gpus: int, cpus: int = 16) -> dict:  # type: ignore[type-arg]
+    return {"framework": "jax", "version": "0.11.2", "cpus": cpus, "peak": peak, "gpus": gpus,
+            "settings": dataclasses.asdict(auto(cpus)), "date": "2026-11-22",
+            "vendor": "nvidia", "driver": "580.95"}
+
+
+def test_a_gpu_calibration_raises_the_gpu_terms_and_never_lowers_them():
+    facts = probe_host(HOSTS / "v2-limited", environ={})
+    model = estimate_threads("jax", auto(16), 16, 1, BUILD["jax"]).per_process
+    below = dataclasses.replace(facts, calibration=[_entry(85, 0), _entry(95, 1)])
+    est = calibrated("jax", auto(16), 16, 1, below, BUILD["jax"])
+    assert est.per_process == model  # the probe saw fewer GPU threads: the model stands
+    assert "GPU side with 1 nvidia GPU (driver 580.95)" in est.source
+    above = dataclasses.replace(facts, calibration=[_entry(85, 0), _entry(85 + 10 + 40, 1)])
+    raised = calibrated("jax", auto(16), 16, 1, above, BUILD["jax"])
+    assert raised.per_process == 85 + 10 + 40
+    assert raised.breakdown["gpu calibration"] == 8
+    # a run that sees no GPU takes the CPU side only
+    assert calibrated("jax", auto(16), 16, 0, above, BUILD["jax"]).per_process == 85
