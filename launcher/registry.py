@@ -11,7 +11,7 @@ repo2docker's engines do. Standard library only: the supervisor in images import
 from __future__ import annotations
 
 import importlib
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
@@ -27,11 +27,11 @@ class Registry(Generic[T]):
     def __init__(self, kind: str, entries: dict[str, str], default: str,
                  group: str | None = None) -> None:
         self.kind = kind  # e.g. "framework", for messages
-        self.entries = dict(entries)  # name -> "module:attribute" or "module"
+        self.entries = entries  # name -> "module:attribute" or "module" (the caller's dict)
         self.default = default  # the attribute of a bare module entry
         self.group = group  # entry-point group for third-party entries
         self._plugins: dict[str, str] | None = None
-        self._loaded: dict[str, T] = {}
+        self._loaded: dict[tuple[str, str], T] = {}
 
     def _plugin_entries(self) -> dict[str, str]:
         if self._plugins is None:
@@ -52,16 +52,15 @@ class Registry(Generic[T]):
                                           name in self._plugin_entries())
 
     def get(self, name: str) -> T:
-        if name in self._loaded:
-            return self._loaded[name]
         target = self.entries.get(name) or self._plugin_entries().get(name)
         if target is None:
             raise UnknownEntry(f"unknown {self.kind} {name!r} (known: "
                                f"{', '.join(self.names())})")
-        module, _, attr = target.partition(":")
-        value: Any = getattr(importlib.import_module(module), attr or self.default)
-        self._loaded[name] = value
-        return value  # type: ignore[no-any-return]
+        if (name, target) not in self._loaded:
+            module, _, attr = target.partition(":")
+            self._loaded[(name, target)] = getattr(importlib.import_module(module),
+                                                   attr or self.default)
+        return self._loaded[(name, target)]
 
     def all(self) -> list[T]:
         return [self.get(n) for n in self.names()]

@@ -11,7 +11,8 @@ from tests.conftest import ROOT
 PACKAGE = ROOT / "launcher"
 # Reading the host, profiles and the leaves: nothing from the layers above.
 LOWER = ("launcher.probe", "launcher.profiles", "launcher.units", "launcher.errors",
-         "launcher.variables", "launcher.vendors", "launcher.shipped")
+         "launcher.variables", "launcher.vendors", "launcher.frameworks", "launcher.registry",
+         "launcher.shipped")
 UPPER = ("launcher.caps", "launcher.render", "launcher.runtime", "launcher.cli")
 
 

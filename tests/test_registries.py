@@ -101,7 +101,7 @@ def test_fake_engine_is_one_module_and_one_line(monkeypatch):
 def onnx(monkeypatch):
     from launcher import frameworks
 
-    monkeypatch.setitem(frameworks.REGISTRY.entries, "onnx", "tests.fake_framework")  # the line
+    monkeypatch.setitem(frameworks.REGISTRY, "onnx", "tests.fake_framework")  # the one line
 
 
 def test_fake_framework_is_validated_planned_and_rendered(onnx, tmp_path):

@@ -9,17 +9,24 @@ from __future__ import annotations
 from launcher.frameworks.base import Framework
 from launcher.registry import Registry
 
-REGISTRY: Registry[Framework] = Registry("framework", {
+# name -> module defining FRAMEWORK. A new framework is one module and one line here.
+REGISTRY: dict[str, str] = {
     "torch": "launcher.frameworks.torch",
     "tf": "launcher.frameworks.tf",
     "jax": "launcher.frameworks.jax",
     "none": "launcher.frameworks.none",
-}, default="FRAMEWORK", group="launcher.frameworks")
+}
+_registry: Registry[Framework] = Registry("framework", REGISTRY, default="FRAMEWORK",
+                                          group="launcher.frameworks")
 
 
 def names() -> tuple[str, ...]:
-    return REGISTRY.names()
+    return _registry.names()
+
+
+def known(name: str) -> bool:
+    return name in _registry
 
 
 def get(name: str) -> Framework:
-    return REGISTRY.get(name)
+    return _registry.get(name)

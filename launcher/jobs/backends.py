@@ -4,13 +4,13 @@ with the driver either way; a backend gives the slots and runs one chunk on one 
 
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import Any, Protocol
 
 from launcher.errors import LauncherError
 from launcher.jobs.job import Prepared
 from launcher.jobs.runner import Executor, Slot
+from launcher.registry import Registry
 
 REGISTRY: dict[str, str] = {
     "local": "launcher.jobs.local:LocalBackend",
@@ -30,12 +30,13 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+_registry: Registry[Any] = Registry("backend", REGISTRY, default="Backend",
+                                    group="launcher.backends")
+
+
 def get_backend(name: str, p: Prepared, folder: Path, items: list[str] | None,
                 options: dict[str, Any]) -> Backend:
-    try:
-        module, _, cls = REGISTRY[name].partition(":")
-    except KeyError:
-        raise LauncherError(f"--backend must be one of {', '.join(REGISTRY)} "
-                            f"(got {name!r})") from None
-    return getattr(importlib.import_module(module), cls)(p, folder, items,  # type: ignore[no-any-return]
-                                                         options)
+    if name not in _registry:
+        raise LauncherError(f"--backend must be one of {', '.join(_registry.names())} "
+                            f"(got {name!r})")
+    return _registry.get(name)(p, folder, items, options)  # type: ignore[no-any-return]

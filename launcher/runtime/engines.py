@@ -3,9 +3,8 @@ import must not slow `launcher --help`). A new backend is one module and one lin
 
 from __future__ import annotations
 
-import importlib
-
 from launcher.errors import LauncherError
+from launcher.registry import Registry
 from launcher.runtime.engine import Engine
 
 REGISTRY: dict[str, str] = {
@@ -16,16 +15,18 @@ REGISTRY: dict[str, str] = {
 AUTO_ORDER = ("docker", "native")
 
 def names() -> tuple[str, ...]:
-    return tuple(REGISTRY)
+    return _registry.names()
+
+
+_registry: Registry[type[Engine]] = Registry("runtime", REGISTRY, default="Engine",
+                                             group="launcher.engines")
 
 
 def get_engine(name: str) -> Engine:
-    try:
-        module, _, cls = REGISTRY[name].partition(":")
-    except KeyError:
-        raise LauncherError(f"--runtime must be one of auto, {', '.join(REGISTRY)} "
-                            f"(got {name!r})") from None
-    return getattr(importlib.import_module(module), cls)()  # type: ignore[no-any-return]
+    if name not in _registry:
+        raise LauncherError(f"--runtime must be one of auto, {', '.join(_registry.names())} "
+                            f"(got {name!r})")
+    return _registry.get(name)()
 
 
 def tidy_leftovers(engine: Engine) -> tuple[int, list[str]]:

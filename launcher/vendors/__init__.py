@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-import importlib
-
+from launcher.registry import Registry
 from launcher.vendors.base import Vendor
 
 # name -> module defining VENDOR. A new vendor (Intel XPU, say) is one module and one line.
@@ -16,25 +15,25 @@ REGISTRY: dict[str, str] = {
 AUTO = "auto"
 
 
+_registry: Registry[Vendor] = Registry("GPU vendor", REGISTRY, default="VENDOR",
+                                       group="launcher.vendors")
+
+
 def names() -> tuple[str, ...]:
-    return tuple(REGISTRY)
+    return _registry.names()
 
 
 def get(name: str) -> Vendor:
-    try:
-        module = REGISTRY[name]
-    except KeyError:
-        raise KeyError(f"unknown GPU vendor {name!r} (known: {', '.join(REGISTRY)})") from None
-    return importlib.import_module(module).VENDOR  # type: ignore[no-any-return]
+    return _registry.get(name)
 
 
 def all_vendors() -> list[Vendor]:
-    return [get(n) for n in REGISTRY]
+    return [get(n) for n in names()]
 
 
 def gpu_vendors() -> list[Vendor]:
     """Vendors that have GPUs to find (every one but `none`)."""
-    return [get(n) for n in REGISTRY if n != "none"]
+    return [v for v in all_vendors() if v.name != "none"]
 
 
 def resolve(name: str, found_vendors: list[str]) -> str:

@@ -17,10 +17,10 @@ from types import ModuleType
 
 def _probe(framework: str) -> ModuleType:
     """The framework's probe functions (first_op, train, matmul), from its registry module."""
-    from launcher.frameworks import REGISTRY
     from launcher.frameworks import get as get_framework
+    from launcher.frameworks import known
 
-    if framework not in REGISTRY:
+    if not known(framework):
         raise SystemExit(f"unknown framework {framework!r}")
     return importlib.import_module(get_framework(framework).probe)
 
