@@ -5,6 +5,7 @@ and byte counts), a GPU run (one H100, stress-jax-like) and a CPU-only one."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typer.testing import CliRunner
 from launcher.cli.main import app
 from launcher.telemetry import plot as plot_module
 from launcher.telemetry.plot import draw, figure
+from launcher.telemetry.sampler import KEYS
 from launcher.telemetry.summary import GpuKey, read_series, summarize
 
 matplotlib.use("Agg")
@@ -25,6 +27,9 @@ FIXTURES = Path(__file__).parent / "fixtures/telemetry"
 H100 = {("nvidia", 0): "NVIDIA H100 80GB HBM3"}
 MiB = 1 << 20
 runner = CliRunner()
+SAMPLER_KEY = re.compile(r"(?<!vm\.)\b(" + "|".join(  # those that are not words (`threads` is)
+    [k for k in KEYS if "_" in k] + ["util_percent", "mem_used_bytes", "mem_total_bytes"])
+    + r")\b")
 
 
 def _meta(run_id: str, estimate: int) -> dict[str, Any]:
@@ -141,10 +146,22 @@ def test_far_limit_is_text_and_the_panel_fits_the_data(figures: Any):
         "limit off the scale: vm.max_map_count 65,530 (0.53% used at peak)"]
 
 
+def test_small_rss_under_a_large_host_is_drawn_in_mib():
+    rows = [{"t": float(i), "threads": 3, "maps": 200, "max_map_count": 65530,
+             "rss_bytes": (100 + 100 * i) * MiB, "memory_limit_bytes": 126 << 30}
+            for i in range(3)]
+    fig = figure(rows, "cpu on a 126 GiB host")
+    rss = {ax.get_title(loc="left"): ax for ax in fig.axes}["resident memory (RSS)"]
+    plt.close(fig)
+    assert rss.get_ylabel() == "MiB" and 300 <= rss.get_ylim()[1] < 600
+    assert _texts(rss) == ["limit off the scale: memory limit 126GiB (0.23% used at peak)"]
+
+
 def test_legends_are_words_not_keys(figures: Any):
     for ax in [*figures("gpu-run", 110, H100).values(), *figures("cpu-run", 11).values()]:
-        words = _labels(ax) + [t.get_text() for t in ax.get_legend().get_texts()]
-        assert words and not [w for w in words if "_" in w], ax.get_title(loc="left")
+        words = _labels(ax) + [t.get_text() for t in ax.get_legend().get_texts()] + _texts(ax)
+        keys = [w for w in words if SAMPLER_KEY.search(w)]  # vm.max_map_count is a word
+        assert words and not keys, ax.get_title(loc="left")
 
 
 def test_draw_names_gpus_from_the_summary(gpu_run: Path, monkeypatch: pytest.MonkeyPatch):
@@ -160,3 +177,21 @@ def test_draw_names_gpus_from_the_summary(gpu_run: Path, monkeypatch: pytest.Mon
     assert draw(gpu_run)
     assert (gpu_run / "telemetry.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert seen == [(f"{gpu_run.name}: the workload exited with status 0.", 110, H100)]
+
+
+def test_run_summary_names_gpus_from_the_host_facts(tmp_path: Path):
+    from types import SimpleNamespace
+
+    from launcher.cli.run_cmd import _write_summary
+    from launcher.vendors.base import Gpu
+
+    shutil.copy(FIXTURES / "gpu-run/telemetry.jsonl", tmp_path)
+    r = SimpleNamespace(caps=SimpleNamespace(profile="base", estimate={"total": 110}),
+                        framework="jax", facts=SimpleNamespace(gpus=[
+                            Gpu("nvidia", 0, "NVIDIA H100 80GB HBM3", 81559 * MiB)]))
+    result = SimpleNamespace(status=0, enforcement=SimpleNamespace(enforced={}, advisory={}))
+    summary = _write_summary(tmp_path, r, SimpleNamespace(name="native"), result,  # type: ignore[arg-type]
+                             ["x"], "the workload exited with status 0.", 0.0)
+    assert [(g["name"], g["util_peak_percent"]) for g in summary["gpus"]] == [
+        ("NVIDIA H100 80GB HBM3", 27)]
+    assert json.loads((tmp_path / "summary.json").read_text())["gpus"] == summary["gpus"]
