@@ -157,6 +157,20 @@ def test_small_rss_under_a_large_host_is_drawn_in_mib():
     assert _texts(rss) == ["limit off the scale: memory limit 126GiB (0.23% used at peak)"]
 
 
+def test_gpus_with_the_same_total_share_one_limit_line():
+    def gpu(i: int, used_gib: float) -> dict[str, Any]:
+        return {"vendor": "nvidia", "gpu": i, "util_percent": 50,
+                "mem_used_bytes": int(used_gib * 2**30), "mem_total_bytes": 4 << 30}
+
+    rows = [{"t": float(t), "threads": 3, "gpus": [gpu(0, 1 + t), gpu(1, 2 + t)]}
+            for t in range(2)]
+    fig = figure(rows, "two GTX 1650")
+    memory = fig.axes[-1]
+    plt.close(fig)
+    assert _labels(memory) == ["GPU 0 memory used", "GPU 1 memory used",
+                               "GPUs 0, 1 memory total 4GiB"]
+
+
 def test_legends_are_words_not_keys(figures: Any):
     for ax in [*figures("gpu-run", 110, H100).values(), *figures("cpu-run", 11).values()]:
         words = _labels(ax) + [t.get_text() for t in ax.get_legend().get_texts()] + _texts(ax)

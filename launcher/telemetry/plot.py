@@ -117,21 +117,35 @@ def _gpu_col(readings: list[dict[str, Any] | None], key: str) -> Values:
 
 def gpu_panels(rows: list[dict[str, Any]], names: Mapping[GpuKey, str]) -> list[Panel]:
     """Utilisation and memory, one line per GPU; [] when no sample has a GPU."""
-    util, used, limits = [], [], []
+    util, used, totals = [], [], []
     for i, ((vendor, index), readings) in enumerate(gpu_series(rows).items()):
         color = GPU_COLORS[i % len(GPU_COLORS)]
-        name = f"GPU {index}" + (f" ({names[(vendor, index)]})" if names.get((vendor, index))
-                                 else "")
-        util.append(Line(name, _gpu_col(readings, "util_percent"), color))
+        name = names.get((vendor, index))
+        util.append(Line(f"GPU {index}" + (f" ({name})" if name else ""),
+                         _gpu_col(readings, "util_percent"), color))
         used.append(Line(f"GPU {index} memory used", _gpu_col(readings, "mem_used_bytes"),
                          color))
-        limits.append(Limit(f"GPU {index} memory total", _gpu_col(readings, "mem_total_bytes"),
-                            max(v for v in used[-1].values if not math.isnan(v)), color,
-                            warn_line=False, is_bytes=True))
+        totals.append((index, _gpu_col(readings, "mem_total_bytes")))
     if not util:
         return []
     return [Panel("GPU utilisation", "%", util, top=105.0),
-            Panel("GPU memory used against total", "bytes", used, limits)]
+            Panel("GPU memory used against total", "bytes", used, _gpu_totals(totals, used))]
+
+
+def _gpu_totals(totals: list[tuple[int, Values]], used: list[Line]) -> list[Limit]:
+    """One limit per distinct memory total: five GPUs of 4 GiB draw one line, not five."""
+    groups: dict[float, list[int]] = {}
+    for i, (_, values) in enumerate(totals):
+        groups.setdefault(max(v for v in values if not math.isnan(v)), []).append(i)
+    limits = []
+    for members in groups.values():
+        ids = ", ".join(str(totals[i][0]) for i in members)
+        peak = max(v for i in members for v in used[i].values if not math.isnan(v))
+        limits.append(Limit(f"GPU{'s' if len(members) > 1 else ''} {ids} memory total",
+                            totals[members[0]][1], peak,
+                            used[members[0]].color if len(members) == 1 else "tab:gray",
+                            warn_line=False, is_bytes=True))
+    return limits
 
 
 def _byte_scale(top: float) -> tuple[float, str]:
@@ -141,9 +155,8 @@ def _byte_scale(top: float) -> tuple[float, str]:
 def _draw(ax: Any, t: Values, panel: Panel) -> None:
     near = [lim for lim in panel.limits if not panel.far(lim)]
     far = [lim for lim in panel.limits if panel.far(lim)]
-    scale, unit = 1.0, panel.unit
-    if unit == "bytes":
-        scale, unit = _byte_scale(max([panel.peak] + [lim.last for lim in near]))
+    top = max([panel.peak] + [lim.last for lim in near])  # of what is drawn
+    scale, unit = _byte_scale(top) if panel.unit == "bytes" else (1.0, panel.unit)
     for ln in panel.lines:
         ax.plot(t, [v * scale for v in ln.values], ln.style, color=ln.color, lw=ln.width,
                 label=ln.label)
@@ -157,7 +170,7 @@ def _draw(ax: Any, t: Values, panel: Panel) -> None:
     if far:  # beside the title, where no data can be
         ax.text(1.0, 1.02, "limit off the scale: " + "; ".join(lim.text() for lim in far),
                 transform=ax.transAxes, ha="right", va="bottom", fontsize=8, color="tab:red")
-    ax.set_ylim(0, panel.top if panel.top else None)
+    ax.set_ylim(0, panel.top or 1.08 * top * scale or None)  # room above the highest line
     ax.set_ylabel(unit)
     ax.set_title(panel.title, fontsize=9, loc="left")
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
