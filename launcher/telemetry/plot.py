@@ -96,8 +96,9 @@ def _limit(rows: list[dict[str, Any]], key: str, label: str, bounded: list[Value
 
 def cpu_panels(rows: list[dict[str, Any]], estimate: int | None) -> list[Panel]:
     threads, maps, rss = _col(rows, "threads"), _col(rows, "maps"), _col(rows, "rss_bytes")
-    tasks = [Line("threads (all processes)", threads, "tab:blue", width=3.0)]  # under pids
+    tasks = [Line("threads (all processes)", threads, "tab:blue")]
     if any(r.get("pids_current") is not None for r in rows):
+        tasks[0].width = 3.0  # visible under pids.current, which is often the same count
         tasks.append(Line("pids.current (the cgroup)", _col(rows, "pids_current"), "tab:green"))
     return [
         Panel("threads and pids", "tasks", tasks,
