@@ -30,7 +30,6 @@ class Line:
     label: str
     values: Values
     color: str
-    style: str = "-"
     width: float = 1.5
 
 
@@ -66,7 +65,7 @@ class Panel:
     lines: list[Line]
     limits: list[Limit] = field(default_factory=list)
     marks: list[tuple[str, float]] = field(default_factory=list)  # (label, y): the estimate
-    top: float | None = None  # a fixed top (100 for percentages)
+    top: float | None = None  # a fixed top: 105 shows 0-100% whole
 
     @property
     def peak(self) -> float:
@@ -159,8 +158,7 @@ def _draw(ax: Any, t: Values, panel: Panel) -> None:
     top = max([panel.peak] + [lim.last for lim in near])  # of what is drawn
     scale, unit = _byte_scale(top) if panel.unit == "bytes" else (1.0, panel.unit)
     for ln in panel.lines:
-        ax.plot(t, [v * scale for v in ln.values], ln.style, color=ln.color, lw=ln.width,
-                label=ln.label)
+        ax.plot(t, [v * scale for v in ln.values], color=ln.color, lw=ln.width, label=ln.label)
     for lim in near:
         ax.plot(t, [v * scale for v in lim.values], "--", color=lim.color, label=lim.named)
         if lim.warn_line:
