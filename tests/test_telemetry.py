@@ -11,8 +11,9 @@ import time
 from typer.testing import CliRunner
 
 from launcher.cli.main import app
+from launcher.telemetry.plot import plot
 from launcher.telemetry.sampler import KEYS, Sampler, sample_tree
-from launcher.telemetry.summary import plot, read_series, summarize
+from launcher.telemetry.summary import read_series, summarize
 
 runner = CliRunner()
 SIX = ("import threading, time\nfor _ in range(5):\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from launcher.cli.output import print_json, table
 from launcher.errors import LauncherError
@@ -37,6 +38,8 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
                      "-" if v["headroom"] is None else fmt(v["headroom"]),
                      "-" if v["percent"] is None else f"{v['percent']}%"))
     print(table(rows))
+    if summary.get("gpus"):
+        print(table(gpu_rows(summary["gpus"])))
     threads = summary["peaks"].get("threads", {})
     if threads.get("estimate") is not None:
         peak, est = threads.get("peak"), threads["estimate"]
@@ -64,3 +67,15 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
     print(f"plot: {png}" if png.exists() else
           f"plot: none yet (`launcher report {run_dir} --plot`)")
     return 0
+
+
+def gpu_rows(gpus: list[dict[str, Any]]) -> list[tuple[str, ...]]:
+    """One row per GPU: utilisation (peak, mean) and peak memory used against the total."""
+    rows = [("gpu", "util peak", "util mean", "memory peak", "total", "use", "samples")]
+    for g in gpus:
+        name = f"GPU {g['gpu']} ({g.get('name') or g['vendor']})"
+        rows.append((name, f"{g['util_peak_percent']}%", f"{g['util_mean_percent']}%",
+                     format_size(g["memory_peak_bytes"]), format_size(g["memory_total_bytes"]),
+                     "-" if g["memory_percent"] is None else f"{g['memory_percent']}%",
+                     str(g["samples"])))
+    return rows

@@ -343,7 +343,7 @@ def _write_summary(run_dir: Path, r: Resolved, engine: Engine, result: RunResult
             "diagnosis": diagnosis, "started": started, "ended": time.time(),
             "threads_estimate": r.caps.estimate,
             "engine": {"enforced": e.enforced, "advisory": e.advisory}}
-    summary = summarize(rows, meta)
+    summary = summarize(rows, meta, {(g.vendor, g.index): g.model for g in r.facts.gpus})
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 

@@ -1,12 +1,212 @@
 """Draw RUN_DIR/telemetry.png from its samples: in the background at the end of a run
-(`python -m launcher.telemetry RUN_DIR`), or in place through `launcher report --plot`."""
+(`python -m launcher.telemetry RUN_DIR`), or in place through `launcher report --plot`.
+
+One panel per series against its limit, and two for GPUs when the samples have any. A limit
+more than FAR times a panel's peak would squash the data into a flat line at the bottom: it is
+written above the panel instead of drawn, and the panel is scaled to the data.
+"""
 
 from __future__ import annotations
 
 import json
+import math
+import textwrap
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
-from launcher.telemetry.summary import plot, read_series
+from launcher.telemetry.summary import GpuKey, gpu_series, read_series
+from launcher.units import format_size
+
+FAR = 4.0
+GPU_COLORS = ("tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive",
+              "tab:cyan", "tab:gray")
+Values = list[float]
+
+
+@dataclass
+class Line:
+    label: str
+    values: Values
+    color: str
+    width: float = 1.5
+
+
+@dataclass
+class Limit:
+    """A limit over time, in words (`pids.max`), and the peak of what it bounds."""
+
+    label: str
+    values: Values
+    peak: float
+    color: str = "tab:red"
+    warn_line: bool = True  # the 80% line, where the sampler warns
+    is_bytes: bool = False
+
+    @property
+    def last(self) -> float:
+        return next((v for v in reversed(self.values) if not math.isnan(v)), math.nan)
+
+    @property
+    def named(self) -> str:
+        """`vm.max_map_count 65,530`, `memory limit 2GiB`."""
+        value = format_size(int(self.last)) if self.is_bytes else f"{int(self.last):,}"
+        return f"{self.label} {value}"
+
+    def text(self) -> str:
+        return f"{self.named} ({_percent(100 * self.peak / self.last)} used at peak)"
+
+
+@dataclass
+class Panel:
+    title: str
+    unit: str  # "bytes" is drawn in MiB or GiB, whichever fits
+    lines: list[Line]
+    limits: list[Limit] = field(default_factory=list)
+    marks: list[tuple[str, float]] = field(default_factory=list)  # (label, y): the estimate
+    top: float | None = None  # a fixed top: 105 shows 0-100% whole
+
+    @property
+    def peak(self) -> float:
+        drawn = [v for ln in self.lines for v in ln.values if not math.isnan(v)]
+        return max(drawn + [y for _, y in self.marks], default=0.0)
+
+    def far(self, limit: Limit) -> bool:
+        return limit.last > FAR * self.peak
+
+
+def _percent(p: float) -> str:
+    return f"{p:.0f}%" if p >= 10 else f"{p:.1f}%" if p >= 1 else f"{p:.2g}%"
+
+
+def _col(rows: list[dict[str, Any]], key: str) -> Values:
+    return [math.nan if r.get(key) is None else float(r[key]) for r in rows]
+
+
+def _limit(rows: list[dict[str, Any]], key: str, label: str, bounded: list[Values],
+           is_bytes: bool = False) -> list[Limit]:
+    values = [math.nan if not r.get(key) else float(r[key]) for r in rows]
+    if all(math.isnan(v) for v in values):
+        return []
+    peak = max((v for vs in bounded for v in vs if not math.isnan(v)), default=0.0)
+    return [Limit(label, values, peak, is_bytes=is_bytes)]
+
+
+def cpu_panels(rows: list[dict[str, Any]], estimate: int | None) -> list[Panel]:
+    threads, maps, rss = _col(rows, "threads"), _col(rows, "maps"), _col(rows, "rss_bytes")
+    tasks = [Line("threads (all processes)", threads, "tab:blue")]
+    if any(r.get("pids_current") is not None for r in rows):
+        tasks[0].width = 3.0  # visible under pids.current, which is often the same count
+        tasks.append(Line("pids.current (the cgroup)", _col(rows, "pids_current"), "tab:green"))
+    return [
+        Panel("threads and pids", "tasks", tasks,
+              _limit(rows, "pids_max", "pids.max", [ln.values for ln in tasks]),
+              [(f"plan's estimate {estimate}", float(estimate))] if estimate else []),
+        Panel("memory maps (largest process)", "maps",
+              [Line("memory maps", maps, "tab:blue")],
+              _limit(rows, "max_map_count", "vm.max_map_count", [maps])),
+        Panel("resident memory (RSS)", "bytes", [Line("RSS (all processes)", rss, "tab:blue")],
+              _limit(rows, "memory_limit_bytes", "memory limit", [rss], is_bytes=True)),
+    ]
+
+
+def _gpu_col(readings: list[dict[str, Any] | None], key: str) -> Values:
+    return [math.nan if g is None else float(g[key]) for g in readings]
+
+
+def gpu_panels(rows: list[dict[str, Any]], names: Mapping[GpuKey, str]) -> list[Panel]:
+    """Utilisation and memory, one line per GPU; [] when no sample has a GPU."""
+    util, used, totals = [], [], []
+    for i, ((vendor, index), readings) in enumerate(gpu_series(rows).items()):
+        color = GPU_COLORS[i % len(GPU_COLORS)]
+        name = names.get((vendor, index))
+        util.append(Line(f"GPU {index}" + (f" ({name})" if name else ""),
+                         _gpu_col(readings, "util_percent"), color))
+        used.append(Line(f"GPU {index} memory used", _gpu_col(readings, "mem_used_bytes"),
+                         color))
+        totals.append((index, _gpu_col(readings, "mem_total_bytes")))
+    if not util:
+        return []
+    return [Panel("GPU utilisation", "%", util, top=105.0),
+            Panel("GPU memory used against total", "bytes", used, _gpu_totals(totals, used))]
+
+
+def _gpu_totals(totals: list[tuple[int, Values]], used: list[Line]) -> list[Limit]:
+    """One limit per distinct memory total: five GPUs of 4 GiB draw one line, not five."""
+    groups: dict[float, list[int]] = {}
+    for i, (_, values) in enumerate(totals):
+        groups.setdefault(max(v for v in values if not math.isnan(v)), []).append(i)
+    limits = []
+    for members in groups.values():
+        ids = ", ".join(str(totals[i][0]) for i in members)
+        peak = max(v for i in members for v in used[i].values if not math.isnan(v))
+        limits.append(Limit(f"GPU{'s' if len(members) > 1 else ''} {ids} memory total",
+                            totals[members[0]][1], peak,
+                            used[members[0]].color if len(members) == 1 else "tab:gray",
+                            warn_line=False, is_bytes=True))
+    return limits
+
+
+def _byte_scale(top: float) -> tuple[float, str]:
+    return (1 / 2**30, "GiB") if top >= 2 * 2**30 else (1 / 2**20, "MiB")
+
+
+def _draw(ax: Any, t: Values, panel: Panel) -> None:
+    near = [lim for lim in panel.limits if not panel.far(lim)]
+    far = [lim for lim in panel.limits if panel.far(lim)]
+    top = max([panel.peak] + [lim.last for lim in near])  # of what is drawn
+    scale, unit = _byte_scale(top) if panel.unit == "bytes" else (1.0, panel.unit)
+    for ln in panel.lines:
+        ax.plot(t, [v * scale for v in ln.values], color=ln.color, lw=ln.width, label=ln.label)
+    for lim in near:
+        ax.plot(t, [v * scale for v in lim.values], "--", color=lim.color, label=lim.named)
+        if lim.warn_line:
+            ax.axhline(0.8 * lim.last * scale, ls=":", color="tab:orange",
+                       label=f"80% of {lim.label}")
+    for label, y in panel.marks:
+        ax.axhline(y, ls="-.", color="tab:purple", label=label)
+    if far:  # beside the title, where no data can be
+        ax.text(1.0, 1.02, "limit off the scale: " + "; ".join(lim.text() for lim in far),
+                transform=ax.transAxes, ha="right", va="bottom", fontsize=8, color="tab:red")
+    ax.set_ylim(0, panel.top or 1.08 * top * scale or None)  # room above the highest line
+    ax.set_ylabel(unit)
+    ax.set_title(panel.title, fontsize=9, loc="left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
+def figure(rows: list[dict[str, Any]], title: str, threads_estimate: int | None = None,
+           gpu_names: Mapping[GpuKey, str] | None = None) -> Any:
+    """The matplotlib Figure of the samples (matplotlib imported by the caller's check)."""
+    import matplotlib.pyplot as plt
+
+    panels = cpu_panels(rows, threads_estimate) + gpu_panels(rows, gpu_names or {})
+    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 1.2 + 2.1 * len(panels)),
+                             sharex=True, squeeze=False)
+    t = [float(r["t"]) for r in rows]
+    for ax, panel in zip(axes[:, 0], panels, strict=True):
+        _draw(ax, t, panel)
+    axes[-1, 0].set_xlabel("seconds")
+    fig.suptitle(textwrap.fill(title, 130), fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def plot(rows: list[dict[str, Any]], path: Path, title: str,
+         threads_estimate: int | None = None,
+         gpu_names: Mapping[GpuKey, str] | None = None) -> bool:
+    """telemetry.png: each series against its limit. False when matplotlib is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    fig = figure(rows, title, threads_estimate, gpu_names)
+    fig.savefig(path, dpi=90, format="png")
+    plt.close(fig)
+    return True
 
 
 def draw(run_dir: Path) -> bool:
@@ -15,11 +215,12 @@ def draw(run_dir: Path) -> bool:
         summary = json.loads((run_dir / "summary.json").read_text())
         title = f"{run_dir.name}: {summary.get('diagnosis', '')}"
         estimate = (summary.get("threads_estimate") or {}).get("total")
-    except (OSError, ValueError):
-        title, estimate = run_dir.name, None
+        names = {(g["vendor"], g["gpu"]): g["name"] for g in summary.get("gpus") or ()
+                 if g.get("name")}
+    except (OSError, ValueError, KeyError, TypeError):
+        title, estimate, names = run_dir.name, None, {}
     tmp = run_dir / ".telemetry.png.tmp"
-    if len(rows) < 2 or not plot(rows, tmp, title, estimate):
+    if len(rows) < 2 or not plot(rows, tmp, title, estimate, names):
         return False
     tmp.replace(run_dir / "telemetry.png")  # whole or not at all
     return True
-

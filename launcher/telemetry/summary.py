@@ -1,12 +1,15 @@
-"""summary.json from telemetry.jsonl: peaks, limits, headroom, exit status, diagnosis."""
+"""summary.json from telemetry.jsonl: peaks, limits, headroom, GPU use, exit status, diagnosis."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from launcher.telemetry.sampler import LIMIT_OF
+
+GpuKey = tuple[str, int]  # (vendor, index) as the sampler writes them
 
 
 def read_series(path: Path) -> list[dict[str, Any]]:
@@ -17,7 +20,10 @@ def read_series(path: Path) -> list[dict[str, Any]]:
     return rows
 
 
-def summarize(rows: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any]:
+def summarize(rows: list[dict[str, Any]], meta: dict[str, Any],
+              gpu_names: Mapping[GpuKey, str] | None = None) -> dict[str, Any]:
+    """The summary of a run's samples; `gpu_names` ({(vendor, index): model}, from the host's
+    facts) names the GPUs, which the samples identify by index only."""
     peaks: dict[str, Any] = {}
     estimate = (meta.get("threads_estimate") or {}).get("total")
     for key, limit_key in LIMIT_OF.items():
@@ -30,46 +36,31 @@ def summarize(rows: list[dict[str, Any]], meta: dict[str, Any]) -> dict[str, Any
                       "percent": round(100 * peak / limit, 1) if peak and limit else None}
     peaks["threads"]["estimate"] = estimate  # the plan's, for the whole container or tree
     return {**meta, "samples": len(rows), "duration_s": rows[-1]["t"] if rows else 0.0,
-            "peaks": peaks}
+            "peaks": peaks, "gpus": gpu_peaks(rows, gpu_names or {})}
 
 
-def plot(rows: list[dict[str, Any]], path: Path, title: str,
-         threads_estimate: int | None = None) -> bool:
-    """telemetry.png: each series against its limit. False when matplotlib is missing."""
-    try:
-        import matplotlib
+def gpu_series(rows: list[dict[str, Any]]) -> dict[GpuKey, list[dict[str, Any] | None]]:
+    """Each GPU's reading in each sample (None where a sample lacks it), in GPU order."""
+    keys = sorted({(g["vendor"], g["gpu"]) for r in rows for g in r.get("gpus") or ()})
+    out: dict[GpuKey, list[dict[str, Any] | None]] = {k: [] for k in keys}
+    for r in rows:
+        seen = {(g["vendor"], g["gpu"]): g for g in r.get("gpus") or ()}
+        for k in keys:
+            out[k].append(seen.get(k))
+    return out
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return False
-    t = [r["t"] for r in rows]
-    panels = [("threads", "pids_max", "threads / pids", 1, "tasks"),
-              ("maps", "max_map_count", "memory maps (largest process)", 1, "maps"),
-              ("rss_bytes", "memory_limit_bytes", "RSS", 1 / 2**20, "MiB")]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(8, 7), sharex=True)
-    for ax, (key, limit_key, label, scale, unit) in zip(axes, panels, strict=True):
-        ax.plot(t, [(r.get(key) or 0) * scale for r in rows], label=label, color="tab:blue")
-        if key == "threads" and any(r.get("pids_current") is not None for r in rows):
-            ax.plot(t, [(r.get("pids_current") or 0) for r in rows], label="pids.current",
-                    color="tab:green")
-        limits = [r.get(limit_key) for r in rows]
-        if any(limits):
-            ax.plot(t, [(v or float("nan")) * scale for v in limits], "--", color="tab:red",
-                    label=limit_key)
-            ax.axhline(0.8 * (next(v for v in reversed(limits) if v) * scale), ls=":",
-                       color="tab:orange", label="80%")
-        if key == "threads" and threads_estimate:
-            ax.axhline(threads_estimate, ls="-.", color="tab:purple",
-                       label=f"plan's estimate {threads_estimate}")
-        ax.set_ylabel(unit)
-        ax.set_title(label, fontsize=9)
-        ax.legend(fontsize=7, loc="upper left")
-    axes[-1].set_xlabel("seconds")
-    import textwrap
 
-    fig.suptitle(textwrap.fill(title, 110), fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=90, format="png")
-    plt.close(fig)
-    return True
+def gpu_peaks(rows: list[dict[str, Any]], names: Mapping[GpuKey, str]) -> list[dict[str, Any]]:
+    """Per GPU: peak and mean utilisation, peak memory used against the total, samples."""
+    out = []
+    for (vendor, index), readings in gpu_series(rows).items():
+        got = [g for g in readings if g is not None]
+        util = [g["util_percent"] for g in got]
+        used = max(g["mem_used_bytes"] for g in got)
+        total = got[-1]["mem_total_bytes"]
+        out.append({"vendor": vendor, "gpu": index, "name": names.get((vendor, index)),
+                    "samples": len(got), "util_peak_percent": max(util),
+                    "util_mean_percent": round(sum(util) / len(util), 1),
+                    "memory_peak_bytes": used, "memory_total_bytes": total,
+                    "memory_percent": round(100 * used / total, 1) if total else None})
+    return out
