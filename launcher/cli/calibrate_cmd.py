@@ -12,7 +12,8 @@ from launcher.cli.output import print_json, table
 from launcher.errors import LauncherError
 
 
-def calibrate(frameworks: list[str] | None, cpus: str | None, as_json: bool) -> int:
+def calibrate(frameworks: list[str] | None, cpus: str | None, as_json: bool,
+              no_gpu: bool = False) -> int:
     from launcher.caps.threads import estimate_threads
     from launcher.frameworks import names as framework_names
     from launcher.frameworks.base import Installed, Settings
@@ -35,6 +36,8 @@ def calibrate(frameworks: list[str] | None, cpus: str | None, as_json: bool) -> 
         cmd += ["--frameworks", ",".join(frameworks)]
     if cpus:
         cmd += ["--cpus", cpus]
+    if no_gpu:
+        cmd.append("--no-gpu")
     pkg = str(Path(__file__).resolve().parents[2])
     import os
 

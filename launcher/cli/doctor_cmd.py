@@ -33,9 +33,25 @@ def diagnose(facts: HostFacts, profile_ref: str | None) -> dict[str, Any]:
         warnings += [r for r in caps.verdict.reasons if r not in warnings]
     pools = {fw: pool_cpus(fw, facts, AUTO)[0] for fw in framework_names()}
     out: dict[str, Any] = {"host": facts.to_json(), "pool_cpus": pools,
-                           "first_limit": caps.budget, "warnings": warnings}
+                           "frameworks": frameworks(facts), "first_limit": caps.budget,
+                           "warnings": warnings}
     if profile_ref:
         out["plan"] = caps.to_json()
+    return out
+
+
+def frameworks(facts: HostFacts) -> dict[str, dict[str, Any]]:
+    """Each framework as installed here (a live host only): version, build, whether the thread
+    model was measured on that version, and its facts."""
+    from launcher.caps.resolve import installed_here
+    from launcher.frameworks import get
+
+    out = {}
+    for name in framework_names():
+        fw, got = get(name), installed_here(name, facts)
+        measured = next((m.measured for m in fw.models if m.covers(got.version)), None)
+        out[name] = {"label": fw.label, "version": got.version, "build": got.build,
+                     "model": measured, "facts": list(fw.facts)}
     return out
 
 
@@ -105,6 +121,14 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
     if facts.mem_total:
         rows.append(("RAM", f"{format_size(facts.mem_total)} total, "
                             f"{format_size(facts.mem_available or 0)} available"))
+    for f in report["frameworks"].values():
+        if f["version"] is None:
+            continue  # not installed here (or a captured tree)
+        model = (f"thread model measured on it ({f['model']})" if f["model"] else
+                 "a version the thread model was not measured on: estimates err high "
+                 "(`launcher calibrate` measures it)")
+        rows.append((f["label"], f"{f['version']}, {f['build']} build; {model}; "
+                                 + "; ".join(f["facts"])))
     gpus = ", ".join(f"{g.vendor} {g.index}: {g.model}" for g in facts.gpus) or "none found"
     rows.append(("GPUs", gpus))
     first = report["first_limit"]

@@ -436,13 +436,17 @@ def calibrate(
     cpus: Annotated[str | None, typer.Option(
         "--cpus", help="CPU counts to measure at, e.g. 1,2 (default: 1, 2, 4 ... all)."
     )] = None,
+    no_gpu: Annotated[bool, typer.Option(
+        "--no-gpu", help="Measure with no GPU visible only (by default a host with a GPU is "
+                         "measured again with one visible: the GPU side).")] = False,
     json: Json = False,
 ) -> None:
     """Measure each framework's peak thread count on this host (start, import, compiled
-    training steps) at several CPU counts, for `plan` and `run` to budget with."""
+    training steps) at several CPU counts, with no GPU visible and with one GPU visible where
+    the host has one, for `plan` and `run` to budget with."""
     from launcher.cli import calibrate_cmd
 
-    _run(lambda: calibrate_cmd.calibrate(framework, cpus, json))
+    _run(lambda: calibrate_cmd.calibrate(framework, cpus, json, no_gpu=no_gpu))
 
 
 @app.command("bench-memory")

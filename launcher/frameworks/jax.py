@@ -36,6 +36,17 @@ def _gpu(cpus: int, gpus: int) -> Parts:
             "xla_gpu_async": cpus}
 
 
+def detect_build() -> str:
+    """cuda or rocm when a GPU plugin is installed beside jaxlib, else cpu (no import)."""
+    import importlib.util
+
+    for module, build in (("jax_cuda13_plugin", "cuda"), ("jax_cuda12_plugin", "cuda"),
+                          ("jax_rocm7_plugin", "rocm"), ("jax_rocm60_plugin", "rocm")):
+        if importlib.util.find_spec(module) is not None:
+            return build
+    return "cpu"
+
+
 def first_op() -> None:
     import jax
     import jax.numpy as jnp
@@ -75,4 +86,5 @@ FRAMEWORK = Framework(
                   "none": ["jax==0.10.2"]},
     facts=("no variable caps XLA's pools (XLA_FLAGS included): CPU affinity does",),
     probe=__name__,
+    detect_build=detect_build,
 )
