@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from launcher.caps.plan import calibrated
+from launcher.caps.calibrated import calibrated
 from launcher.caps.threads import estimate_threads
 from launcher.frameworks import get, names
 from launcher.frameworks.base import Installed, Settings

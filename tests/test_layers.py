@@ -53,7 +53,7 @@ def test_lower_layers_import_no_policy():
 
 def test_the_layer_check_can_fail(tmp_path):
     leak = tmp_path / "leak.py"
-    leak.write_text("def f():\n    from launcher.caps.plan import compute_caps\n")
+    leak.write_text("def f():\n    from launcher.caps.compute import compute_caps\n")
     assert any(_within(i, UPPER) for i in _imports(leak))
 
 

@@ -9,8 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from launcher.caps.clamp import clamp_ulimits
+from launcher.caps.compute import compute_caps
 from launcher.caps.gpus import select_gpus, with_gpus
-from launcher.caps.plan import Caps, clamp_ulimits, compute_caps
+from launcher.caps.model import Caps
 from launcher.errors import LauncherError
 from launcher.frameworks import get as get_framework
 from launcher.frameworks import names as framework_names
@@ -44,7 +46,8 @@ class Resolved:
             node[leaf] = value
         prof = dataclasses.replace(self.profile, data=data, origin={
             **self.profile.origin, **{k: origin for k in values}})
-        caps = compute_caps(prof, self.facts, self.framework, self.processes, self.overrides,
+        caps = compute_caps(prof, self.facts, framework=self.framework,
+                            processes=self.processes, overrides=self.overrides,
                             selection=self.selection, **self.inputs)
         if self.clamp:
             clamp_ulimits(caps, self.facts)
@@ -79,8 +82,8 @@ def resolve(profile: Profile, facts: HostFacts, framework: str | None = None,
     overrides = dict(overrides or {})
     inputs = {"inherited": inherited or {}, "extra_threads": extra_threads,
               "gpus_per_process": gpus_per_process, "installed": installed_here(fw, facts)}
-    caps = compute_caps(narrowed, facts, fw, processes, overrides, selection=selection,
-                        **inputs)
+    caps = compute_caps(narrowed, facts, framework=fw, processes=processes, overrides=overrides,
+                        selection=selection, **inputs)
     if clamp:
         clamp_ulimits(caps, facts)
     return Resolved(narrowed, facts, selection, fw, processes, overrides, caps, inputs, clamp)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from launcher.caps.plan import pool_cpus
 from launcher.caps.resolve import resolve
+from launcher.caps.sizing import pool_cpus
 from launcher.cli.output import print_json, table
 from launcher.errors import LauncherError
 from launcher.frameworks import names as framework_names

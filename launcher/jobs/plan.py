@@ -14,8 +14,9 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from launcher.caps.plan import cpuset_count, memory_budget
+from launcher.caps.budget import memory_budget
 from launcher.caps.resolve import Resolved
+from launcher.caps.sizing import cpuset_count
 from launcher.jobs.spec import JobSpec
 from launcher.units import format_size
 

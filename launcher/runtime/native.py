@@ -16,7 +16,7 @@ import uuid
 from pathlib import Path
 from typing import IO, Any
 
-from launcher.caps.plan import fit_rlimit
+from launcher.caps.clamp import fit_rlimit
 from launcher.errors import EngineError
 from launcher.runtime.engine import (
     Enforcement,

@@ -12,7 +12,7 @@ import resource
 from pathlib import Path
 from typing import Any
 
-from launcher.caps.plan import Caps
+from launcher.caps.model import Caps
 from launcher.caps.resolve import resolve_recipe
 from launcher.probe.host import HostFacts, probe_host
 from launcher.variables import managed, managed_in

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from launcher.caps.plan import Caps
+from launcher.caps.model import Caps
 
 # The pools a reader checks first: variable -> its short name in the summary line.
 POOLS = {"OMP_NUM_THREADS": "OMP", "MKL_NUM_THREADS": "MKL", "OPENBLAS_NUM_THREADS": "OpenBLAS",

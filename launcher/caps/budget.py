@@ -1,0 +1,49 @@
+"""What the workload may use: the tasks the smallest pids-like limit leaves, and the memory its
+processes share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from launcher.caps.model import Limit, Ulimit
+from launcher.probe.host import HostFacts
+from launcher.profiles.loader import Profile
+from launcher.profiles.schema import AUTO
+
+
+def pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
+                 facts: HostFacts) -> dict[str, Any]:
+    """Tasks available to the workload, and which limit gives the fewest."""
+    cands: list[tuple[int, str]] = []
+    if limits["pids"].value:
+        cands.append((int(limits["pids"].value), f"pids limit {limits['pids'].value}"))
+    cg = facts.cgroup
+    if cg.pids_max is not None:
+        cands.append((cg.pids_max - (cg.pids_current or 0),
+                      f"pids.max {cg.pids_max} (pids.current {cg.pids_current or 0})"))
+    nproc = ulimits.get("nproc")
+    soft = nproc.soft if nproc else (facts.rlimits["nproc"].soft if "nproc" in facts.rlimits
+                                     else None)
+    if soft is not None and soft > 0:
+        cands.append((soft - facts.uid_tasks,
+                      f"RLIMIT_NPROC {soft} ({facts.uid_tasks} tasks of UID {facts.uid} running)"))
+    if facts.threads_max:
+        cands.append((facts.threads_max, f"kernel.threads-max {facts.threads_max}"))
+    if facts.pid_max:
+        cands.append((facts.pid_max, f"kernel.pid_max {facts.pid_max}"))
+    if not cands:
+        return {"available": None, "binding": "no limit found"}
+    avail, why = min(cands)
+    return {"available": avail, "binding": why}
+
+
+def memory_budget(profile: Profile, limits: dict[str, Limit], facts: HostFacts) -> int | None:
+    """What the workload's processes share: the memory limit, else the smaller of the profile's
+    hardware.memory (the target's RAM) and this host's (its cgroup's limit, or its RAM)."""
+    hw = profile.get("hardware.memory", AUTO)
+    host = facts.memory_budget()
+    if limits["memory"].value:
+        return int(limits["memory"].value)
+    if hw != AUTO:
+        return min(hw, host) if host else int(hw)
+    return host

@@ -1,0 +1,33 @@
+"""Ulimits lowered to the hard limits a process may set: the one clamp for `launcher run`, the
+native runtime and the supervisor."""
+
+from __future__ import annotations
+
+from launcher.caps.model import Caps, Ulimit
+from launcher.probe.host import HostFacts
+from launcher.units import format_size
+
+
+def fit_rlimit(soft: int, hard: int, ceiling: int | None) -> tuple[int, int]:
+    """A (soft, hard) pair (-1 = unlimited) lowered to fit under `ceiling` (None = unlimited):
+    what an unprivileged process, or a daemon without CAP_SYS_RESOURCE, can set."""
+    if ceiling is None:
+        return soft, hard
+    hard = ceiling if hard < 0 else min(hard, ceiling)
+    return (hard if soft < 0 else min(soft, hard)), hard
+
+
+def clamp_ulimits(caps: Caps, facts: HostFacts) -> Caps:
+    """Lower ulimits to the hard limits in `facts` (this host's, or inside a container its
+    own): the one clamp for `launcher run`, the native runtime and the supervisor."""
+    for name, u in caps.ulimits.items():
+        host = facts.rlimits.get(name)
+        if host is None or host.hard is None:
+            continue
+        soft, hard = fit_rlimit(u.soft, u.hard, host.hard)
+        if (soft, hard) != (u.soft, u.hard):
+            shown = format_size(host.hard) if name in ("stack", "memlock") else host.hard
+            caps.ulimits[name] = Ulimit(soft, hard, f"{u.source}, lowered to this host's hard "
+                                                    f"limit {shown} (only a privileged process "
+                                                    f"can raise a hard limit)")
+    return caps

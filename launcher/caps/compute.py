@@ -1,0 +1,269 @@
+"""(profile, host facts, framework, processes) -> Caps: the managed variables, ulimits and
+limits, each with its source, then the thread estimate, the budget and the verdict from their
+own modules. Pure: the host was read into HostFacts, the installed framework is passed in."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from launcher.caps.budget import pids_budget
+from launcher.caps.calibrated import calibrated
+from launcher.caps.model import UNLIMITED_RLIMIT, Caps, Limit, Setting, Ulimit
+from launcher.caps.sizing import cpuset_count, pool_cpus
+from launcher.caps.verdict import verdict
+from launcher.errors import ProfileError
+from launcher.frameworks.base import NOT_HERE, Installed, Settings
+from launcher.probe.host import HostFacts
+from launcher.profiles.loader import Profile
+from launcher.profiles.schema import AUTO, UNLIMITED
+from launcher.units import format_size, kib
+from launcher.variables import DEPRECATED, managed
+from launcher.vendors import get as get_vendor
+from launcher.vendors.base import GpuSelection
+
+
+def _src(profile: Profile, key: str) -> str:
+    return f"profile {key} ({profile.where(key)})"
+
+
+def compute_caps(
+    profile: Profile,
+    facts: HostFacts,
+    *,
+    framework: str | None = None,
+    processes: int | None = None,
+    overrides: dict[str, str] | None = None,
+    inherited: dict[str, str] | None = None,
+    selection: GpuSelection | None = None,
+    extra_threads: int = 0,
+    gpus_per_process: int | None = None,
+    installed: Installed = NOT_HERE,
+) -> Caps:
+    """Resolve a profile against host facts (callers go through `caps.resolve.resolve`).
+
+    `inherited` is the environment the workload would otherwise inherit (the shell's, or the
+    base image's); `overrides` are explicit `--env` values, which win over everything;
+    `selection` the GPUs chosen (default: the profile's, as `select_gpus` makes them);
+    `extra_threads` the workload's own besides its framework processes (a driver, a sampler);
+    `gpus_per_process` the GPUs each process sees when the launcher narrows them (a job's
+    chunk sees one), else every selected GPU; `installed` the framework's version and build
+    where it runs (unknown: the thread model errs high).
+    """
+    fw = framework or profile.get("framework", "none")
+    procs = processes or profile.get("workers.processes", 1)
+    if procs < 1:
+        raise ProfileError(f"--processes must be at least 1 (got {procs})")
+    get = profile.get
+
+    cpus, cpu_why = pool_cpus(fw, facts, get("limits.cpus", AUTO), get("limits.cpuset"))
+
+    def pick(key: str, auto_value: int, auto_why: str) -> tuple[int, str]:
+        v = get(key, AUTO)
+        return (auto_value, f"auto: {auto_why}") if v == AUTO else (v, _src(profile, key))
+
+    per_proc = max(1, cpus // procs)
+    share = f"{cpus} CPUs ({cpu_why})" + (f" / {procs} processes" if procs > 1 else "")
+    intra, intra_src = pick("threads.intra_op", per_proc, share)
+    same = f"= intra_op {intra} <- {intra_src}"
+    inter, inter_src = pick("threads.inter_op", min(2, intra), f"min(2, intra_op {intra})")
+    omp, omp_src = pick("threads.omp", intra, same)
+    limit, limit_src = pick("threads.omp_thread_limit", omp, f"= OMP threads {omp}")
+    data_par, data_src = pick("threads.data_parallelism", intra, same)
+    private, private_src = pick("threads.private_threadpool_size", intra, same)
+    prefetch, prefetch_src = pick("threads.prefetch", 2, "2 batches")
+    blas = omp
+
+    want: dict[str, tuple[str | None, str]] = {
+        "OMP_NUM_THREADS": (str(omp), omp_src),
+        "MKL_NUM_THREADS": (str(omp), omp_src),
+        "OPENBLAS_NUM_THREADS": (str(blas), omp_src),
+        "GOTO_NUM_THREADS": (str(blas), omp_src),
+        "NUMEXPR_MAX_THREADS": (str(omp), omp_src),
+        "NUMEXPR_NUM_THREADS": (str(omp), omp_src),
+        "TF_NUM_INTRAOP_THREADS": (str(intra), intra_src),
+        "TF_NUM_INTEROP_THREADS": (str(inter), inter_src),
+        "OMP_THREAD_LIMIT": (str(limit), limit_src),
+        "LAUNCHER_TF_DATA_PARALLELISM": (str(data_par), data_src),
+        "LAUNCHER_TF_DATA_PREFETCH": (str(prefetch), prefetch_src),
+        "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL": (str(private), private_src),
+        "OMP_NESTED": (None, "deprecated (use OMP_MAX_ACTIVE_LEVELS)"),
+        "XLA_PYTHON_CLIENT_MEM_FRACTION": (None, "deprecated (use XLA_CLIENT_MEM_FRACTION)"),
+    }
+    # No XLA_FLAGS: measured here, --xla_cpu_multi_thread_eigen=false leaves JAX's thread count
+    # unchanged (jax#1539) and costs ~12% of matmul throughput at 1-1.5 CPUs of quota.
+    for key, var in (("recommended.num_envs", "LAUNCHER_NUM_ENVS"),
+                     ("recommended.vectorized_envs", "LAUNCHER_VECTORIZED_ENVS"),
+                     ("recommended.batch_size", "LAUNCHER_BATCH_SIZE")):
+        if get(key) is not None:
+            want[var] = (str(get(key)), _src(profile, key))
+    if get("threads.omp_stack") is not None:
+        stack = kib(get("threads.omp_stack"))
+        want["OMP_STACKSIZE"] = (stack, _src(profile, "threads.omp_stack"))
+        want["GOMP_STACKSIZE"] = (stack, _src(profile, "threads.omp_stack"))
+    if get("threads.max_active_levels") is not None:
+        want["OMP_MAX_ACTIVE_LEVELS"] = (str(get("threads.max_active_levels")),
+                                         _src(profile, "threads.max_active_levels"))
+    if selection is None:
+        from launcher.caps.gpus import select_gpus
+
+        selection = select_gpus(profile, facts, None)
+    gpu = _gpu(profile, facts, selection)
+    _allocator(profile, selection, want)
+    _vendor_env(profile, selection, want)
+
+    inherited = inherited or {}
+    env = _settle(want, profile, overrides or {}, inherited)
+    ulimits = _ulimits(profile)
+    limits = _limits(profile, facts)
+    # pools are capped by affinity (the profile's cpuset narrows it), not by the quota
+    fw_cpus = min(facts.affinity_cpus, cpuset_count(get("limits.cpuset")) or facts.affinity_cpus)
+    settings = Settings(omp=env_int(env, "OMP_NUM_THREADS", omp),
+                        blas=env_int(env, "OPENBLAS_NUM_THREADS", blas),
+                        intra=env_int(env, "TF_NUM_INTRAOP_THREADS", intra),
+                        inter=env_int(env, "TF_NUM_INTEROP_THREADS", inter),
+                        private_pool=env_int(env, "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL", private))
+    seen = selection.count if gpus_per_process is None else min(gpus_per_process, selection.count)
+    est = calibrated(fw, settings, fw_cpus, seen, facts, installed)
+    total = procs * est.per_process + 1 + extra_threads  # + the supervisor, + the workload's
+    budget = pids_budget(limits, ulimits, facts)
+    said = verdict(profile, facts, fw, procs, est, total, budget, limits, gpu, inherited)
+    return Caps(
+        profile=profile.name,
+        framework=fw,
+        processes=procs,
+        cpus=cpus,
+        threads={"intra_op": intra, "inter_op": inter, "omp": omp, "blas": blas},
+        env=env,
+        ulimits=ulimits,
+        limits=limits,
+        gpu=gpu,
+        estimate={"per_process": est.per_process, "breakdown": est.breakdown,
+                  "processes": procs, "extra": extra_threads, "total": total,
+                  "source": est.source},
+        budget=budget,
+        verdict=said,
+    )
+
+
+def env_int(env: dict[str, Setting], key: str, default: int) -> int:
+    s = env.get(key)
+    try:
+        return int(s.value) if s and s.value is not None else default
+    except ValueError:
+        return default
+
+
+def _gpu(profile: Profile, facts: HostFacts, selection: GpuSelection) -> dict[str, Any]:
+    vendor = selection.vendor
+    count = selection.count
+    found = [g for g in facts.gpus if g.vendor == vendor] if vendor != "none" else []
+    return {"vendor": vendor, "count": count, "found": len(found),
+            "model": profile.get("gpu.model"), "gfx_version": profile.get("gpu.gfx_version")}
+
+
+def _allocator(profile: Profile, selection: GpuSelection, want: dict) -> None:
+    conf = profile.get("allocator.torch")  # validated by the loader
+    if conf is not None:
+        src = _src(profile, "allocator.torch")
+        for name in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF",
+                     *get_vendor(selection.vendor).torch_alloc_variables):
+            want[name] = (conf, src)
+    pre = profile.get("allocator.xla_preallocate")
+    if pre is not None:
+        want["XLA_PYTHON_CLIENT_PREALLOCATE"] = (
+            "true" if pre else "false", _src(profile, "allocator.xla_preallocate"))
+    frac = profile.get("allocator.xla_mem_fraction")
+    if frac is not None:
+        want["XLA_CLIENT_MEM_FRACTION"] = (f"{frac:g}", _src(profile, "allocator.xla_mem_fraction"))
+    alloc = profile.get("allocator.xla_allocator")
+    if alloc is not None:
+        want["XLA_PYTHON_CLIENT_ALLOCATOR"] = (alloc, _src(profile, "allocator.xla_allocator"))
+
+
+def _vendor_env(profile: Profile, selection: GpuSelection, want: dict) -> None:
+    """The vendor's variables for the selection, each with the profile key it comes from."""
+    vendor = get_vendor(selection.vendor)
+    sources = vendor.sources()
+    for name, value in vendor.environment(selection, profile.get("gpu", {})).items():
+        key, _, fallback = sources.get(name, "").partition("|")
+        given = key and profile.get(key) is not None
+        want[name] = (value, _src(profile, key) if given or not fallback else fallback)
+
+
+def _settle(want: dict[str, tuple[str | None, str]], profile: Profile,
+            overrides: dict[str, str], inherited: dict[str, str]) -> dict[str, Setting]:
+    """Apply precedence: --env > profile env > computed; note every inherited value replaced."""
+    out: dict[str, Setting] = {}
+    managed_names = managed()
+    for name, (value, source) in want.items():
+        if value is None and name not in inherited:
+            continue  # nothing to remove
+        out[name] = Setting(value, source)
+    for name, value in profile.get("env", {}).items():
+        out[name] = Setting(value, f"profile env.{name} ({profile.where('env.' + name)})")
+    for name, value in overrides.items():
+        out[name] = Setting(value, "--env (explicit override)")
+    for name, old in inherited.items():
+        if name in out:
+            if out[name].value != old:
+                out[name].replaced = old
+        elif name in managed_names:
+            out[name] = Setting(old, "inherited (this profile does not set it)")
+    # A deprecated variable's value moves to its successor unless that is set.
+    for old_name, new_name in DEPRECATED.items():
+        if old_name in inherited and new_name not in out and old_name not in overrides:
+            out[new_name] = Setting(inherited[old_name], f"renamed from inherited {old_name}")
+    return dict(sorted(out.items()))
+
+
+def _size_ulimit(profile: Profile, key: str, hard_unlimited: bool) -> Ulimit | None:
+    v = profile.get(key, AUTO)
+    if v == AUTO:
+        return None
+    if v == UNLIMITED:
+        return Ulimit(UNLIMITED_RLIMIT, UNLIMITED_RLIMIT, _src(profile, key))
+    return Ulimit(v, UNLIMITED_RLIMIT if hard_unlimited else v, _src(profile, key))
+
+
+def _ulimits(profile: Profile) -> dict[str, Ulimit]:
+    out: dict[str, Ulimit] = {}
+    for name, hard_unlimited in (("nproc", False), ("nofile", False), ("stack", True),
+                                 ("memlock", False)):
+        u = _size_ulimit(profile, f"limits.{name}", hard_unlimited)
+        if u is not None:
+            out[name] = u
+    return out
+
+
+def _limits(profile: Profile, facts: HostFacts) -> dict[str, Limit]:
+    pids = profile.get("limits.pids", AUTO)
+    out = {
+        "pids": Limit(pids, _src(profile, "limits.pids")) if isinstance(pids, int)
+        else Limit(None, "auto: the cgroup's own pids.max applies" if pids == AUTO
+                   else _src(profile, "limits.pids")),
+        "shm": Limit(profile.get("limits.shm"), _src(profile, "limits.shm"))
+        if profile.get("limits.shm") else Limit(None, "engine default"),
+    }
+    cpus = profile.get("limits.cpus", AUTO)
+    out["cpus"] = (Limit(cpus, _src(profile, "limits.cpus")) if cpus != AUTO
+                   else Limit(None, "auto: the cgroup's own CPU quota applies"))
+    cpuset = profile.get("limits.cpuset")
+    out["cpuset"] = (Limit(cpuset, _src(profile, "limits.cpuset")) if cpuset
+                     else Limit(None, "all the CPUs of the affinity"))
+    mem = profile.get("limits.memory", AUTO)
+    if mem != AUTO:
+        out["memory"] = Limit(mem, _src(profile, "limits.memory"))
+    else:
+        hw = profile.get("hardware.memory", AUTO)
+        reserved = profile.get("hardware.reserved_memory", 0)
+        total = hw if hw != AUTO else facts.memory_budget()
+        if reserved and total:
+            where = ("profile hardware.memory" if hw != AUTO else "host memory")
+            out["memory"] = Limit(max(0, total - reserved),
+                                  f"auto: {where} {format_size(total)} - hardware.reserved_memory "
+                                  f"{format_size(reserved)}")
+        else:
+            out["memory"] = Limit(None, "auto: the cgroup's own memory limit applies")
+    return out
+
+

@@ -1,0 +1,60 @@
+"""The caps' data model: each value with its source, the limits, the ulimits, the verdict."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+UNLIMITED_RLIMIT = -1
+
+
+@dataclass
+class Setting:
+    value: str | None  # None: removed from the environment
+    source: str
+    replaced: str | None = None  # the inherited value this one replaced
+
+
+@dataclass
+class Limit:
+    value: int | float | None  # None: no limit of ours
+    source: str
+
+
+@dataclass
+class Ulimit:
+    soft: int  # -1 = unlimited
+    hard: int
+    source: str
+
+
+@dataclass
+class Verdict:
+    level: str  # ok | warn | refuse
+    reasons: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Caps:
+    profile: str
+    framework: str
+    processes: int
+    cpus: int  # CPUs each process's pools are sized for in total
+    threads: dict[str, int]  # intra, inter, omp, blas
+    env: dict[str, Setting]
+    ulimits: dict[str, Ulimit]
+    limits: dict[str, Limit]  # pids, memory, shm, cpus (container-wide)
+    gpu: dict[str, Any]
+    estimate: dict[str, Any]
+    budget: dict[str, Any]
+    verdict: Verdict
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def environment(self) -> dict[str, str]:
+        """The variables to set (removed ones excluded)."""
+        return {k: s.value for k, s in self.env.items() if s.value is not None}
+
+    def removed(self) -> list[str]:
+        return sorted(k for k, s in self.env.items() if s.value is None)

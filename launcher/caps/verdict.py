@@ -1,0 +1,77 @@
+"""The verdict: ok, warn or refuse, with one sentence for each reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from launcher.caps.budget import memory_budget
+from launcher.caps.model import Limit, Verdict
+from launcher.caps.threads import ThreadEstimate
+from launcher.probe.host import HostFacts
+from launcher.profiles.loader import Profile
+from launcher.units import format_size
+from launcher.variables import DEPRECATED
+from launcher.vendors import get as get_vendor
+
+
+def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: ThreadEstimate,
+             total: int, budget: dict[str, Any], limits: dict[str, Limit],
+             gpu: dict[str, Any], inherited: dict[str, str]) -> Verdict:
+    v = Verdict("ok")
+
+    def say(level: str, reason: str) -> None:
+        if level == "refuse" or (level == "warn" and v.level == "ok"):
+            v.level = level
+        v.reasons.append(reason)
+
+    cpuset = limits["cpuset"].value
+    if cpuset and facts.affinity_list:
+        from launcher.cpulist import cpu_ids
+
+        wanted, allowed = cpu_ids(cpuset), cpu_ids(facts.affinity_list)
+        if wanted - allowed:
+            what = ("a run here fails" if not wanted & allowed else
+                    f"a run here gets only {len(wanted & allowed)} of them")
+            say("warn", f"limits.cpuset {cpuset} names CPUs this host does not let the workload "
+                        f"run on (its affinity is {facts.affinity_list}): {what}.")
+    avail = budget["available"]
+    desc = f"{procs} processes x ~{est.per_process:,} threads" if procs > 1 else \
+        f"~{est.per_process:,} threads"
+    if avail is not None:
+        if total > avail:
+            say("refuse", f"{desc} would exceed the {budget['binding']}.")
+        elif total > 0.8 * avail:
+            say("warn", f"{desc} use {total * 100 // max(avail, 1)}% of the {budget['binding']}.")
+    per_mem = profile.get("workers.memory")
+    mem_budget = memory_budget(profile, limits, facts)
+    if per_mem and mem_budget:
+        need = procs * per_mem
+        fits = mem_budget // per_mem
+        if need > mem_budget:
+            say("refuse", f"{procs} processes x {format_size(per_mem)} = {format_size(need)} "
+                          f"exceed the {format_size(mem_budget)} memory budget; "
+                          f"at most {fits} fit.")
+        elif need > 0.9 * mem_budget:
+            say("warn", f"{procs} processes x {format_size(per_mem)} = {format_size(need)} use "
+                        f"{need * 100 // mem_budget}% of the {format_size(mem_budget)} memory "
+                        f"budget; the OOM killer may take workers.")
+    if gpu["count"] > gpu["found"]:
+        label = get_vendor(gpu["vendor"]).label
+        say("warn", f"the profile asks for {gpu['count']} {label} GPU(s) and "
+                    f"this host shows {gpu['found']}; use --gpus none to run on the CPU.")
+    if fw == "tf" and gpu["count"] > 0 and (facts.max_map_count or 0) <= 65530:
+        say("warn", f"vm.max_map_count is {facts.max_map_count} and cannot be raised from a "
+                    f"container; TF/CUDA leak ~730 maps per fold, so run one process per fold.")
+    address_space = facts.rlimits.get("as")
+    if address_space and address_space.soft:
+        st = facts.rlimits.get("stack")
+        per = st.soft if st and st.soft else 8 * 1024 * 1024
+        if total * per > address_space.soft:
+            say("warn", f"{total} threads x {format_size(per)} stacks exceed RLIMIT_AS "
+                        f"{format_size(address_space.soft)}: thread creation would fail with "
+                        f"ENOMEM.")
+    for name, value in sorted(inherited.items()):
+        if name in DEPRECATED:
+            say("warn", f"{name}={value} is deprecated; launcher removes it "
+                        f"(use {DEPRECATED[name]}).")
+    return v
