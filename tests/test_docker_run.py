@@ -88,7 +88,11 @@ def test_sigint_stops_and_removes_the_container(client):
             assert time.time() < deadline, "the container never started"
             assert proc.poll() is None, proc.communicate()
             time.sleep(0.2)
-        time.sleep(0.5)  # let the supervisor install its handlers
+        # the supervisor (PID 1) starts the workload once its handlers are set
+        while not any(row[-1] == "sleep 60" for row in
+                      client.containers.get(name).top().get("Processes") or []):
+            assert time.time() < deadline, "the workload never started"
+            time.sleep(0.1)
         proc.send_signal(signal.SIGINT)
         proc.wait(timeout=60)
     finally:

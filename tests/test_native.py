@@ -110,6 +110,25 @@ def test_env_replaced_before_start_and_rlimits_set(tmp_path):
     assert "launcher: OMP_NUM_THREADS=32 was inherited; set 1" in proc.stderr
 
 
+def _wait_for_descendant(p: subprocess.Popen, cmdline: list[str], within: float = 60) -> None:  # type: ignore[type-arg]
+    """Until a process below `p` runs `cmdline` (a condition, not a fixed sleep)."""
+    import psutil
+
+    def running() -> bool:
+        for child in psutil.Process(p.pid).children(recursive=True):
+            try:
+                if child.cmdline() == cmdline:
+                    return True
+            except psutil.Error:
+                continue
+        return False
+
+    deadline = time.time() + within
+    while not running():
+        assert time.time() < deadline and p.poll() is None, "the workload never started"
+        time.sleep(0.05)
+
+
 def test_sigint_stops_the_native_workload(writable, tmp_path):
     prof = profile(tmp_path, "s", "extends: base\nlimits: {pids: 50}\n")
     name = f"sigint-{uuid.uuid4().hex[:8]}"
@@ -117,7 +136,7 @@ def test_sigint_stops_the_native_workload(writable, tmp_path):
                           prof, "--name", name, "--", "sleep", "60"],
                          env={**os.environ, "PYTHONPATH": str(ROOT)},
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(2.5)
+    _wait_for_descendant(p, ["sleep", "60"])  # the supervisor started it: its handlers are set
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=30)
     assert p.returncode == 130, err
