@@ -15,3 +15,12 @@ def shipped(kind: str) -> Path:
     if kind not in KINDS:
         raise ValueError(f"unknown shipped data {kind!r}")
     return Path(str(files("launcher") / "_shipped" / kind)).resolve()
+
+
+def pythonpath(inherited: str | None = None) -> str:
+    """PYTHONPATH for a child interpreter that must import this launcher (the one running, an
+    editable checkout or a wheel) ahead of what it inherited."""
+    import os
+
+    here = str(Path(__file__).resolve().parent.parent)
+    return os.pathsep.join([here, *filter(None, [inherited])])

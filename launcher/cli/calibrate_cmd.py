@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 from launcher.cli.output import print_json, table
 from launcher.errors import LauncherError
@@ -38,11 +37,11 @@ def calibrate(frameworks: list[str] | None, cpus: str | None, as_json: bool,
         cmd += ["--cpus", cpus]
     if no_gpu:
         cmd.append("--no-gpu")
-    pkg = str(Path(__file__).resolve().parents[2])
     import os
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [
-        pkg, os.environ.get("PYTHONPATH")]))}
+    from launcher.shipped import pythonpath
+
+    env = {**os.environ, "PYTHONPATH": pythonpath(os.environ.get("PYTHONPATH"))}
     proc = subprocess.run(cmd, env=env, stdout=sys.stderr if not as_json else
                           subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if proc.returncode != 0:

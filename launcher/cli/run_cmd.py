@@ -362,9 +362,9 @@ def _plot_in_background(run_dir: Path) -> bool:
 
     if importlib.util.find_spec("matplotlib") is None:
         return False
-    pkg = str(Path(__file__).resolve().parents[2])
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-        [pkg, *filter(None, [os.environ.get("PYTHONPATH")])])}
+    from launcher.shipped import pythonpath
+
+    env = {**os.environ, "PYTHONPATH": pythonpath(os.environ.get("PYTHONPATH"))}
     subprocess.Popen([sys.executable, "-m", "launcher.telemetry", str(run_dir)], env=env,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True)

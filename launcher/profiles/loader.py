@@ -180,7 +180,7 @@ def validate(doc: Located) -> tuple[dict[str, Any], dict[str, str]]:
     return out, origin
 
 
-MIN_SAFE_SPLIT_MB = 21  # torch rejects or misbehaves below this (FIELD.md fact 9)
+MIN_SAFE_SPLIT_MB = 21  # torch's caching allocator rejects or misbehaves below this
 
 
 def _check_torch_conf(conf: str, where: str) -> None:

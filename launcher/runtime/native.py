@@ -31,6 +31,7 @@ from launcher.runtime.engine import (
 )
 from launcher.runtime.run_cgroup import make_run_cgroup
 from launcher.runtime.spec import RunSpec
+from launcher.shipped import pythonpath
 from launcher.supervise.apply import RLIMITS
 from launcher.vendors import get as get_vendor
 from launcher.vendors import gpu_vendors
@@ -63,9 +64,8 @@ class NativeEngine(Engine):
                               f"({os.getuid()}:{os.getgid()}); --user applies to containers")
         env = gpu_environment(spec)
         if spec.imports_launcher:
-            env["PYTHONPATH"] = os.pathsep.join(
-                [str(PACKAGE.parent), *filter(None, [env.get("PYTHONPATH"),
-                                                     os.environ.get("PYTHONPATH")])])
+            env["PYTHONPATH"] = pythonpath(os.pathsep.join(
+                filter(None, [env.get("PYTHONPATH"), os.environ.get("PYTHONPATH")])))
         argv = ([sys.executable, "-I", "-S", str(ENTRY)] if spec.supervised else []) + \
             list(spec.command)
         return {"argv": argv, "env": env, "cwd": spec.workdir,

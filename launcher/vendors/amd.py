@@ -1,6 +1,6 @@
 """AMD ROCm: the kfd topology to find GPUs, /dev/kfd plus one render node per GPU, groups
-video and render, seccomp=unconfined (FIELD.md 18), ROCR/HIP_VISIBLE_DEVICES on the host, and
-the amdgpu sysfs files for telemetry."""
+video and render, seccomp=unconfined (AMD's container docs), ROCR/HIP_VISIBLE_DEVICES on the
+host, and the amdgpu sysfs files for telemetry."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
 """NVIDIA: nvidia-smi or /proc/driver/nvidia to find GPUs, the container toolkit's device
-request and variables (FIELD.md 17), CUDA_VISIBLE_DEVICES on the host, NVML for telemetry."""
+request and variables (NVIDIA_VISIBLE_DEVICES, NVIDIA_DRIVER_CAPABILITIES),
+CUDA_VISIBLE_DEVICES on the host, NVML for telemetry."""
 
 from __future__ import annotations
 

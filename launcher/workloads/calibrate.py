@@ -22,6 +22,7 @@ from pathlib import Path
 
 from launcher.frameworks import get as get_framework
 from launcher.frameworks import names as framework_names
+from launcher.shipped import pythonpath
 from launcher.vendors import gpu_vendors
 from launcher.vendors.base import Gpu, Vendor
 
@@ -61,8 +62,7 @@ def measure(framework: str, cpus: list[int],
     visible = gpu[0].visible((gpu[1].index,)) if gpu else HIDDEN
     env = {**{k: v for k, v in os.environ.items() if k not in HIDDEN}, **environment(s),
            "TF_CPP_MIN_LOG_LEVEL": "3", **visible,
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(Path(__file__).resolve().parents[2]),
-                                                       os.environ.get("PYTHONPATH")]))}
+           "PYTHONPATH": pythonpath(os.environ.get("PYTHONPATH"))}
     proc = subprocess.run([sys.executable, "-m", "launcher.workloads.threadprobe", "--peak",
                            framework], env=env, capture_output=True, text=True, timeout=900,
                           preexec_fn=lambda: os.sched_setaffinity(0, set(cpus)))

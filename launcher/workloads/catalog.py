@@ -130,7 +130,3 @@ def catalog() -> dict[str, Workload]:
                 w = _load_user(p)
                 found[w.name] = w
     return found
-
-
-def find(name: str) -> Workload | None:
-    return catalog().get(name)
