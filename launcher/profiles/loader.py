@@ -266,7 +266,7 @@ def _check(
             raise bad("must be true or false")
         return value
     if kind == "choice":
-        if value not in key.allowed():
+        if not key.accepts(value):
             raise bad(f"must be one of {', '.join(key.allowed())}")
         return value
     if kind == "str":

@@ -23,8 +23,13 @@ class Key:
     maximum: float | None = None
 
 
+    known: Callable[[object], bool] | None = None  # membership without listing (registries)
+
     def allowed(self) -> tuple[str, ...]:
         return self.choices() if callable(self.choices) else self.choices
+
+    def accepts(self, value: object) -> bool:
+        return self.known(value) if self.known is not None else value in self.allowed()
 
 
 def framework_names() -> tuple[str, ...]:
@@ -33,16 +38,30 @@ def framework_names() -> tuple[str, ...]:
     return names()
 
 
+def _framework_known(value: object) -> bool:
+    from launcher.frameworks import known
+
+    return isinstance(value, str) and known(value)
+
+
 def _vendor_choices() -> tuple[str, ...]:
     from launcher.vendors import names
 
     return (*names(), AUTO)
 
+
+def _vendor_known(value: object) -> bool:
+    from launcher.vendors import known
+
+    return value == AUTO or (isinstance(value, str) and known(value))
+
+
 SCHEMA: dict[str, Key | dict[str, Key]] = {
     "name": Key("str", "profile name; must equal the file name"),
     "extends": Key("str", "parent profile (name or path); merged key by key, any depth"),
     "description": Key("str", "one line for `launcher profiles list`"),
-    "framework": Key("choice", "default framework", choices=framework_names),
+    "framework": Key("choice", "default framework", choices=framework_names,
+                     known=_framework_known),
     "hardware": {
         "cpus": Key("int", "host CPUs", auto=True),
         "memory": Key("size", "host RAM", auto=True),
@@ -50,7 +69,7 @@ SCHEMA: dict[str, Key | dict[str, Key]] = {
     },
     "gpu": {
         "vendor": Key("choice", "GPU vendor (launcher/vendors/), or auto",
-                      choices=_vendor_choices),
+                      choices=_vendor_choices, known=_vendor_known),
         "count": Key("int", "GPUs to use", auto=True, minimum=0),
         "model": Key("str", "GPU model, informative"),
         "memory": Key("size", "memory per GPU", auto=True),

@@ -23,6 +23,10 @@ def names() -> tuple[str, ...]:
     return _registry.names()
 
 
+def known(name: str) -> bool:
+    return name in _registry
+
+
 def get(name: str) -> Vendor:
     return _registry.get(name)
 
