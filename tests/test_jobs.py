@@ -346,3 +346,87 @@ def test_ctrl_c_gives_the_chunk_its_attempt_back(tmp_path):
     assert again.returncode == 1
     [row] = ledger_rows(tmp_path / "out")
     assert (row["state"], row["attempts"]) == ("failed", 2)  # its own two attempts
+
+
+# A worker that writes its output, says so, and (when told to hold) waits to be killed before
+# it exits: the moment a chunk has written everything but has not finished.
+COMMIT_WORKER = """\
+import os, time
+idx, out, marks = (os.environ[k] for k in ("LAUNCHER_CHUNK_INDEX", "LAUNCHER_CHUNK_OUT",
+                                            "MARKS"))
+open(os.path.join(out, "part.txt"), "w").write(idx)
+with open(os.path.join(marks, "finished.log"), "a") as f:
+    f.write(idx + "\\n")
+if os.path.exists(os.path.join(marks, "hold-" + idx)):
+    open(os.path.join(marks, "wrote-" + idx + ".tmp"), "w").write(str(os.getpid()))
+    os.rename(os.path.join(marks, "wrote-" + idx + ".tmp"), os.path.join(marks, "wrote-" + idx))
+    time.sleep(300)
+"""
+
+
+def _commit_job(tmp_path: Path, retries: int) -> list[str]:
+    spec = make_job(tmp_path, f"name: commit\ncommand: [{PY}, worker.py]\nitems: 4\n"
+                              f"chunk_size: 1\nretries: {retries}\noutput: out\n"
+                              f"env: {{MARKS: {tmp_path}/marks}}\n", COMMIT_WORKER)
+    (tmp_path / "one.yaml").write_text("extends: base\njobs: {max_concurrent: 1}\n")
+    return [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p",
+            str(tmp_path / "one.yaml")]
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, within: float = 120) -> None:  # type: ignore[type-arg]
+    deadline = time.time() + within
+    while not path.exists():
+        assert time.time() < deadline and proc.poll() is None, proc.stderr.read()
+        time.sleep(0.05)
+
+
+def _committed(chunk: Path) -> bool:
+    return (chunk / "out/_SUCCESS").is_file() and (chunk / "out/part.txt").is_file()
+
+
+def test_a_chunk_killed_between_its_write_and_its_exit_leaves_no_output(tmp_path):
+    argv = _commit_job(tmp_path, retries=0)
+    (tmp_path / "marks/hold-1").touch()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    _wait_for(tmp_path / "marks/wrote-1", run)
+    os.kill(int((tmp_path / "marks/wrote-1").read_text()), signal.SIGKILL)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 1, err
+    chunks = tmp_path / "out/chunks"
+    # it wrote its whole output into its attempt folder, and none of it is committed
+    assert not (chunks / "00001/out").exists()
+    assert (chunks / "00001/attempt-1/part.txt").read_text() == "1"
+    assert all(_committed(chunks / f"{i:05d}") for i in (0, 2, 3))
+    assert not list(chunks.glob("0000[023]/attempt-*"))  # moved, not copied
+    assert json.loads((chunks / "00002/out/_SUCCESS").read_text())["items"] == [2, 3]
+    assert [r["state"] for r in ledger_rows(tmp_path / "out")] == ["done", "failed", "done",
+                                                                   "done"]
+
+
+@pytest.mark.parametrize("step", ["before-rename", "after-rename"])
+def test_kill_9_of_launcher_during_the_commit_then_a_rerun_commits_once(tmp_path, step):
+    argv = _commit_job(tmp_path, retries=1)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(argv, env={**env, "LAUNCHER_TEST_COMMIT_HOLD": step},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    chunk = tmp_path / "out/chunks/00000"
+    _wait_for(chunk / f"held-{step}", first)  # the chunk exited 0; launcher is committing it
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    rows = ledger_rows(tmp_path / "out")
+    assert rows[0]["state"] == "running"  # the ledger never said done
+    assert _committed(chunk) == (step == "after-rename")  # whole, or not there at all
+    assert (chunk / "attempt-1").is_dir() == (step == "before-rename")
+    second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "chunk 0 had finished when its launcher died: its output committed, recorded " \
+           "done" in second.stderr
+    assert [r["state"] for r in ledger_rows(tmp_path / "out")] == ["done"] * 4
+    assert sorted((tmp_path / "marks/finished.log").read_text().split()) == ["0", "1", "2",
+                                                                            "3"]  # each once
+    for i in range(4):
+        assert _committed(tmp_path / f"out/chunks/{i:05d}")
+        assert (tmp_path / f"out/chunks/{i:05d}/out/part.txt").read_text() == str(i)
+    assert not list((tmp_path / "out/chunks").glob("*/attempt-*"))

@@ -167,18 +167,30 @@ def test_kubernetes_indexed_job_validates(tmp_path):
     assert "podPidsLimit" in job["metadata"]["annotations"]["launcher/pids"]
 
 
-def test_the_supervisor_derives_a_chunk_from_its_index(tmp_path):
-    """What a pod of the Indexed Job does: JOB_COMPLETION_INDEX -> the chunk's range."""
+def test_the_supervisor_derives_a_chunk_from_its_index_and_commits_it(tmp_path):
+    """What a pod of the Indexed Job does: JOB_COMPLETION_INDEX -> the chunk's range, the
+    workload's output written into an attempt folder and committed as INDEX/out by the pod."""
     (tmp_path / "items").write_text("".join(f"s{i}\n" for i in range(10)))
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JOB_COMPLETION_INDEX": "2",
            "LAUNCHER_CHUNK_SIZE": "4", "LAUNCHER_ITEMS": "10", "LAUNCHER_QUIET": "1",
            "LAUNCHER_CHUNK_OUT_ROOT": str(tmp_path / "results"), "LAUNCHER_RESOLVED": "1",
-           "LAUNCHER_ITEMS_FILE": str(tmp_path / "items")}
+           "LAUNCHER_ITEMS_FILE": str(tmp_path / "items"), "HOSTNAME": "job-2-abcde"}
     code = ("import os, sys; print(sys.argv[1:], os.environ['LAUNCHER_CHUNK_START'], "
             "os.environ['LAUNCHER_CHUNK_END'], open(os.environ['LAUNCHER_CHUNK_FILE']).read()"
-            ".split())")
-    proc = subprocess.run([sys.executable, str(ROOT / "launcher/supervise/entrypoint.py"),
-                           sys.executable, "-c", code, "{start}", "{end}", "x{index}"],
-                          env=env, capture_output=True, text=True)
+            ".split()); open(os.path.join(sys.argv[3], 'r.txt'), 'w').write('ok');"
+            "sys.exit(int(os.environ.get('FAIL', '0')))")
+    argv = [sys.executable, str(ROOT / "launcher/supervise/entrypoint.py"), sys.executable,
+            "-c", code, "{start}", "{end}", "{out}", "x{index}"]
+    chunk = tmp_path / "results/00002"
+    failed = subprocess.run(argv, env={**env, "FAIL": "3"}, capture_output=True, text=True)
+    assert failed.returncode == 3 and not (chunk / "out").exists()  # nothing committed
+    proc = subprocess.run(argv, env=env, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "['8', '10', 'x{index}'] 8 10 ['s8', 's9']"
+    attempt = str(chunk / "attempt-job-2-abcde")
+    assert proc.stdout.strip() == f"['8', '10', '{attempt}', 'x{{index}}'] 8 10 ['s8', 's9']"
+    assert (chunk / "out/r.txt").read_text() == "ok"
+    assert json.loads((chunk / "out/_SUCCESS").read_text())["items"] == [8, 10]
+    assert not (chunk / "attempt-job-2-abcde").exists()
+    again = subprocess.run(argv, env=env, capture_output=True, text=True)  # a later pod
+    assert again.returncode == 0 and again.stdout == ""  # committed already: not run again
+    assert "its output is committed already" in again.stderr

@@ -198,7 +198,8 @@ class Ledger:
             ended = exit_of(c)
             if ended is not None and ended.get("status") == 0:
                 self.finish(c.id, "done", 0, ended.get("diagnosis"), ended.get("memory_peak"))
-                notes.append(f"chunk {c.id} had finished when its launcher died: recorded done")
+                notes.append(f"chunk {c.id} had finished when its launcher died: its output "
+                             f"committed, recorded done")
             else:
                 self._tx(lambda db, c=c: db.execute(
                     "UPDATE chunks SET state='pending', attempts=MAX(attempts-1, 0) WHERE id=?",
