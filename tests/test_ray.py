@@ -140,31 +140,94 @@ def test_ray_node_command_declares_the_profile():
     assert data["binding"].startswith("memory")
 
 
-def test_kubernetes_indexed_job_validates(tmp_path):
-    spec = ROOT / "examples/score-survivors/job.yaml"
-    out = tmp_path / "k8s"
-    proc = launcher("jobs", "render", str(spec), "--target", "k8s", "--out", str(out),
-                    "--image", "registry.example.com/me/score:1", "--host-root",
-                    str(HOSTS / "rig-6600"))
+IMAGE = "registry.example.com/me/score:1"
+# upstream supports the newest three; managed clusters still run the older ones (README: 1.29+)
+K8S_VERSIONS = [f"1.{minor}" for minor in range(28, 38)]
+
+
+def _render(out: Path, *extra: str) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+    return launcher("jobs", "render", str(ROOT / "examples/score-survivors/job.yaml"),
+                    "--target", "k8s", "--out", str(out), "--host-root",
+                    str(HOSTS / "rig-6600"), *extra)
+
+
+@pytest.fixture(scope="module")
+def k8s_manifest(tmp_path_factory):  # type: ignore[no-untyped-def]
+    out = tmp_path_factory.mktemp("k8s")
+    proc = _render(out, "--image", IMAGE)
     assert proc.returncode == 0, proc.stderr
-    (manifest,) = out.glob("*.yaml")
+    return out / "launcher-score-survivors.yaml"
+
+
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_the_kubernetes_manifest_validates_for_each_version(k8s_manifest, version):
+    """Every Kubernetes version still supported upstream, and the older ones managed
+    clusters still run (1.28-1.34 require a podFailurePolicy rule's onPodConditions and
+    their status)."""
     check = subprocess.run([str(Path(sys.executable).parent / "kubernetes-validate"),
-                            "--strict", str(manifest)], capture_output=True, text=True)
+                            "--strict", "-k", f"{version}.0", str(k8s_manifest)],
+                           capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+    assert check.stdout.count(" passed for resource ") == 2  # the claim and the Job
+
+
+def test_kubernetes_indexed_job_runs_as_rendered(k8s_manifest):
     import yaml
 
-    job = yaml.safe_load(manifest.read_text())
+    claim, job = yaml.safe_load_all(k8s_manifest.read_text())
+    assert (claim["kind"], claim["metadata"]["name"]) == ("PersistentVolumeClaim",
+                                                          "launcher-score-survivors-results")
+    assert claim["spec"] == {"accessModes": ["ReadWriteMany"],
+                             "resources": {"requests": {"storage": "10Gi"}}}
     s = job["spec"]
     assert (s["completionMode"], s["completions"], s["parallelism"]) == ("Indexed", 99, 9)
     assert s["backoffLimitPerIndex"] == 1 and s["template"]["spec"]["restartPolicy"] == "Never"
     c = s["template"]["spec"]["containers"][0]
+    assert c["image"] == IMAGE and c["workingDir"] == "/workspace"
     assert c["resources"]["limits"]["amd.com/gpu"] == 1
     assert c["resources"]["limits"]["memory"] == str(400 << 20)
-    shm = next(v for v in s["template"]["spec"]["volumes"] if v["name"] == "dshm")
-    assert shm["emptyDir"] == {"medium": "Memory", "sizeLimit": str(1 << 30)}
+    volumes = {v["name"]: v for v in s["template"]["spec"]["volumes"]}
+    assert volumes["dshm"]["emptyDir"] == {"medium": "Memory", "sizeLimit": str(1 << 30)}
+    assert volumes["results"]["persistentVolumeClaim"] == {
+        "claimName": "launcher-score-survivors-results"}  # not an emptyDir, gone with the pod
     env = {e["name"]: e["value"] for e in c["env"]}
     assert (env["LAUNCHER_ITEMS"], env["LAUNCHER_CHUNK_SIZE"]) == ("98172", "1000")
+    assert env["LAUNCHER_CHUNK_OUT_ROOT"] == "/results"
     assert "podPidsLimit" in job["metadata"]["annotations"]["launcher/pids"]
+    # the job's own files in the image: launcher's image plus the job's folder in /workspace
+    dockerfile = k8s_manifest.with_name("launcher-score-survivors.Dockerfile").read_text()
+    assert dockerfile.splitlines()[-2:] == ["FROM launcher/rig-6600:torch",
+                                            'COPY ["./", "/workspace/"]']
+    assert f"-t {IMAGE} {ROOT / 'examples/score-survivors'} && docker push {IMAGE}" \
+        in dockerfile
+    lint = subprocess.run([str(Path(sys.executable).parent / "hadolint"), "--failure-threshold",
+                           "error", str(k8s_manifest.with_name(
+                               "launcher-score-survivors.Dockerfile"))],
+                          capture_output=True, text=True)
+    assert lint.returncode == 0, lint.stdout + lint.stderr
+    assert "runs/" in k8s_manifest.with_name(
+        "launcher-score-survivors.Dockerfile.dockerignore").read_text().split()
+
+
+def test_kubernetes_render_mistakes_are_one_line(tmp_path):
+    local = _render(tmp_path, "--image", "launcher/rig-6600:torch")
+    assert local.returncode == 1 and local.stderr.count("\n") == 1
+    assert local.stderr.startswith("error: --image: 'launcher/rig-6600:torch' is not a pushed "
+                                   "reference") and "launcher build --push" in local.stderr
+    none = _render(tmp_path)
+    assert none.returncode == 1 and "launcher build --push" in none.stderr
+    bad = _render(tmp_path, "--image", IMAGE, "--claim", "Results; rm -rf /")
+    assert bad.returncode == 1 and bad.stderr.startswith("error: --claim: ")
+    base = _render(tmp_path, "--image", IMAGE, "--base-image", "x\nRUN curl evil")
+    assert base.returncode == 1 and base.stderr.startswith("error: --base-image: ")
+    assert not list(tmp_path.iterdir())  # nothing written
+    named = _render(tmp_path, "--image", IMAGE, "--claim", "shared-results")
+    assert named.returncode == 0, named.stderr
+    import yaml
+
+    [job] = yaml.safe_load_all((tmp_path / "launcher-score-survivors.yaml").read_text())
+    assert job["spec"]["template"]["spec"]["volumes"][0]["persistentVolumeClaim"] == {
+        "claimName": "shared-results"}  # an existing claim: named, not written
 
 
 def test_the_supervisor_derives_a_chunk_from_its_index_and_commits_it(tmp_path):
