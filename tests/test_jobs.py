@@ -139,10 +139,29 @@ def _kill_mid_run_and_rerun(tmp_path: Path, runtime: str, extra: list[str]) -> N
     before = {r["id"]: r for r in ledger_rows(tmp_path / "out")}
     done_before = {i for i, r in before.items() if r["state"] == "done"}
     assert 0 < len(done_before) < 30
+    # its runner gone, a chunk marked running is interrupted, not running for ever longer
+    left = sorted(i for i, r in before.items() if r["state"] == "running")
+    status = launcher("jobs", "status", str(tmp_path / "out"))
+    assert status.returncode == 0, status.stderr
+    assert f"{len(left)} interrupted" in status.stdout and "running" not in status.stdout
+    assert [int(x.split()[2]) for x in status.stdout.splitlines()
+            if x.startswith("  interrupted: chunk ")] == left
     second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-3000:]
     rows = ledger_rows(tmp_path / "out")
     assert len(rows) == 30 and {r["state"] for r in rows} == {"done"}
+    # the resumed run's figures are what it ran, beside the job's totals
+    ran = [r for r in rows if r["started"] != before[r["id"]]["started"]]
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    assert summary["this_run"]["chunks_done"] == len(ran) < 30
+    durations = sorted(r["ended"] - r["started"] for r in ran)
+    median = (durations[(len(ran) - 1) // 2] + durations[len(ran) // 2]) / 2
+    assert summary["ideal_s"] == pytest.approx(-(-len(ran) // 4) * median, abs=0.01)
+    assert f"this run: {len(ran)} chunks done ({2 * len(ran)} items)" in second.stdout
+    assert summary["items_done"] == 60 and "30 of 30 chunks done (60 items)" in second.stdout
+    lines = [x for x in second.stderr.splitlines() if x.startswith("chunk ")]
+    assert " done, 0 failed, 0 running, " in lines[-1]  # the last chunk is not running
+    assert lines[-1].split("[")[1].startswith("this run: ") and "job: 60/60 items" in lines[-1]
     assert covered_once([(r["start_item"], r["end_item"]) for r in rows], 60)
     # no finished chunk ran again: the rerun left them as they were, and each wrote once
     assert all(rows[i]["started"] == before[i]["started"] for i in done_before)
@@ -254,6 +273,9 @@ def test_failures_are_retried_then_reported_and_a_job_of_failures_stops(tmp_path
     s = json.loads(status.stdout)
     assert s["counts"]["failed"] == 3 and s["failures"][0]["log_tail"].endswith(
         "no scorer model found\nlauncher: the workload exited with its own status 3.")
+    text = launcher("jobs", "status", str(tmp_path / "out")).stdout
+    assert "-x" not in text and "last run: 0 chunks done (0 items) in wall time " in text
+    assert text.rstrip().endswith("no chunk finished, so no ideal to compare with")
 
 
 def test_a_chunk_that_runs_too_long_is_stopped(tmp_path):

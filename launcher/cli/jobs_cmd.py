@@ -91,7 +91,7 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
         gpus = GpuWatch()
         if gpus.sampler.any:
             gpus.start()
-        started = time.monotonic()
+        started, since = time.monotonic(), time.time()
         queue = PullQueue(p.spec, p.plan, ledger, be.executor(), progress, owner(), slots,
                           say)
         try:
@@ -101,7 +101,7 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
             gpus.done.set()
             be.close()
         wall = time.monotonic() - started
-        s = summ.summarize(ledger, len(slots), wall, queue.busy, gpus.means())
+        s = summ.summarize(ledger, len(slots), wall, queue.busy, gpus.means(), since)
         s["job"], s["folder"], s["backend"] = p.spec.name, str(folder), backend
         write_summary(folder, s)
         ledger.close()
@@ -137,29 +137,45 @@ def status(target: Path, as_json: bool) -> int:
     ledger.close()
     last = _summary_file(folder)
     holder = _lock_holder(folder)
-    data = {**s, "job": info.get("name"), "folder": str(folder), "running_now": [
-        {"chunk": c.id, "items": [c.start, c.end], "slot": c.slot, "gpu": c.gpu,
-         "for_s": round(time.time() - (c.started or time.time()), 1)} for c in running],
+    now = [{"chunk": c.id, "items": [c.start, c.end], "slot": c.slot, "gpu": c.gpu,
+            "for_s": round(time.time() - (c.started or time.time()), 1)} for c in running]
+    if holder is None:  # marked running by a launcher that is gone: nothing runs them
+        s["counts"] = {**s["counts"], "running": 0, "interrupted": len(running)}
+    data = {**s, "job": info.get("name"), "folder": str(folder),
+            "running_now": now if holder else [], "interrupted": [] if holder else [
+                {k: v for k, v in r.items() if k != "for_s"} for r in now],
             "runner": holder, "last_run": last}
     if as_json:
         print_json(data)
         return 0
-    c = s["counts"]
-    print(f"job {info.get('name')} in {folder}: {c['done']} done, {c['pending']} pending, "
-          f"{c['running']} running, {c['failed']} failed, {c['split']} split "
-          f"({s['items_done']} of {info.get('items')} items)")
-    print(f"runner: {holder}" if holder else "runner: none (rerun `launcher jobs run` to go on)")
-    for r in data["running_now"]:
-        print(f"  running: chunk {r['chunk']} (items {r['items'][0]}-{r['items'][1]}) on "
-              f"{r['slot']}{'' if r['gpu'] is None else ' GPU ' + str(r['gpu'])} for "
-              f"{r['for_s']}s")
-    for line in summ.lines(s)[1:]:
-        if not line.startswith("slot use") and not line.startswith("wall time"):
-            print(line)
-    if last and last.get("wall_s"):
-        print(f"last run: wall {last['wall_s']:.1f}s, {last.get('wall_over_ideal') or '-'}x "
-              f"the ideal")
+    for line in _status_lines(data, info, holder):
+        print(line)
     return 0
+
+
+def _status_lines(data: dict, info: dict, holder: str | None) -> list[str]:  # type: ignore[type-arg]
+    from launcher.jobs import summary as summ
+
+    c, folder = data["counts"], data["folder"]
+    out = [f"job {info.get('name')} in {folder}: {c['done']} done, {c['pending']} pending, "
+           + (f"{c['running']} running, " if holder else f"{c['interrupted']} interrupted, ")
+           + f"{c['failed']} failed, {c['split']} split ({data['items_done']} of "
+             f"{info.get('items')} items)",
+           f"runner: {holder}" if holder else "runner: none (rerun `launcher jobs run` to go on)"]
+    for r in data["running_now"]:
+        out.append(f"  running: chunk {r['chunk']} (items {r['items'][0]}-{r['items'][1]}) on "
+                   f"{r['slot']}{'' if r['gpu'] is None else ' GPU ' + str(r['gpu'])} for "
+                   f"{r['for_s']}s")
+    for r in data["interrupted"]:
+        out.append(f"  interrupted: chunk {r['chunk']} (items {r['items'][0]}-{r['items'][1]})"
+                   f" on {r['slot']}{'' if r['gpu'] is None else ' GPU ' + str(r['gpu'])}: its "
+                   f"launcher is gone; a rerun runs it again (or records it done if it had "
+                   f"finished)")
+    out += summ.lines(data)[1:]
+    last = data["last_run"]
+    if last and last.get("wall_s") is not None:
+        out.append("last " + summ.run_line(last).removeprefix("this "))
+    return out
 
 
 def _summary_file(folder: Path) -> dict | None:  # type: ignore[type-arg]
