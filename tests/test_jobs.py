@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from launcher.units import format_size
 from tests.conftest import HOSTS, ROOT, docker_client
 from tests.docker_helpers import BASE, launcher
 
@@ -253,6 +254,52 @@ def test_bench_memory_predicts_an_unseen_size_and_writes_a_profile(tmp_path):
     plan = json.loads(launcher("jobs", "plan", str(spec), "-p", str(prof), "--json").stdout)
     assert plan["plan"]["chunk_size"] == data["chunk_size"]
     assert plan["plan"]["peak_bytes"] == -(-data["workers_memory_bytes"] // 2**20) * 2**20
+
+
+def test_bench_memory_says_why_a_size_failed(tmp_path):
+    spec = make_job(tmp_path, f"name: mem\ncommand: [{PY}, worker.py]\nitems: 2000\n"
+                              f"output: out\n", "import no_such_module_for_launcher\n")
+    proc = launcher("bench-memory", str(spec), "-p", "base", "--sizes", "500,1000")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 2, proc.stderr  # + the preamble
+    log = tmp_path / "out/bench-memory/chunks/1000000/log.txt"
+    assert proc.stderr.splitlines()[-1] == (
+        f"error: the worker failed at 500 items: the workload exited with its own status 1. "
+        f"Its last line: ModuleNotFoundError: No module named 'no_such_module_for_launcher' "
+        f"(log: {log})")
+    assert "ModuleNotFoundError" in log.read_text()
+
+
+def test_bench_memory_measures_the_cgroup_and_writes_no_host_counts(tmp_path):
+    """Measured on this host with no GPU for a 12-GPU rig: the profile keeps the fit and a
+    chunk size for the rig's 12 slots, and no concurrency from this host's CPUs."""
+    spec = make_job(tmp_path, f"name: mem\ncommand: [{PY}, worker.py]\nitems: 20000\n"
+                              f"chunk_size: auto\noutput: out\n", MEM_WORKER)
+    (tmp_path / "rig.yaml").write_text("extends: rig-6600\n")
+    prof = tmp_path / "measured.yaml"
+    proc = launcher("bench-memory", str(spec), "-p", str(tmp_path / "rig.yaml"), "--gpus",
+                    "none", "--sizes", "500,1000", "--concurrent", "2", "--json",
+                    "--write-profile", str(prof))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    for m in data["measurements"]:  # one measure: what the chunk's memory limit sees
+        assert m["source"] == "cgroup" and m["peak"] == m["cgroup_peak"]
+        assert (f"{m['size']} items: peak {format_size(m['peak'])} (its cgroup's peak, what "
+                f"its memory limit sees; tree RSS {format_size(m['rss_peak'])}, for reference "
+                f"only)") in proc.stderr
+    conc = data["concurrent"]
+    assert conc["source"] == "cgroup" and len(conc["rss_peaks_bytes"]) == 2
+    assert conc["sum_of_peaks_bytes"] == sum(conc["peaks_bytes"]) and conc["peak_of_total_bytes"]
+    text = prof.read_text()
+    # not `max_concurrent: 2 (set by CPU slots)` from this 2-CPU host
+    assert "max_concurrent" not in text.split("\nname: ")[1]
+    assert f"memory: \"{data['workers_memory']}\"" in text  # as shown, to the MiB
+    assert data["workers_memory_bytes"] == int(data["workers_memory"][:-3]) << 20
+    assert data["chunk_size"] == 1600  # an even share of 20,000 items over the rig's 12 GPUs
+    assert f"base {format_size(data['base_bytes'])} ({data['base_bytes']} bytes) + per item " \
+           f"{data['per_item_bytes']:.0f} bytes" in text
+    plan = json.loads(launcher("jobs", "plan", str(spec), "-p", str(prof), "--host-root",
+                               str(HOSTS / "rig-6600"), "--json").stdout)
+    assert plan["plan"]["chunk_size"] == 1600 and plan["plan"]["concurrency"] == 12
 
 
 def test_failures_are_retried_then_reported_and_a_job_of_failures_stops(tmp_path):
