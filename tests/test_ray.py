@@ -90,6 +90,9 @@ def test_seed_004_over_three_ray_nodes_each_under_its_cap(cluster, tmp_path):
                           .read_text()) for r in rows]
     finished = (tmp_path / "marks/finished.log").read_text().split()
     assert len(finished) == len(set(finished)) == 99
+    # each node committed its chunk's output: out with _SUCCESS, no attempt folder left
+    assert len(list((tmp_path / "out/chunks").glob("*/out/_SUCCESS"))) == 99
+    assert not list((tmp_path / "out/chunks").glob("*/attempt-*"))
     by_node: dict[str, list[tuple[float, float]]] = {}
     for m in markers:
         by_node.setdefault(nodes[m["LAUNCHER_NODE"]], []).append((m["t0"], m["t1"]))

@@ -82,6 +82,7 @@ def render_dockerfile(job: str, base: str, workdir: str, command: str) -> str:
     if not _WORKDIR.match(workdir):
         raise LauncherError(f"--workdir: an absolute path of letters, digits, '.', '_', '-' "
                             f"and '/' (got {workdir!r})")
+    command = "".join(c if c.isprintable() else "?" for c in command)  # one comment line
     return (f"# The image of job {json.dumps(job)}: launcher's image (its supervisor applies "
             f"the caps) with the\n# job's own folder in {workdir}, where each pod runs its "
             f"chunk. Build and push it:\n#   {command}\n"
