@@ -212,6 +212,59 @@ def test_kubernetes_indexed_job_runs_as_rendered(k8s_manifest):
         "launcher-score-survivors.Dockerfile.dockerignore").read_text().split()
 
 
+POD_WORKER = """\
+import os, sys
+open(os.path.join(sys.argv[1], "part.txt"), "w").write(
+    os.environ["LAUNCHER_CHUNK_START"] + "-" + os.environ["LAUNCHER_CHUNK_END"] + " " + os.getcwd())
+"""
+
+
+@pytest.mark.docker
+def test_a_pod_of_the_rendered_job_runs_its_chunk_from_the_image(tmp_path):
+    """The rendered Dockerfile puts the job's folder into launcher's image; a container run as
+    the manifest's pod would be (its args, env, workingDir, an index, the claim at /results)
+    runs the job's own worker and commits its chunk."""
+    import yaml
+
+    from tests.conftest import docker_client
+    from tests.docker_helpers import BASE
+
+    client = docker_client()
+    base = "launcher-test/jobs-pod:none"
+    built = launcher("build", "-p", "rig-6600", "-f", "none", "--base-image", BASE, "--tag",
+                     base)
+    assert built.returncode == 0, built.stdout + built.stderr
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "worker.py").write_text(POD_WORKER)
+    (job / "job.yaml").write_text("name: podjob\ncommand: [python3, worker.py, '{out}']\n"
+                                  "items: 10\nchunk_size: 4\nframework: none\n")
+    image = f"registry.example.com/launcher-test/podjob:{os.getpid()}"
+    proc = launcher("jobs", "render", str(job / "job.yaml"), "-p", "rig-6600", "--out",
+                    str(tmp_path / "k8s"), "--image", image, "--base-image", base,
+                    "--host-root", str(HOSTS / "rig-6600"))
+    assert proc.returncode == 0, proc.stderr
+    dockerfile = tmp_path / "k8s/launcher-podjob.Dockerfile"
+    client.images.build(path=str(job), dockerfile=str(dockerfile), tag=image, rm=True)
+    try:
+        pod = list(yaml.safe_load_all((tmp_path / "k8s/launcher-podjob.yaml").read_text()))[-1]
+        c = pod["spec"]["template"]["spec"]["containers"][0]
+        results = tmp_path / "results"  # the claim
+        results.mkdir()
+        env = {e["name"]: e["value"] for e in c["env"]}
+        for _ in range(2):  # a second pod of the same index finds it committed
+            client.containers.run(
+                c["image"], c["args"], working_dir=c["workingDir"], remove=True,
+                environment={**env, "JOB_COMPLETION_INDEX": "1", "HOSTNAME": "podjob-1-x"},
+                user=f"{os.getuid()}:{os.getgid()}",
+                volumes={str(results): {"bind": "/results", "mode": "rw"}})
+        assert (results / "00001/out/part.txt").read_text() == "4-8 /workspace"
+        assert json.loads((results / "00001/out/_SUCCESS").read_text())["items"] == [4, 8]
+        assert [p.name for p in (results / "00001").iterdir()] == ["out"]
+    finally:
+        client.images.remove(image, force=True)
+
+
 def test_kubernetes_render_mistakes_are_one_line(tmp_path):
     local = _render(tmp_path, "--image", "launcher/rig-6600:torch")
     assert local.returncode == 1 and local.stderr.count("\n") == 1
