@@ -156,7 +156,7 @@ def render_indexed_job(j: IndexedJob) -> str:
         "spec": {
             "completionMode": "Indexed",
             "completions": j.chunks,
-            "parallelism": j.parallelism,
+            "parallelism": min(j.parallelism, j.chunks),
             "backoffLimitPerIndex": j.retries,
             "maxFailedIndexes": j.chunks,
             "podFailurePolicy": {"rules": [
