@@ -88,8 +88,9 @@ def test_seed_004_fan_out_over_12_gpus(cap, tmp_path):
     assert covered_once([(r["start_item"], r["end_item"]) for r in rows], 98172)
     finished = (tmp_path / "marks/finished.log").read_text().split()
     assert len(finished) == len(set(finished)) == 99  # each chunk ran to its end once
-    # whole arguments substituted, never inside one
-    assert markers[7]["argv"] == ["7000", "8000", "7", str(tmp_path / "out/chunks/00007/out")]
+    # whole arguments substituted, never inside one; {out} is the attempt folder, committed as out
+    assert markers[7]["argv"] == ["7000", "8000", "7",
+                                  str(tmp_path / "out/chunks/00007/attempt-1")]
     # exactly one GPU visible, and only the GPUs that run get chunks
     assert all(m["ROCR_VISIBLE_DEVICES"].isdigit() and m["HIP_VISIBLE_DEVICES"] == "0"
                for m in markers)  # ROCR picks the GPU; HIP counts from 0 among what is left
