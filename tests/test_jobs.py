@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from launcher.units import format_size
 from tests.conftest import HOSTS, ROOT, docker_client
 from tests.docker_helpers import BASE, launcher
 
@@ -87,8 +88,9 @@ def test_seed_004_fan_out_over_12_gpus(cap, tmp_path):
     assert covered_once([(r["start_item"], r["end_item"]) for r in rows], 98172)
     finished = (tmp_path / "marks/finished.log").read_text().split()
     assert len(finished) == len(set(finished)) == 99  # each chunk ran to its end once
-    # whole arguments substituted, never inside one
-    assert markers[7]["argv"] == ["7000", "8000", "7", str(tmp_path / "out/chunks/00007/out")]
+    # whole arguments substituted, never inside one; {out} is the attempt folder, committed as out
+    assert markers[7]["argv"] == ["7000", "8000", "7",
+                                  str(tmp_path / "out/chunks/00007/attempt-1")]
     # exactly one GPU visible, and only the GPUs that run get chunks
     assert all(m["ROCR_VISIBLE_DEVICES"].isdigit() and m["HIP_VISIBLE_DEVICES"] == "0"
                for m in markers)  # ROCR picks the GPU; HIP counts from 0 among what is left
@@ -139,10 +141,29 @@ def _kill_mid_run_and_rerun(tmp_path: Path, runtime: str, extra: list[str]) -> N
     before = {r["id"]: r for r in ledger_rows(tmp_path / "out")}
     done_before = {i for i, r in before.items() if r["state"] == "done"}
     assert 0 < len(done_before) < 30
+    # its runner gone, a chunk marked running is interrupted, not running for ever longer
+    left = sorted(i for i, r in before.items() if r["state"] == "running")
+    status = launcher("jobs", "status", str(tmp_path / "out"))
+    assert status.returncode == 0, status.stderr
+    assert f"{len(left)} interrupted" in status.stdout and "running" not in status.stdout
+    assert [int(x.split()[2]) for x in status.stdout.splitlines()
+            if x.startswith("  interrupted: chunk ")] == left
     second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr[-3000:]
     rows = ledger_rows(tmp_path / "out")
     assert len(rows) == 30 and {r["state"] for r in rows} == {"done"}
+    # the resumed run's figures are what it ran, beside the job's totals
+    ran = [r for r in rows if r["started"] != before[r["id"]]["started"]]
+    summary = json.loads((tmp_path / "out/summary.json").read_text())
+    assert summary["this_run"]["chunks_done"] == len(ran) < 30
+    durations = sorted(r["ended"] - r["started"] for r in ran)
+    median = (durations[(len(ran) - 1) // 2] + durations[len(ran) // 2]) / 2
+    assert summary["ideal_s"] == pytest.approx(-(-len(ran) // 4) * median, abs=0.01)
+    assert f"this run: {len(ran)} chunks done ({2 * len(ran)} items)" in second.stdout
+    assert summary["items_done"] == 60 and "30 of 30 chunks done (60 items)" in second.stdout
+    lines = [x for x in second.stderr.splitlines() if x.startswith("chunk ")]
+    assert " done, 0 failed, 0 running, " in lines[-1]  # the last chunk is not running
+    assert lines[-1].split("[")[1].startswith("this run: ") and "job: 60/60 items" in lines[-1]
     assert covered_once([(r["start_item"], r["end_item"]) for r in rows], 60)
     # no finished chunk ran again: the rerun left them as they were, and each wrote once
     assert all(rows[i]["started"] == before[i]["started"] for i in done_before)
@@ -236,6 +257,52 @@ def test_bench_memory_predicts_an_unseen_size_and_writes_a_profile(tmp_path):
     assert plan["plan"]["peak_bytes"] == -(-data["workers_memory_bytes"] // 2**20) * 2**20
 
 
+def test_bench_memory_says_why_a_size_failed(tmp_path):
+    spec = make_job(tmp_path, f"name: mem\ncommand: [{PY}, worker.py]\nitems: 2000\n"
+                              f"output: out\n", "import no_such_module_for_launcher\n")
+    proc = launcher("bench-memory", str(spec), "-p", "base", "--sizes", "500,1000")
+    assert proc.returncode == 1 and proc.stderr.count("\n") == 2, proc.stderr  # + the preamble
+    log = tmp_path / "out/bench-memory/chunks/1000000/log.txt"
+    assert proc.stderr.splitlines()[-1] == (
+        f"error: the worker failed at 500 items: the workload exited with its own status 1. "
+        f"Its last line: ModuleNotFoundError: No module named 'no_such_module_for_launcher' "
+        f"(log: {log})")
+    assert "ModuleNotFoundError" in log.read_text()
+
+
+def test_bench_memory_measures_the_cgroup_and_writes_no_host_counts(tmp_path):
+    """Measured on this host with no GPU for a 12-GPU rig: the profile keeps the fit and a
+    chunk size for the rig's 12 slots, and no concurrency from this host's CPUs."""
+    spec = make_job(tmp_path, f"name: mem\ncommand: [{PY}, worker.py]\nitems: 20000\n"
+                              f"chunk_size: auto\noutput: out\n", MEM_WORKER)
+    (tmp_path / "rig.yaml").write_text("extends: rig-6600\n")
+    prof = tmp_path / "measured.yaml"
+    proc = launcher("bench-memory", str(spec), "-p", str(tmp_path / "rig.yaml"), "--gpus",
+                    "none", "--sizes", "500,1000", "--concurrent", "2", "--json",
+                    "--write-profile", str(prof))
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    for m in data["measurements"]:  # one measure: what the chunk's memory limit sees
+        assert m["source"] == "cgroup" and m["peak"] == m["cgroup_peak"]
+        assert (f"{m['size']} items: peak {format_size(m['peak'])} (its cgroup's peak, what "
+                f"its memory limit sees; tree RSS {format_size(m['rss_peak'])}, for reference "
+                f"only)") in proc.stderr
+    conc = data["concurrent"]
+    assert conc["source"] == "cgroup" and len(conc["rss_peaks_bytes"]) == 2
+    assert conc["sum_of_peaks_bytes"] == sum(conc["peaks_bytes"]) and conc["peak_of_total_bytes"]
+    text = prof.read_text()
+    # not `max_concurrent: 2 (set by CPU slots)` from this 2-CPU host
+    assert "max_concurrent" not in text.split("\nname: ")[1]
+    assert f"memory: \"{data['workers_memory']}\"" in text  # as shown, to the MiB
+    assert data["workers_memory_bytes"] == int(data["workers_memory"][:-3]) << 20
+    assert data["chunk_size"] == 1600  # an even share of 20,000 items over the rig's 12 GPUs
+    assert f"base {format_size(data['base_bytes'])} ({data['base_bytes']} bytes) + per item " \
+           f"{data['per_item_bytes']:.0f} bytes" in text
+    plan = json.loads(launcher("jobs", "plan", str(spec), "-p", str(prof), "--host-root",
+                               str(HOSTS / "rig-6600"), "--json").stdout)
+    assert plan["plan"]["chunk_size"] == 1600 and plan["plan"]["concurrency"] == 12
+
+
 def test_failures_are_retried_then_reported_and_a_job_of_failures_stops(tmp_path):
     fail = "import sys; print('no scorer model found', file=sys.stderr); sys.exit(3)\n"
     spec = make_job(tmp_path, f"name: bad\ncommand: [{PY}, worker.py]\nitems: 20\n"
@@ -254,6 +321,9 @@ def test_failures_are_retried_then_reported_and_a_job_of_failures_stops(tmp_path
     s = json.loads(status.stdout)
     assert s["counts"]["failed"] == 3 and s["failures"][0]["log_tail"].endswith(
         "no scorer model found\nlauncher: the workload exited with its own status 3.")
+    text = launcher("jobs", "status", str(tmp_path / "out")).stdout
+    assert "-x" not in text and "last run: 0 chunks done (0 items) in wall time " in text
+    assert text.rstrip().endswith("no chunk finished, so no ideal to compare with")
 
 
 def test_a_chunk_that_runs_too_long_is_stopped(tmp_path):
@@ -346,3 +416,87 @@ def test_ctrl_c_gives_the_chunk_its_attempt_back(tmp_path):
     assert again.returncode == 1
     [row] = ledger_rows(tmp_path / "out")
     assert (row["state"], row["attempts"]) == ("failed", 2)  # its own two attempts
+
+
+# A worker that writes its output, says so, and (when told to hold) waits to be killed before
+# it exits: the moment a chunk has written everything but has not finished.
+COMMIT_WORKER = """\
+import os, time
+idx, out, marks = (os.environ[k] for k in ("LAUNCHER_CHUNK_INDEX", "LAUNCHER_CHUNK_OUT",
+                                            "MARKS"))
+open(os.path.join(out, "part.txt"), "w").write(idx)
+with open(os.path.join(marks, "finished.log"), "a") as f:
+    f.write(idx + "\\n")
+if os.path.exists(os.path.join(marks, "hold-" + idx)):
+    open(os.path.join(marks, "wrote-" + idx + ".tmp"), "w").write(str(os.getpid()))
+    os.rename(os.path.join(marks, "wrote-" + idx + ".tmp"), os.path.join(marks, "wrote-" + idx))
+    time.sleep(300)
+"""
+
+
+def _commit_job(tmp_path: Path, retries: int) -> list[str]:
+    spec = make_job(tmp_path, f"name: commit\ncommand: [{PY}, worker.py]\nitems: 4\n"
+                              f"chunk_size: 1\nretries: {retries}\noutput: out\n"
+                              f"env: {{MARKS: {tmp_path}/marks}}\n", COMMIT_WORKER)
+    (tmp_path / "one.yaml").write_text("extends: base\njobs: {max_concurrent: 1}\n")
+    return [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p",
+            str(tmp_path / "one.yaml")]
+
+
+def _wait_for(path: Path, proc: subprocess.Popen, within: float = 120) -> None:  # type: ignore[type-arg]
+    deadline = time.time() + within
+    while not path.exists():
+        assert time.time() < deadline and proc.poll() is None, proc.stderr.read()
+        time.sleep(0.05)
+
+
+def _committed(chunk: Path) -> bool:
+    return (chunk / "out/_SUCCESS").is_file() and (chunk / "out/part.txt").is_file()
+
+
+def test_a_chunk_killed_between_its_write_and_its_exit_leaves_no_output(tmp_path):
+    argv = _commit_job(tmp_path, retries=0)
+    (tmp_path / "marks/hold-1").touch()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    run = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                           text=True)
+    _wait_for(tmp_path / "marks/wrote-1", run)
+    os.kill(int((tmp_path / "marks/wrote-1").read_text()), signal.SIGKILL)
+    out, err = run.communicate(timeout=120)
+    assert run.returncode == 1, err
+    chunks = tmp_path / "out/chunks"
+    # it wrote its whole output into its attempt folder, and none of it is committed
+    assert not (chunks / "00001/out").exists()
+    assert (chunks / "00001/attempt-1/part.txt").read_text() == "1"
+    assert all(_committed(chunks / f"{i:05d}") for i in (0, 2, 3))
+    assert not list(chunks.glob("0000[023]/attempt-*"))  # moved, not copied
+    assert json.loads((chunks / "00002/out/_SUCCESS").read_text())["items"] == [2, 3]
+    assert [r["state"] for r in ledger_rows(tmp_path / "out")] == ["done", "failed", "done",
+                                                                   "done"]
+
+
+@pytest.mark.parametrize("step", ["before-rename", "after-rename"])
+def test_kill_9_of_launcher_during_the_commit_then_a_rerun_commits_once(tmp_path, step):
+    argv = _commit_job(tmp_path, retries=1)
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen(argv, env={**env, "LAUNCHER_TEST_COMMIT_HOLD": step},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    chunk = tmp_path / "out/chunks/00000"
+    _wait_for(chunk / f"held-{step}", first)  # the chunk exited 0; launcher is committing it
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    rows = ledger_rows(tmp_path / "out")
+    assert rows[0]["state"] == "running"  # the ledger never said done
+    assert _committed(chunk) == (step == "after-rename")  # whole, or not there at all
+    assert (chunk / "attempt-1").is_dir() == (step == "before-rename")
+    second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr[-3000:]
+    assert "chunk 0 had finished when its launcher died: its output committed, recorded " \
+           "done" in second.stderr
+    assert [r["state"] for r in ledger_rows(tmp_path / "out")] == ["done"] * 4
+    assert sorted((tmp_path / "marks/finished.log").read_text().split()) == ["0", "1", "2",
+                                                                            "3"]  # each once
+    for i in range(4):
+        assert _committed(tmp_path / f"out/chunks/{i:05d}")
+        assert (tmp_path / f"out/chunks/{i:05d}/out/part.txt").read_text() == str(i)
+    assert not list((tmp_path / "out/chunks").glob("*/attempt-*"))

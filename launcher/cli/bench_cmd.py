@@ -46,7 +46,10 @@ def bench(spec: Path, profile: str | None, sizes_text: str, predict: int | None,
         size = p.spec.chunk_size or max(sizes)
         say(f"{concurrent} workers of {size} items at once ...")
         conc = memory.measure_concurrent(p, size, concurrent, folder, items)
-    result = memory.result_of(p, ms, predict, conc)
+    # the chunk size and concurrency for the profile's machine (its GPUs), not this host's
+    target = prepare(spec, profile, None, None, parse_env_pairs(env), host_root,
+                     on_this_host=False)
+    result = memory.result_of(p, ms, predict, conc, target)
     if write_profile is not None:
         memory.write_profile(p, write_profile, result)
         result["profile_written"] = str(write_profile)
@@ -59,16 +62,21 @@ def bench(spec: Path, profile: str | None, sizes_text: str, predict: int | None,
         print(f"predicted peak at {predict} items: "
               f"{format_size(result['predicted_peak_bytes'])}")
     if conc:
-        print(f"{conc['workers']} workers of {conc['size']} items at once: the peak of their "
-              f"total {format_size(conc['peak_of_total_bytes'])}, the sum of their own peaks "
-              f"{format_size(conc['sum_of_peaks_bytes'])}")
+        what = "their cgroups" if conc["source"] == "cgroup" else "tree RSS: no cgroups"
+        print(f"{conc['workers']} workers of {conc['size']} items at once ({what}): the peak "
+              f"of their total {format_size(conc['peak_of_total_bytes'])}, the sum of their "
+              f"own peaks {format_size(conc['sum_of_peaks_bytes'])}"
+              + (f"; tree RSS total {format_size(conc['rss_peak_of_total_bytes'])}, for "
+                 f"reference only" if conc["source"] == "cgroup" else ""))
     print(f"chunk_size {result['chunk_size']}: predicted peak "
           f"{format_size(result['predicted_chunk_peak_bytes'])}; workers.memory "
-          f"{format_size(result['workers_memory_bytes'])} (x{result['margin']}); "
-          f"max_concurrent {result['concurrency_binding']}")
+          f"{result['workers_memory']} (x{result['margin']}); at most "
+          f"{result['concurrency_binding']} on the machine of profile "
+          f"{target.resolved.profile.name} (not written: `jobs plan` works it out there)")
     if write_profile is not None:
         from launcher.profiles.writer import shown
 
-        print(f"wrote {write_profile}: `launcher jobs plan {spec} --profile "
-              f"{shown(write_profile)}`")
+        print(f"wrote {write_profile} (workers.memory, jobs.chunk_size and the fit; no "
+              f"max_concurrent: the machine that runs the job sets it): `launcher jobs plan "
+              f"{spec} --profile {shown(write_profile)}`")
     return 0

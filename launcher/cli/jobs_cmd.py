@@ -6,12 +6,18 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from launcher.cli.output import parse_env_pairs, print_json, say, table
 from launcher.errors import LauncherError
 from launcher.units import format_size
+
+if TYPE_CHECKING:
+    from launcher.jobs.job import Prepared
+    from launcher.render.k8s import IndexedJob
 
 
 def plan(spec: Path, profile: str | None, framework: str | None, max_concurrent: int | None,
@@ -85,7 +91,7 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
         gpus = GpuWatch()
         if gpus.sampler.any:
             gpus.start()
-        started = time.monotonic()
+        started, since = time.monotonic(), time.time()
         queue = PullQueue(p.spec, p.plan, ledger, be.executor(), progress, owner(), slots,
                           say)
         try:
@@ -95,7 +101,7 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
             gpus.done.set()
             be.close()
         wall = time.monotonic() - started
-        s = summ.summarize(ledger, len(slots), wall, queue.busy, gpus.means())
+        s = summ.summarize(ledger, len(slots), wall, queue.busy, gpus.means(), since)
         s["job"], s["folder"], s["backend"] = p.spec.name, str(folder), backend
         write_summary(folder, s)
         ledger.close()
@@ -131,29 +137,45 @@ def status(target: Path, as_json: bool) -> int:
     ledger.close()
     last = _summary_file(folder)
     holder = _lock_holder(folder)
-    data = {**s, "job": info.get("name"), "folder": str(folder), "running_now": [
-        {"chunk": c.id, "items": [c.start, c.end], "slot": c.slot, "gpu": c.gpu,
-         "for_s": round(time.time() - (c.started or time.time()), 1)} for c in running],
+    now = [{"chunk": c.id, "items": [c.start, c.end], "slot": c.slot, "gpu": c.gpu,
+            "for_s": round(time.time() - (c.started or time.time()), 1)} for c in running]
+    if holder is None:  # marked running by a launcher that is gone: nothing runs them
+        s["counts"] = {**s["counts"], "running": 0, "interrupted": len(running)}
+    data = {**s, "job": info.get("name"), "folder": str(folder),
+            "running_now": now if holder else [], "interrupted": [] if holder else [
+                {k: v for k, v in r.items() if k != "for_s"} for r in now],
             "runner": holder, "last_run": last}
     if as_json:
         print_json(data)
         return 0
-    c = s["counts"]
-    print(f"job {info.get('name')} in {folder}: {c['done']} done, {c['pending']} pending, "
-          f"{c['running']} running, {c['failed']} failed, {c['split']} split "
-          f"({s['items_done']} of {info.get('items')} items)")
-    print(f"runner: {holder}" if holder else "runner: none (rerun `launcher jobs run` to go on)")
-    for r in data["running_now"]:
-        print(f"  running: chunk {r['chunk']} (items {r['items'][0]}-{r['items'][1]}) on "
-              f"{r['slot']}{'' if r['gpu'] is None else ' GPU ' + str(r['gpu'])} for "
-              f"{r['for_s']}s")
-    for line in summ.lines(s)[1:]:
-        if not line.startswith("slot use") and not line.startswith("wall time"):
-            print(line)
-    if last and last.get("wall_s"):
-        print(f"last run: wall {last['wall_s']:.1f}s, {last.get('wall_over_ideal') or '-'}x "
-              f"the ideal")
+    for line in _status_lines(data, info, holder):
+        print(line)
     return 0
+
+
+def _status_lines(data: dict, info: dict, holder: str | None) -> list[str]:  # type: ignore[type-arg]
+    from launcher.jobs import summary as summ
+
+    c, folder = data["counts"], data["folder"]
+    out = [f"job {info.get('name')} in {folder}: {c['done']} done, {c['pending']} pending, "
+           + (f"{c['running']} running, " if holder else f"{c['interrupted']} interrupted, ")
+           + f"{c['failed']} failed, {c['split']} split ({data['items_done']} of "
+             f"{info.get('items')} items)",
+           f"runner: {holder}" if holder else "runner: none (rerun `launcher jobs run` to go on)"]
+    for r in data["running_now"]:
+        out.append(f"  running: chunk {r['chunk']} (items {r['items'][0]}-{r['items'][1]}) on "
+                   f"{r['slot']}{'' if r['gpu'] is None else ' GPU ' + str(r['gpu'])} for "
+                   f"{r['for_s']}s")
+    for r in data["interrupted"]:
+        out.append(f"  interrupted: chunk {r['chunk']} (items {r['items'][0]}-{r['items'][1]})"
+                   f" on {r['slot']}{'' if r['gpu'] is None else ' GPU ' + str(r['gpu'])}: its "
+                   f"launcher is gone; a rerun runs it again (or records it done if it had "
+                   f"finished)")
+    out += summ.lines(data)[1:]
+    last = data["last_run"]
+    if last and last.get("wall_s") is not None:
+        out.append("last " + summ.run_line(last).removeprefix("this "))
+    return out
 
 
 def _summary_file(folder: Path) -> dict | None:  # type: ignore[type-arg]
@@ -183,49 +205,127 @@ def _lock_holder(folder: Path) -> str | None:
 
 def render(spec: Path, profile: str | None, target: str, out: Path, image: str | None,
            max_concurrent: int | None, gpus: str | None, workdir: str,
-           host_root: Path | None, as_json: bool) -> int:
+           host_root: Path | None, as_json: bool, claim: str | None = None,
+           claim_size: str | None = None, base_image: str | None = None) -> int:
     """The job as a Kubernetes Indexed Job, for the profile's machine (GPUs from the profile,
-    not looked for here)."""
+    not looked for here): the manifest (the results claim, unless one is named, and the Job),
+    and the Dockerfile of the image the pods pull (launcher's image plus the job's folder)."""
     from launcher.cli.common import default_tag
     from launcher.jobs.job import prepare
-    from launcher.render.k8s import IndexedJob, k8s_name, render_indexed_job
-    from launcher.vendors import get as get_vendor
+    from launcher.render.k8s import (
+        MIN_VERSION,
+        check_image,
+        claim_name,
+        k8s_name,
+        render_dockerfile,
+        render_indexed_job,
+    )
 
     if target != "k8s":
         raise LauncherError(f"--target must be k8s (got {target!r})")
+    job_image = image or _spec_image(spec)
+    if not job_image:
+        raise LauncherError("jobs render: the pods pull their image: pass --image "
+                            "REGISTRY/NAME:TAG (pushed; build launcher's with `launcher build "
+                            "--push --image REGISTRY/NAME:TAG`)")
+    check_image(job_image)
+    if claim is not None and not _DNS.match(claim):
+        raise LauncherError(f"--claim: a claim's name is lowercase letters, digits, '-' and "
+                            f"'.' (got {claim!r})")
+    if claim is not None and claim_size is not None:
+        raise LauncherError("--claim names an existing claim; --claim-size sizes the one the "
+                            "render writes: give one of them")
     p = prepare(spec, profile, None, max_concurrent, None, host_root, inherit_shell=False,
                 gpus=gpus, on_this_host=False)  # for the cluster, not this shell
+    r = p.resolved
+    base = base_image or default_tag(r.profile.name, r.framework)
+    job = _indexed_job(p, job_image, workdir, claim, _claim_size(claim_size))
+    name = k8s_name(p.spec.name)
+    out.mkdir(parents=True, exist_ok=True)
+    path, dockerfile = out / f"{name}.yaml", out / f"{name}.Dockerfile"
+    context = p.spec.path.resolve().parent
+    build = (f"docker build -f {shlex.quote(str(dockerfile))} -t {shlex.quote(job_image)} "
+             f"{shlex.quote(str(context))} && docker push {shlex.quote(job_image)}")
+    _write(dockerfile, render_dockerfile(p.spec.name, base, workdir, build))
+    _write(dockerfile.with_name(dockerfile.name + ".dockerignore"),
+           _dockerignore(context, p.spec.folder()))
+    _write(path, render_indexed_job(job))
+    if as_json:
+        print_json({"file": str(path), "dockerfile": str(dockerfile), "build": build,
+                    "completions": job.chunks, "parallelism": job.parallelism,
+                    "image": job.image, "claim": claim_name(job),
+                    "kubernetes": f"{MIN_VERSION} or later"})
+    else:
+        print(f"wrote {path}: an Indexed Job of {job.chunks} chunks, {job.parallelism} at once "
+              f"({p.plan.binding}), results on the claim {claim_name(job)}"
+              + ("" if claim else f" (written too, {job.claim_size}, ReadWriteMany)")
+              + f"; Kubernetes {MIN_VERSION} or later")
+        print(f"wrote {dockerfile}: {job.image} is {base} with the job's folder in {workdir}; "
+              f"build and push it: {build}")
+        print(f"then `kubectl apply -f {path}`; pids are bounded by the kubelet's "
+              f"podPidsLimit (~{p.plan.tasks_per_chunk} tasks per chunk)")
+    return 0
+
+
+_DNS = __import__("re").compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
+def _spec_image(spec: Path) -> str | None:
+    from launcher.jobs.spec import load_job
+
+    return load_job(spec).image
+
+
+def _claim_size(text: str | None) -> str:
+    """A claim's size as a Kubernetes quantity (launcher's sizes are binary: 10GiB, 500MiB)."""
+    from launcher.units import parse_size
+
+    if text is None:
+        return "10Gi"
+    try:
+        n = parse_size(text)
+    except ValueError as exc:
+        raise LauncherError(f"--claim-size: {exc} (got {text!r})") from None
+    for unit, shift in (("Ti", 40), ("Gi", 30), ("Mi", 20)):
+        if n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def _indexed_job(p: Prepared, image: str, workdir: str, claim: str | None,
+                 claim_size: str) -> IndexedJob:
+    from launcher.render.k8s import IndexedJob
+    from launcher.vendors import get as get_vendor
+
     r, pl = p.resolved, p.plan
     vendor = get_vendor(r.selection.vendor) if r.selection.vendor != "none" else None
     items_text = p.spec.items_file.read_text() if p.spec.items_file else None
     if items_text is not None and len(items_text.encode()) > 900_000:
         raise LauncherError(f"{p.spec.items_file}: {len(items_text.encode())} bytes of items "
                             f"do not fit a ConfigMap (1 MiB); bake the file into the image")
-    job = IndexedJob(
-        name=p.spec.name, image=image or p.spec.image or default_tag(r.profile.name,
-                                                                     r.framework),
-        command=p.spec.command, items=p.spec.items, chunk_size=pl.chunk_size,
-        chunks=len(pl.chunks), parallelism=pl.concurrency, retries=p.spec.retries,
-        memory=pl.peak_bytes, cpus=float(max(1, r.caps.threads["omp"])),
+    return IndexedJob(
+        name=p.spec.name, image=image, command=p.spec.command, items=p.spec.items,
+        chunk_size=pl.chunk_size, chunks=len(pl.chunks), parallelism=pl.concurrency,
+        retries=p.spec.retries, memory=pl.peak_bytes,
+        cpus=float(max(1, r.caps.threads["omp"])),
         gpu_resource=vendor.k8s_resource if vendor else None,
         shm=int(r.caps.limits["shm"].value) if r.caps.limits["shm"].value else None,
         env=p.spec.env, items_text=items_text, workdir=workdir,
-        tasks_per_chunk=pl.tasks_per_chunk)
-    text = render_indexed_job(job)
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{k8s_name(p.spec.name)}.yaml"
+        tasks_per_chunk=pl.tasks_per_chunk, claim=claim, claim_size=claim_size)
+
+
+def _dockerignore(context: Path, folder: Path) -> str:
+    """What the job's image leaves out of its folder: runs, the job's own output folder."""
+    lines = ["runs/", ".git/", "**/__pycache__/"]
+    if folder.is_relative_to(context) and folder != context:
+        lines.append(f"{folder.relative_to(context).as_posix()}/")
+    return "".join(line + "\n" for line in lines if "\n" not in line)
+
+
+def _write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     tmp.replace(path)
-    if as_json:
-        print_json({"file": str(path), "completions": job.chunks, "parallelism":
-                    job.parallelism, "image": job.image})
-    else:
-        print(f"wrote {path}: an Indexed Job of {job.chunks} chunks, {job.parallelism} at once "
-              f"({pl.binding}); the image {job.image} must hold the worker in {workdir}")
-        print(f"apply it with `kubectl apply -f {path}`; pids are bounded by the kubelet's "
-              f"podPidsLimit (~{pl.tasks_per_chunk} tasks per chunk)")
-    return 0
 
 
 def ray_node(profile: str, address: str | None, gpus: str | None, host_root: Path | None,

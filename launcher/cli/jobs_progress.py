@@ -1,5 +1,6 @@
 """Progress of a job: a tqdm bar in a terminal (chunks done / failed / running, items/s,
-ETA), plain lines otherwise (one per chunk that ends)."""
+ETA), plain lines otherwise (one per chunk that ends). The counts are this run's; a resumed
+run's lines show the job's items beside them, labelled."""
 
 from __future__ import annotations
 
@@ -51,11 +52,17 @@ class Progress:
                 if what != "done":
                     self.bar.write(line)
                 return
-            rate = self.rate()
-            left = self.total - self.done_items
-            eta = f", ETA {left / rate:.0f}s" if rate > 0 and left else ""
-            print(f"{line} [{self.done_items}/{self.total} items; {self._postfix()}; "
-                  f"{rate:.0f} items/s{eta}]", file=self.stream, flush=True)
+            print(f"{line} [{self._where()}]", file=self.stream, flush=True)
+
+    def _where(self) -> str:
+        rate = self.rate()
+        left = self.total - self.done_items
+        speed = (f"{rate:.0f} items/s" if rate >= 1 else f"{rate:.2f} items/s") + (
+            f", ETA {left / rate:.0f}s" if rate > 0 and left else "")
+        if self.start_items == 0:  # a first run: the job's figures are this run's
+            return f"{self.done_items}/{self.total} items; {self._postfix()}; {speed}"
+        return (f"this run: {self.done_items - self.start_items} items, {self._postfix()}, "
+                f"{speed}; job: {self.done_items}/{self.total} items")
 
     def close(self) -> None:
         if self.bar is not None:

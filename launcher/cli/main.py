@@ -383,22 +383,31 @@ def jobs_render(
                       ] = "k8s",
     profile: JobProfile = None,
     image: Annotated[str | None, typer.Option(
-        "--image", help="The image the pods run (built by `launcher build`, holding the "
-                        "worker).")] = None,
+        "--image", help="The image the pods pull, pushed (REGISTRY/NAME:TAG): launcher's "
+                        "image with the job's folder (the Dockerfile this writes).")] = None,
     workdir: Annotated[str, typer.Option(
         "--workdir", help="The worker's folder in the image.")] = "/workspace",
     max_concurrent: MaxConcurrent = None,
     gpus: Gpus = None,
+    claim: Annotated[str | None, typer.Option(
+        "--claim", help="An existing PersistentVolumeClaim for the results (default: the "
+                        "render writes one, JOB-results).")] = None,
+    claim_size: Annotated[str | None, typer.Option(
+        "--claim-size", help="Size of the claim the render writes (default 10GiB).")] = None,
+    base_image: Annotated[str | None, typer.Option(
+        "--base-image", help="launcher's image the job's image starts FROM (default "
+                             "launcher/PROFILE:FRAMEWORK, from `launcher build`).")] = None,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
-    """Write the job as a Kubernetes Indexed Job: completions = chunks, parallelism = the cap,
-    the chunk from JOB_COMPLETION_INDEX, GPU and memory limits, /dev/shm, per-index backoff
-    and a pod failure policy."""
+    """Write the job as a Kubernetes Indexed Job (completions = chunks, parallelism = the cap,
+    the chunk from JOB_COMPLETION_INDEX, GPU and memory limits, /dev/shm, per-index backoff,
+    a pod failure policy, results on a PersistentVolumeClaim) and the Dockerfile of its image
+    (launcher's image plus the job's folder)."""
     from launcher.cli import jobs_cmd
 
     _run(lambda: jobs_cmd.render(spec, profile, target, out, image, max_concurrent, gpus,
-                                 workdir, host_root, json))
+                                 workdir, host_root, json, claim, claim_size, base_image))
 
 
 @jobs_app.command("ray-node")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import collections
 import json
 import os
-import shutil
 import threading
 import uuid
 from collections.abc import Callable
@@ -21,6 +20,7 @@ from launcher.jobs.spec import JobSpec
 from launcher.runtime.engine import Engine, Started
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
+from launcher.supervise import commit
 from launcher.supervise.indexed import substitute
 from launcher.vendors.base import GpuSelection
 
@@ -54,12 +54,11 @@ def read_exit(path: Path) -> dict[str, Any] | None:
 
 def prepare(spec: JobSpec, chunk: Chunk, folder: Path,
             items: list[str] | None) -> tuple[list[str], dict[str, str], Path]:
-    """A fresh folder for the chunk; its command and variables."""
+    """A fresh attempt folder for the chunk (`{out}`: committed as `out` when it succeeds,
+    earlier attempts' partial results gone); its command and variables."""
     cdir = chunk_dir(folder, chunk.id)
-    out = cdir / "out"
-    if out.exists():
-        shutil.rmtree(out)  # an interrupted attempt's partial results
-    out.mkdir(parents=True)
+    cdir.mkdir(parents=True, exist_ok=True)
+    out = Path(commit.new_attempt(str(cdir), str(max(1, chunk.attempts))))
     exit_file = cdir / "exit.json"
     exit_file.unlink(missing_ok=True)
     env = {"LAUNCHER_JOB_ID": spec.name, "LAUNCHER_CHUNK_INDEX": str(chunk.id),
@@ -72,6 +71,18 @@ def prepare(spec: JobSpec, chunk: Chunk, folder: Path,
         f.write_text("".join(line + "\n" for line in items[chunk.start:chunk.end]))
         env["LAUNCHER_CHUNK_FILE"] = values["file"] = str(f)
     return substitute(spec.command, values), {**spec.env, **env}, exit_file
+
+
+def commit_output(attempt: Path, chunk: Chunk, status: int,
+                  diagnosis: str) -> tuple[int, str]:
+    """A chunk that succeeded: its attempt folder renamed into place as `out` (before the
+    ledger says done); a commit that fails is the chunk's failure."""
+    try:
+        commit.commit(str(attempt), {"chunk": chunk.id, "items": [chunk.start, chunk.end],
+                                     "attempt": attempt.name})
+    except OSError as exc:
+        return 1, f"its output could not be committed ({attempt} to out): {exc}"
+    return status, diagnosis
 
 
 class LocalExecutor:
@@ -165,6 +176,9 @@ class LocalExecutor:
             f"the workload exited with status {status}.")
         if timed_out.is_set():
             diagnosis = f"the chunk took longer than its {self.spec.timeout:g}s timeout."
+        elif status == 0:
+            status, diagnosis = commit_output(Path(env["LAUNCHER_CHUNK_OUT"]), chunk, status,
+                                              diagnosis)
         # the cgroup's peak and OOM counters when the chunk had a cgroup of its own, else the
         # RSS of its largest process (a shared cgroup's counters would be everyone's: an OOM
         # kill there may have been another chunk's, so this one is retried, not split)

@@ -14,11 +14,12 @@ from typing import Any
 from launcher.caps.resolve import Resolved, resolve
 from launcher.errors import LauncherError
 from launcher.jobs.execute import chunk_dir, read_exit
-from launcher.jobs.ledger import JobMismatch, Ledger
+from launcher.jobs.ledger import Chunk, JobMismatch, Ledger
 from launcher.jobs.plan import JobPlan, plan_job
 from launcher.jobs.spec import JobSpec, load_job
 from launcher.probe import probe_host
 from launcher.profiles import load_profile
+from launcher.supervise import commit
 
 
 @dataclass
@@ -68,9 +69,25 @@ def open_ledger(p: Prepared) -> tuple[Ledger, list[str]]:
         raise LauncherError(f"{folder} holds another job (a different command or items); use "
                             f"another output folder, or remove it to start over") from None
     # This launcher holds the job's lock: a chunk still marked running was left by one that died.
-    notes = ledger.requeue_orphans(lambda _runner: False,
-                                   lambda c: read_exit(chunk_dir(folder, c.id) / "exit.json"))
+    notes = ledger.requeue_orphans(lambda _runner: False, lambda c: finished(folder, c))
     return ledger, notes
+
+
+def finished(folder: Path, c: Chunk) -> dict[str, Any] | None:
+    """How an orphaned chunk ended, from its exit file; one that succeeded has its output
+    committed now if its launcher died before the rename (None, run it again, when its output
+    is not there)."""
+    cdir = chunk_dir(folder, c.id)
+    ended = read_exit(cdir / "exit.json")
+    if ended is None or ended.get("status") != 0:
+        return ended
+    try:
+        if commit.recover(str(cdir), {"chunk": c.id, "items": [c.start, c.end],
+                                      "recovered": True}):
+            return ended
+    except OSError:
+        pass
+    return None
 
 
 class GpuWatch(threading.Thread):

@@ -2,8 +2,9 @@
 record of which chunk is pending, running, done, failed or split, by whom and how it ended.
 
 A rerun of the same job after Ctrl-C, kill -9 or a reboot reads it back: chunks left `running`
-by a launcher that is gone are finished if their supervisor recorded a clean exit (exit.json),
-else pending again; a `done` chunk never runs again.
+by a launcher that is gone are finished if their supervisor recorded a clean exit (exit.json)
+and their output is committed (chunks/N/out, launcher.supervise.commit), else pending again; a
+`done` chunk never runs again.
 """
 
 from __future__ import annotations
@@ -198,7 +199,8 @@ class Ledger:
             ended = exit_of(c)
             if ended is not None and ended.get("status") == 0:
                 self.finish(c.id, "done", 0, ended.get("diagnosis"), ended.get("memory_peak"))
-                notes.append(f"chunk {c.id} had finished when its launcher died: recorded done")
+                notes.append(f"chunk {c.id} had finished when its launcher died: its output "
+                             f"committed, recorded done")
             else:
                 self._tx(lambda db, c=c: db.execute(
                     "UPDATE chunks SET state='pending', attempts=MAX(attempts-1, 0) WHERE id=?",

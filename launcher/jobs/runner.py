@@ -112,12 +112,16 @@ class PullQueue:
             while (chunk := self._next(slot)) is not None:
                 self.progress.running(+1)
                 started = time.monotonic()
+                ended = False
                 try:
                     outcome = self.executor.execute(chunk, slot.gpu, self.stopping)
+                    self.progress.running(-1)  # before the line that says how it ended
+                    ended = True
                     self._record(chunk, outcome)
                 finally:
                     self.busy[slot.name] += time.monotonic() - started
-                    self.progress.running(-1)
+                    if not ended:
+                        self.progress.running(-1)
                     with self.changed:
                         self.in_flight -= 1
                         self.changed.notify_all()

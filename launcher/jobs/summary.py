@@ -1,6 +1,7 @@
 """A job's summary from its ledger: chunks done, failed, retried and split (one sentence per
-split and failure), wall time against the ideal, per-slot use, the peak memory per chunk, and
-GPU use per GPU when GPUs were sampled."""
+split and failure), the job's totals beside what this run did (a resumed run's wall time is
+set against the ideal of the chunks it ran, not the job's), per-slot use, the peak memory per
+chunk, and GPU use per GPU when GPUs were sampled."""
 
 from __future__ import annotations
 
@@ -14,16 +15,22 @@ from launcher.units import format_size
 
 def summarize(ledger: Ledger, concurrency: int, wall_s: float | None = None,
               busy: dict[str, float] | None = None,
-              gpu_util: dict[int, float] | None = None) -> dict[str, Any]:
+              gpu_util: dict[int, float] | None = None,
+              since: float | None = None) -> dict[str, Any]:
+    """`since`: when this run started (time.time()); its figures count the chunks it started."""
     chunks = ledger.chunks()
     counts = ledger.counts()
     done = [c for c in chunks if c.state == "done"]
-    durations = [c.ended - c.started for c in done if c.started and c.ended]
+    ran = [c for c in done if since is None or (c.started or 0) >= since]
+    durations = [c.ended - c.started for c in ran if c.started and c.ended]
     peaks = [c.peak_bytes for c in done if c.peak_bytes]
     events = ledger.events()
     median = statistics.median(durations) if durations else None
-    ideal = math.ceil(len(done) / max(1, concurrency)) * median if median else None
+    ideal = math.ceil(len(ran) / max(1, concurrency)) * median if median else None
     out: dict[str, Any] = {
+        "this_run": {"chunks_done": len(ran), "items_done": sum(c.size for c in ran),
+                     "failed": len([c for c in chunks if c.state == "failed" and (
+                         since is None or (c.started or 0) >= since)])},
         "chunks": len([c for c in chunks if c.state != "split"]),
         "counts": counts,
         "retried": len({e["chunk"] for e in events if e["kind"] == "retry"}),
@@ -52,10 +59,8 @@ def lines(s: dict[str, Any]) -> list[str]:
            f"{c['failed']} failed, {s['retried']} retried, {s['split']} split"
            + (f", {c['pending']} pending" if c["pending"] else "")
            + (f", {c['running']} running" if c["running"] else "")]
-    if s["wall_s"] is not None and s["ideal_s"]:
-        out.append(f"wall time {s['wall_s']:.1f}s; ideal {s['ideal_s']:.1f}s (ceil(chunks / "
-                   f"{s['concurrency']}) x the median chunk {s['median_chunk_s']:.2f}s): "
-                   f"{s['wall_over_ideal']:.2f}x")
+    if s["wall_s"] is not None:
+        out.append(run_line(s))
     if s["slot_use"]:
         out.append("slot use: " + ", ".join(f"{k} {v:.0%}" for k, v in s["slot_use"].items()))
     if s["peak_bytes"]:
@@ -69,3 +74,15 @@ def lines(s: dict[str, Any]) -> list[str]:
         out.append(f"chunk {f['chunk']} (items {f['items'][0]}-{f['items'][1]}) failed: "
                    f"{f['diagnosis']}")
     return out
+
+
+def run_line(s: dict[str, Any]) -> str:
+    """This run's chunks and wall time, against the ideal for those chunks."""
+    run = s.get("this_run") or {}
+    n = run.get("chunks_done", 0)
+    head = (f"this run: {n} chunks done ({run.get('items_done', 0)} items) in wall time "
+            f"{s['wall_s']:.1f}s")
+    if not s["ideal_s"]:
+        return head + "; no chunk finished, so no ideal to compare with"
+    return (head + f"; ideal {s['ideal_s']:.1f}s (ceil({n} chunks / {s['concurrency']}) x the "
+            f"median chunk {s['median_chunk_s']:.2f}s): {s['wall_over_ideal']:.2f}x")

@@ -1,8 +1,14 @@
 """A job as a Kubernetes Indexed Job (batch/v1): completions = chunks, parallelism = the cap,
-each pod's chunk from JOB_COMPLETION_INDEX (derived by the image's supervisor), one GPU as a
-limit, memory from the measured peak, /dev/shm as an emptyDir of medium Memory, a per-index
-backoff and a pod failure policy. Built as data and dumped by PyYAML (every value quoted by the
-emitter)."""
+each pod's chunk from JOB_COMPLETION_INDEX (derived by the image's supervisor, which commits
+the chunk's output on the results claim), one GPU as a limit, memory from the measured peak,
+/dev/shm as an emptyDir of medium Memory, a per-index backoff and a pod failure policy; the
+results on a PersistentVolumeClaim (written here, or an existing one); and the Dockerfile that
+puts the job's own folder into the image the pods pull. Built as data and dumped by PyYAML
+(every value quoted by the emitter).
+
+Valid for Kubernetes 1.28 to 1.37 (checked with kubernetes-validate --strict for each); it runs
+as written from 1.29 (backoffLimitPerIndex on by default; 1.28 needs the
+JobBackoffLimitPerIndex feature gate)."""
 
 from __future__ import annotations
 
@@ -12,6 +18,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 RESULTS = "/results"
+MIN_VERSION = "1.29"
+VALIDATED = tuple(f"1.{m}" for m in range(28, 38))  # kubernetes-validate --strict -k each
+_REF = re.compile(r"^[a-z0-9][a-z0-9._-]*(:[0-9]+)?(/[a-z0-9][a-z0-9._-]*)+"
+                  r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
+_ANY_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$")
+_WORKDIR = re.compile(r"^/[A-Za-z0-9._/-]*$")
 ITEMS = "/etc/launcher/items"
 OOM_EXIT = 137
 
@@ -34,6 +46,48 @@ class IndexedJob:
     items_text: str | None = None  # a file's items, shipped in a ConfigMap
     workdir: str = "/workspace"
     tasks_per_chunk: int = 1
+    claim: str | None = None  # an existing PersistentVolumeClaim; None: written here
+    claim_size: str = "10Gi"  # the claim written here
+
+
+def pushed(image: str) -> bool:
+    """A reference a cluster's nodes can pull: it names its registry (a host with a dot or a
+    port, or localhost), as in registry.example.com/team/job:1 or docker.io/me/job:1."""
+    first, sep, _ = image.partition("/")
+    return bool(sep and _REF.match(image)) and ("." in first or ":" in first
+                                                 or first == "localhost")
+
+
+def check_image(image: str, what: str = "--image") -> None:
+    from launcher.errors import LauncherError
+
+    if not pushed(image):
+        raise LauncherError(
+            f"{what}: {image!r} is not a pushed reference (REGISTRY/NAME:TAG, e.g. "
+            f"docker.io/you/job:1): the cluster's nodes pull it; build and push one with "
+            f"`launcher build --push --image REGISTRY/NAME:TAG`")
+
+
+def claim_name(job: IndexedJob) -> str:
+    return job.claim or f"{k8s_name(job.name)}-results"
+
+
+def render_dockerfile(job: str, base: str, workdir: str, command: str) -> str:
+    """The image the pods pull: launcher's image (its supervisor the entrypoint) with the
+    job's folder (the build context) in `workdir`."""
+    from launcher.errors import LauncherError
+
+    if not _ANY_REF.match(base):
+        raise LauncherError(f"--base-image: not an image reference (got {base!r})")
+    if not _WORKDIR.match(workdir):
+        raise LauncherError(f"--workdir: an absolute path of letters, digits, '.', '_', '-' "
+                            f"and '/' (got {workdir!r})")
+    command = "".join(c if c.isprintable() else "?" for c in command)  # one comment line
+    return (f"# The image of job {json.dumps(job)}: launcher's image (its supervisor applies "
+            f"the caps) with the\n# job's own folder in {workdir}, where each pod runs its "
+            f"chunk. Build and push it:\n#   {command}\n"
+            f"FROM {base}\n"
+            f"COPY {json.dumps(['./', workdir.rstrip('/') + '/'])}\n")
 
 
 def k8s_name(text: str) -> str:
@@ -57,12 +111,19 @@ def render_indexed_job(j: IndexedJob) -> str:
     if j.gpu_resource:
         limits[j.gpu_resource] = 1  # extended resources go in limits only
     mounts = [{"name": "results", "mountPath": RESULTS}]
-    volumes: list[dict[str, Any]] = [{"name": "results", "emptyDir": {}}]
+    volumes: list[dict[str, Any]] = [{"name": "results", "persistentVolumeClaim": {
+        "claimName": claim_name(j)}}]
     if j.shm:
         mounts.append({"name": "dshm", "mountPath": "/dev/shm"})
         volumes.append({"name": "dshm", "emptyDir": {"medium": "Memory",
                                                      "sizeLimit": str(j.shm)}})
     docs: list[dict[str, Any]] = []
+    if j.claim is None:  # every pod, on any node, writes its chunk there: ReadWriteMany
+        docs.append({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+                     "metadata": {"name": claim_name(j),
+                                  "labels": {"app.kubernetes.io/managed-by": "launcher"}},
+                     "spec": {"accessModes": ["ReadWriteMany"],
+                              "resources": {"requests": {"storage": j.claim_size}}}})
     if j.items_text is not None:
         env["LAUNCHER_ITEMS_FILE"] = f"{ITEMS}/items.txt"
         mounts.append({"name": "items", "mountPath": ITEMS, "readOnly": True})
@@ -95,16 +156,19 @@ def render_indexed_job(j: IndexedJob) -> str:
         "spec": {
             "completionMode": "Indexed",
             "completions": j.chunks,
-            "parallelism": j.parallelism,
+            "parallelism": min(j.parallelism, j.chunks),
             "backoffLimitPerIndex": j.retries,
             "maxFailedIndexes": j.chunks,
             "podFailurePolicy": {"rules": [
                 # killed by its memory limit: the same work would be killed again; launcher
                 # splits such a chunk in a `launcher jobs run`, a Job cannot
+                # (onPodConditions empty and status given: required by the 1.28-1.34 schemas)
                 {"action": "FailIndex", "onExitCodes": {
-                    "containerName": "chunk", "operator": "In", "values": [OOM_EXIT]}},
+                    "containerName": "chunk", "operator": "In", "values": [OOM_EXIT]},
+                 "onPodConditions": []},
                 # drained or preempted nodes: not the chunk's fault, not counted
-                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget"}]},
+                {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget",
+                                                          "status": "True"}]},
             ]},
             "template": {
                 "metadata": {"labels": {"app.kubernetes.io/managed-by": "launcher"}},
@@ -115,7 +179,9 @@ def render_indexed_job(j: IndexedJob) -> str:
     }
     docs.append(job)
     header = (f"# Rendered by launcher for job {json.dumps(j.name)}: {j.chunks} chunks of "
-              f"{j.chunk_size} items, {j.parallelism} at once.\n"
+              f"{j.chunk_size} items, {j.parallelism} at once; Kubernetes {MIN_VERSION} or "
+              f"later.\n# Results: INDEX/out on the claim {claim_name(j)} (committed by each "
+              f"pod when its chunk succeeded).\n"
               f"# Apply with `kubectl apply -f {name}.yaml`; a pod's pids limit is the "
               f"kubelet's podPidsLimit.\n")
     return header + yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False,

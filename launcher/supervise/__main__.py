@@ -77,9 +77,13 @@ def run(cmd: list[str]) -> int:
     env = resolved_env() if os.environ.get("LAUNCHER_RESOLVED") == "1" else prepare_env()
     if isinstance(env, int):
         return env
-    from launcher.supervise.indexed import from_index
+    from launcher.supervise.indexed import COMMITTED, commit_in_pod, from_index
 
     cmd, env = from_index(cmd, env)  # a Kubernetes Indexed Job's chunk, from its index
+    if env.get(COMMITTED):
+        say(f"chunk {env['LAUNCHER_CHUNK_INDEX']}: its output is committed already "
+            f"({env[COMMITTED]}/out, an earlier pod's): nothing to run")
+        return 0
     failed = lifeline.enter(dict(os.environ))  # a native run's cgroups, CPUs and rlimits
     if failed:
         say(f"error: {failed}")
@@ -110,6 +114,9 @@ def run(cmd: list[str]) -> int:
     if rc != 0 or not quiet:
         say(sentence)
     code = 128 - rc if rc < 0 else rc
+    code, committed = commit_in_pod(env, code)  # a Kubernetes chunk's output, into place
+    if committed and (code != 0 or not quiet):
+        say(committed)
     if os.environ.get("LAUNCHER_EXIT_FILE"):
         write_exit_file(Path(os.environ["LAUNCHER_EXIT_FILE"]), code, sentence, before, after)
     return code
