@@ -35,12 +35,10 @@ class Registry(Generic[T]):
 
     def _plugin_entries(self) -> dict[str, str]:
         if self._plugins is None:
-            self._plugins = {}
-            if self.group:
-                from importlib.metadata import entry_points
+            from launcher.dists import entry_points
 
-                self._plugins = {ep.name: ep.value for ep in entry_points(group=self.group)
-                                 if ep.name not in self.entries}
+            found = entry_points(self.group) if self.group else {}
+            self._plugins = {k: v for k, v in found.items() if k not in self.entries}
         return self._plugins
 
     def names(self, plugins: bool = True) -> tuple[str, ...]:
@@ -64,3 +62,4 @@ class Registry(Generic[T]):
 
     def all(self) -> list[T]:
         return [self.get(n) for n in self.names()]
+

@@ -12,6 +12,7 @@ PACKAGE = ROOT / "launcher"
 # Reading the host, profiles and the leaves: nothing from the layers above.
 LOWER = ("launcher.probe", "launcher.profiles", "launcher.units", "launcher.errors",
          "launcher.variables", "launcher.vendors", "launcher.frameworks", "launcher.registry",
+         "launcher.dists",
          "launcher.shipped")
 UPPER = ("launcher.caps", "launcher.render", "launcher.runtime", "launcher.cli")
 

@@ -75,6 +75,8 @@ class Framework:
     def installed(self) -> Installed:
         """The version in this interpreter's environment, from the package's metadata folder
         on sys.path (no import of the framework, nor of importlib.metadata: ~20 ms)."""
+        from launcher.dists import version as dist_version
+
         for dist in self.distributions:
             version = dist_version(dist)
             if version is not None:
@@ -96,27 +98,6 @@ class Framework:
         series = ", ".join(x.series for x in self.models)
         return Estimate(parts, f"built-in model, the largest of its measured versions "
                                f"({series}: {m.measured}); {what}, so it errs high")
-
-
-def dist_version(dist: str) -> str | None:
-    """NAME-VERSION.dist-info (or .egg-info) on sys.path, as importlib.metadata finds it."""
-    import re
-    import sys
-    from pathlib import Path
-
-    norm = re.sub(r"[-_.]+", "_", dist).lower()
-    for entry in sys.path:
-        try:
-            names = [p.name for p in Path(entry or ".").iterdir()
-                     if p.name.endswith((".dist-info", ".egg-info"))]
-        except OSError:
-            continue
-        for name in names:
-            stem = name.rsplit(".", 1)[0]
-            found, _, version = stem.partition("-")
-            if re.sub(r"[-_.]+", "_", found).lower() == norm and version:
-                return version
-    return None
 
 
 def _parts(model: Model, s: Settings, cpus: int, gpus: int, installed: Installed) -> Parts:

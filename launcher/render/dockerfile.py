@@ -16,7 +16,7 @@ from launcher.vendors import get as get_vendor
 PACKAGE = Path(__file__).resolve().parents[1]
 # Parts of the package an image needs: the standard-library-only supervisor and what it imports.
 IMAGE_MODULES = ("__init__.py", "errors.py", "units.py", "variables.py", "cpulist.py",
-                 "shipped.py", "registry.py", "probe", "caps", "profiles", "vendors",
+                 "shipped.py", "registry.py", "dists.py", "probe", "caps", "profiles", "vendors",
                  "frameworks", "supervise", "workloads")
 
 
