@@ -36,6 +36,11 @@ class Enforcement:
                 f"{k} ({v})" for k, v in self.advisory.items()))
         return "; ".join(parts) or "no pids, memory or CPU limit asked for"
 
+    def refusal(self) -> str:
+        """--require-limits: one line naming each limit that cannot be enforced, and why."""
+        return "--require-limits: not started: " + "; ".join(
+            f"the {cap} limit cannot be enforced ({why})" for cap, why in self.advisory.items())
+
 
 @dataclass
 class Started:
@@ -68,6 +73,8 @@ class Engine(ABC):
     name: ClassVar[str] = "engine"
     python: ClassVar[str] = "python3"  # the interpreter that runs the built-in workloads
     inherits_environment: ClassVar[bool] = False  # the workload sees the caller's environment
+    # refuse to start a workload when a limit of its spec could not be enforced
+    require_limits: bool = False
 
     def available(self) -> bool:
         try:
@@ -96,6 +103,11 @@ class Engine(ABC):
     @abstractmethod
     def describe(self, spec: RunSpec) -> dict[str, Any]:
         """Exactly what `run` would send or start, for a dry run."""
+
+    def preview(self, spec: RunSpec) -> Enforcement:
+        """Before anything starts: which of the spec's limits `run` could not have the kernel
+        enforce here, and why (the default: an engine that enforces all or fails)."""
+        return Enforcement()
 
     def leftovers(self) -> list[Leftover]:
         """What earlier runs of this engine left behind on this host (their launcher died)."""
