@@ -266,6 +266,10 @@ def run(
     write_profile: Annotated[Path | None, typer.Option(
         "--write-profile", help="After a stress run (stress-jax, pytorch-phase3), write a "
                                 "profile extending --profile with what it found.")] = None,
+    require_limits: Annotated[bool, typer.Option(
+        "--require-limits", help="Refuse to start when a limit the profile asks for cannot be "
+                                 "enforced here (a native run without a usable cgroup).")
+                              ] = False,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
@@ -284,7 +288,7 @@ def run(
     _run(lambda: run_cmd.run(run_cmd.RunOptions(
         command or [], profile, framework, processes, runtime, image, gpus, env or [],
         volume or [], workdir, user, not no_mount_cwd, name, resume, dry_run, json, interval,
-        host_root, write_profile)))
+        host_root, write_profile, require_limits=require_limits)))
 
 
 @app.command()
