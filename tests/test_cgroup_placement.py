@@ -73,6 +73,12 @@ def test_v2_with_other_processes_a_sibling_under_the_ancestor_enabled_top_down()
                                     ((cg, ("cpu",)), (cg / "user.slice", ("cpu",)))),), {})
 
 
+def test_v2_an_ancestor_that_holds_processes_is_passed_over():
+    root, d = _place("v2-ancestor-holds-processes")
+    cg = root / "sys/fs/cgroup/system.slice"
+    assert d == Decision((Placement("v2", cg, WANTED, ((cg, ("cpu",)),)),), {})
+
+
 def test_v2_parent_not_delegating_memory_enforced_pids_and_cpu_explained():
     root, d = _place("v2-parent-not-delegating")
     cg = root / "sys/fs/cgroup"
@@ -102,6 +108,20 @@ def test_one_controller_missing_leaves_the_others_enforced(tmp_path):
 
 
 # The CLI: the sentence before the start, and --require-limits
+
+
+def test_leftovers_found_where_the_rule_put_them(tmp_path):
+    """A run cgroup under an ancestor (v2-siblings) whose launcher is gone is a leftover."""
+    from launcher.runtime.native import NativeEngine
+
+    root = tmp_path / "host"
+    shutil.copytree(CASES / "v2-siblings", root)
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run = root / "sys/fs/cgroup/user.slice" / f"launcher-{dead.pid}-r1"
+    run.mkdir()
+    (run / "cgroup.procs").write_text("")
+    assert [x.ident for x in NativeEngine(root).leftovers()] == [str(run)]
 
 
 def test_the_sentence_comes_before_the_run_starts(tmp_path):
@@ -197,13 +217,14 @@ class Tree:
         _join(cgroup, p.pid)
         return p.pid
 
-    def helper(self, cgroup: Path, name: str, uid: int = 0) -> tuple[int, dict]:  # type: ignore[type-arg]
-        """Run the rule and carry it out in a process that lives in `cgroup`."""
+    def helper(self, cgroup: Path, name: str, uid: int = 0,
+               script: str = HELPER) -> tuple[int, dict]:  # type: ignore[type-arg]
+        """Run `script` (the rule, carried out) in a process that lives in `cgroup`."""
         # another user cannot always reach this interpreter (a venv under /root): the system's
         python = sys.executable if uid == 0 else shutil.which("python3", path="/usr/bin:/bin")
         if python is None:
             pytest.skip("no system python3 for a process of another user")
-        p = subprocess.Popen([python, "-c", HELPER, name], cwd="/", text=True,
+        p = subprocess.Popen([python, "-c", script, name], cwd="/", text=True,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env={"PYTHONPATH": str(ROOT)},
                              user=uid, group=uid, extra_groups=[])
@@ -317,3 +338,25 @@ def test_kernel_at_the_root_a_child_of_the_root(tree):
         assert list(run.glob("hugetlb.*.max"))
     finally:
         run.rmdir()
+
+
+LEAVE = r"""
+import json, os, sys
+sys.stdin.readline()
+from launcher.supervise.lifeline import leave_cgroups
+leave_cgroups([sys.argv[1]])
+print(json.dumps({"cgroup": open("/proc/self/cgroup").read().splitlines()[-1]}), flush=True)
+sys.stdin.readline()
+"""
+
+
+@kernel
+def test_kernel_a_supervisor_leaves_a_sibling_run_cgroup_and_removes_it(tree):
+    """launcher killed: the supervisor moves out of a run cgroup whose parent may hold no
+    process (it gives controllers to children) and removes it."""
+    _enable(UNIFIED, tree.top)
+    run = tree.top / "launcher-1-gone"
+    run.mkdir()
+    _, out = tree.helper(run, str(run), script=LEAVE)
+    assert not run.exists()
+    assert out == {"cgroup": "0::/"}  # the nearest cgroup that takes a process
