@@ -153,6 +153,23 @@ def test_require_limits_refuses_in_one_line_and_leaves_nothing(tmp_path):
     assert list(Path(os.environ["LAUNCHER_RUNS_DIR"]).iterdir()) == []  # no run folder
 
 
+def test_the_engine_refuses_too_when_the_cgroup_falls_short(tmp_path):
+    """--require-limits holds even where the preview and the real cgroup differ: the native
+    engine refuses before it starts anything."""
+    from launcher.errors import EngineError
+    from launcher.runtime.native import NativeEngine
+    from launcher.runtime.spec import Limits, RunSpec
+
+    engine = NativeEngine(tmp_path / "no-cgroups")
+    engine.require_limits = True
+    marker = tmp_path / "ran"
+    spec = RunSpec(["touch", str(marker)], limits=Limits(pids=10), supervised=False)
+    with pytest.raises(EngineError, match=r"^--require-limits: not started: the pids limit "
+                                          r"cannot be enforced \(no cgroup controller found"):
+        engine.run(spec, lambda *_: None)
+    assert not marker.exists()
+
+
 # The real kernel: /sys/fs/cgroup/unified is a cgroup2 mount on this (hybrid) host
 
 
