@@ -58,6 +58,13 @@ def test_v2_root_a_child_of_the_root_which_may_hold_processes():
     assert d == Decision((Placement("v2", cg, WANTED, ((cg, ("pids", "cpu")),)),), {})
 
 
+def test_v2_a_controller_the_kernel_lacks_is_said_so_and_the_others_kept():
+    root = CASES / "v2-root"
+    d = place(("pids", "rdma"), root, writable=_writable(root), ours=LAUNCHER)
+    assert [p.controllers for p in d.placements] == [("pids",)]
+    assert d.advisory == {"rdma": "cgroup v2 has no rdma controller on this kernel"}
+
+
 def test_v2_delegated_and_alone_launcher_moves_into_a_leaf_first():
     root, d = _place("v2-delegated-alone")
     scope = root / ("sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/"

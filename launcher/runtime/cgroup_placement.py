@@ -7,28 +7,33 @@ cgroup v1: a child of the caller's cgroup in each needed controller's hierarchy,
 directory is writable (v1 has no rule against processes in inner cgroups).
 
 cgroup v2 has two rules that decide it (kernel cgroup-v2.rst): a cgroup's children get a
-controller only when it is listed in the cgroup's `cgroup.subtree_control`, which may only
-name controllers of its own `cgroup.controllers` (else ENOENT); and a non-root cgroup whose
-subtree_control is not empty may hold no process ("no internal processes": EBUSY). So,
-in this order, the first place that can take every needed controller (else the one that
-takes the most, the nearest first):
+controller only when its `cgroup.subtree_control` lists it, which may only name controllers
+of its own `cgroup.controllers` (else ENOENT); and a non-root cgroup whose subtree_control is
+not empty may hold no process ("no internal processes": EBUSY). So, in this order, the first
+place that can take every needed controller (else the one that takes the most, the first
+among equals):
 
-(a) the caller's own cgroup C: directly when C is the real root (no `cgroup.type` file:
-    the root is exempt); when every process in C is launcher's (this process and its
-    children), after moving them into the leaf C/launcher-leaf, as runc's nested setups and
-    Docker-in-Docker's entrypoint (moby hack/dind: `mkdir init`, move cgroup.procs, then
-    `+controllers` into subtree_control) and systemd's `Delegate=` contract (the delegated
-    unit moves its own processes into a subgroup) have it;
-(b) the nearest ancestor A of C that can give the controllers to a child: each controller
-    already in A's subtree_control, or enabled top-down from the nearest cgroup that offers
-    it (in its cgroup.controllers) through every cgroup down to A, as runc's fs2
-    CreateCgroupPath does; each of those must be writable and the root or empty of
-    processes. The run's cgroup is then a child of A, beside C's branch (as root this is
-    usually the parent of a session scope or a container's cgroup). systemd may later
-    reset what it manages there; only a delegated subtree is ours for good;
-(d) otherwise the controller is advisory, with one sentence saying why and what would give
-    launcher a cgroup of its own (`systemd-run --user --scope -p Delegate=yes`, or a
-    container runtime, which makes one per container).
+1. the caller's own cgroup C, directly, when C is the real root (it has no `cgroup.type`
+   file; a namespace's top has one), which is exempt from the second rule;
+2. C again, when C is writable and every process in it is launcher's (this process and its
+   children): they move into the leaf C/launcher-leaf first, then the controllers are
+   enabled in C. This is Docker-in-Docker's entrypoint (moby hack/dind: `mkdir init`, each
+   PID of cgroup.procs into init/cgroup.procs, then `+controllers` into subtree_control),
+   what runc's nested setups need, and systemd's `Delegate=` contract (the delegated unit
+   moves its own processes into a subgroup; DelegateSubgroup= does it for it). It comes
+   before 3 because it touches no cgroup but launcher's own: one that is not delegated
+   belongs to its manager (systemd may reset its controllers);
+3. the nearest ancestor A of C that can give the controllers to a child: each one already in
+   A's subtree_control, or enabled top-down from the nearest cgroup that offers it (in its
+   cgroup.controllers) through every cgroup down to A, as runc's fs2 CreateCgroupPath does;
+   each of those must be writable and the root or empty of processes. The run's cgroup is
+   then a child of A, beside C's branch (as root, usually the parent of a session scope or
+   of a service). This is how a root shell in a login session gets its limits;
+4. otherwise the controller is advisory, with one sentence saying why and what would give
+   launcher a cgroup of its own (`systemd-run --user --scope -p Delegate=yes`, or a
+   container runtime, which makes one per container). A Kubernetes pod lands here: the
+   kubelet gives each container a private cgroup namespace and a read-only cgroupfs, and
+   enforces the pod's limits itself.
 
 Each controller is judged apart: one that no place can take never makes the others
 advisory. A controller is v1 when a v1 hierarchy holds it (hybrid hosts), else v2.
@@ -36,6 +41,7 @@ advisory. A controller is v1 when a v1 hierarchy holds it (hybrid hosts), else v
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +53,7 @@ from launcher.supervise.lifeline import LEAF, descendants
 FIX = ("to enforce it, start launcher in a cgroup of its own: `systemd-run --user --scope -p "
        "Delegate=yes launcher run ...`, or use --runtime docker")
 
+NO_CONTROLLER = "cgroup v2 has no {c} controller on this kernel"  # no cgroup of ours would help
 Writable = Callable[[Path], bool]
 
 
@@ -69,15 +76,11 @@ class Decision:
 
 
 def can_write(path: Path) -> bool:
-    import os
-
     return os.access(path, os.W_OK)
 
 
 def own_processes() -> set[int]:
     """This process and its descendants: what may move into the leaf."""
-    import os
-
     return {os.getpid(), *descendants(os.getpid())}
 
 
@@ -135,7 +138,8 @@ def search_dirs(root: Path = Path("/"), pid: str = "self") -> list[Path]:
 
 def _place_v2(wanted: list[str], dirs: tuple[Path, ...], writable: Writable,
               ours: set[int]) -> tuple[Placement | None, dict[str, str]]:
-    """The rule's (a), (b), (d) over `dirs`, C's cgroup first, up to the visible top."""
+    """The rule's steps over `dirs`: C's cgroup (1, 2), its ancestors up to the visible top
+    (3), and the sentences for what none can take (4)."""
     own = dirs[0]
     candidates: list[tuple[int, Path | None, tuple[int, ...], str]] = []  # index, leaf, move
     procs = _procs(own)
@@ -174,8 +178,10 @@ def _place_v2(wanted: list[str], dirs: tuple[Path, ...], writable: Writable,
     enforced = set(best.controllers) if best else set()
     if len(dirs) == 1 and not _is_root(own):
         first_why = {c: f"{w}, and no cgroup above it is visible" for c, w in first_why.items()}
-    return best, {c: f"cgroup v2 {c}: {first_why.get(c, 'no place found')}; {FIX}"
-                  for c in wanted if c not in enforced}
+    missing = [c for c in wanted if c not in enforced]
+    return best, {c: NO_CONTROLLER.format(c=c) if first_why.get(c) == NO_CONTROLLER.format(c=c)
+                  else f"cgroup v2 {c}: {first_why.get(c, 'no place found')}; {FIX}"
+                  for c in missing}
 
 
 def _enable_path(c: str, dirs: tuple[Path, ...], index: int, writable: Writable,
@@ -194,7 +200,9 @@ def _enable_path(c: str, dirs: tuple[Path, ...], index: int, writable: Writable,
         need.append(j)
         if c in _read_set(d / "cgroup.controllers"):
             break
-        if j == len(dirs) - 1 or _is_root(d):
+        if _is_root(d):
+            return NO_CONTROLLER.format(c=c)
+        if j == len(dirs) - 1:
             return f"{d} does not offer {c} (the cgroup above it does not delegate it)"
     return need[::-1]
 
