@@ -233,6 +233,7 @@ class Tree:
     def __init__(self) -> None:
         self.top = UNIFIED / f"launcher-test-{uuid.uuid4().hex[:8]}"
         self.procs: list[subprocess.Popen[str]] = []
+        self.names: list[str] = []  # run cgroups a broken rule may put at the root
         self.top.mkdir()
 
     def sleeper(self, cgroup: Path) -> int:
@@ -244,6 +245,7 @@ class Tree:
     def helper(self, cgroup: Path, name: str, uid: int = 0,
                script: str = HELPER) -> tuple[int, dict]:  # type: ignore[type-arg]
         """Run `script` (the rule, carried out) in a process that lives in `cgroup`."""
+        self.names.append(name)
         # another user cannot always reach this interpreter (a venv under /root): the system's
         python = sys.executable if uid == 0 else shutil.which("python3", path="/usr/bin:/bin")
         if python is None:
@@ -266,11 +268,12 @@ class Tree:
             p.kill()
             p.wait()
         for d in sorted((d for d in self.top.rglob("*") if d.is_dir()),
-                        key=lambda d: len(d.parts), reverse=True) + [self.top]:
+                        key=lambda d: len(d.parts), reverse=True) + [self.top] + [
+                UNIFIED / n for n in self.names if (UNIFIED / n).is_dir()]:
             for pid in _words(d / "cgroup.procs"):  # only ours can be there
                 with contextlib.suppress(OSError):
                     _join(UNIFIED, int(pid))
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):
                 d.rmdir()
 
 
@@ -285,7 +288,7 @@ def tree() -> Iterator[Tree]:
         if not root_had:  # best effort: another cgroup may have come to use it meanwhile
             with contextlib.suppress(OSError):
                 (UNIFIED / "cgroup.subtree_control").write_text("-hugetlb")
-        assert not t.top.exists()
+        assert not t.top.exists() and not any((UNIFIED / n).exists() for n in t.names)
 
 
 @kernel
