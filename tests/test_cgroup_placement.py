@@ -139,8 +139,8 @@ def test_the_sentence_comes_before_the_run_starts(tmp_path):
                     "import sys; print('ran', file=sys.stderr)",
                     env={"LAUNCHER_CGROUP_ROOT": str(tmp_path / "no-cgroups")})
     assert proc.returncode == 0, proc.stderr
-    warning = ("launcher: warning: the pids limit will not be enforced: no cgroup controller "
-               "found for pids")
+    warning = ("launcher: warning: the pids limit (no cgroup controller found for pids) cannot "
+               "be enforced here")
     assert warning in proc.stderr
     assert proc.stderr.index(warning) < proc.stderr.index("ran")
 
@@ -154,12 +154,24 @@ def test_require_limits_refuses_in_one_line_and_leaves_nothing(tmp_path):
                     sys.executable, "-c", "print('ran')", env={"LAUNCHER_CGROUP_ROOT": str(host)})
     assert proc.returncode == 1
     assert "ran" not in proc.stdout
-    lines = proc.stderr.strip().splitlines()
-    assert lines[-1].startswith("error: --require-limits: not started: the pids limit cannot "
-                                f"be enforced (cgroup v2 pids: {host / 'sys/fs/cgroup'}")
+    cg = host / "sys/fs/cgroup"
+    why = (f"{cg / 'session-3.scope'} holds other processes (PID 100, 812), and {cg} does not "
+           "offer pids (the cgroup above it does not delegate it)")
+    assert proc.stderr.splitlines()[-1] == (  # memory could be enforced: not named
+        f"error: --require-limits: not started: the pids limit (cgroup v2 pids: {why}) cannot "
+        f"be enforced here; {FIX}")
     assert "Traceback" not in proc.stderr
     assert sorted(p.relative_to(host) for p in host.rglob("*")) == before  # nothing made
     assert list(Path(os.environ["LAUNCHER_RUNS_DIR"]).iterdir()) == []  # no run folder
+
+
+def test_the_shortfall_says_a_shared_fix_once():
+    from launcher.runtime.engine import Enforcement
+
+    assert Enforcement({}, {"pids": "a; fix: F", "cpus": "b; fix: F"}).shortfall() == (
+        "the pids limit (a), the cpus limit (b) cannot be enforced here; fix: F")
+    assert Enforcement({}, {"pids": "a; fix: F", "rdma": "none"}).shortfall() == (
+        "the pids limit (a; fix: F), the rdma limit (none) cannot be enforced here")
 
 
 def test_the_engine_refuses_too_when_the_cgroup_falls_short(tmp_path):
@@ -174,7 +186,7 @@ def test_the_engine_refuses_too_when_the_cgroup_falls_short(tmp_path):
     marker = tmp_path / "ran"
     spec = RunSpec(["touch", str(marker)], limits=Limits(pids=10), supervised=False)
     with pytest.raises(EngineError, match=r"^--require-limits: not started: the pids limit "
-                                          r"cannot be enforced \(no cgroup controller found"):
+                       r"\(no cgroup controller found for pids\) cannot be enforced here$"):
         engine.run(spec, lambda *_: None)
     assert not marker.exists()
 

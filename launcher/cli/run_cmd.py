@@ -257,8 +257,8 @@ def _check_limits(engine: Engine, spec: RunSpec, require: bool) -> None:
     engine.require_limits = require  # and the engine refuses too, should that change
     if preview.advisory and require:
         raise LauncherError(preview.refusal())
-    for cap, why in preview.advisory.items():
-        say(f"warning: the {cap} limit will not be enforced: {why}")
+    if preview.advisory:
+        say(f"warning: {preview.shortfall()}")
 
 
 def _report_leftovers(engine: Engine) -> None:

@@ -50,8 +50,8 @@ from launcher.probe.cgroup import _dirs, _holding
 from launcher.probe.mountinfo import Membership, Mount, parse_mountinfo, parse_proc_cgroup
 from launcher.supervise.lifeline import LEAF, descendants
 
-FIX = ("to enforce it, start launcher in a cgroup of its own: `systemd-run --user --scope -p "
-       "Delegate=yes launcher run ...`, or use --runtime docker")
+FIX = ("fix: start launcher in a cgroup of its own (`systemd-run --user --scope -p Delegate=yes "
+       "launcher run ...`) or use --runtime docker")
 
 NO_CONTROLLER = "cgroup v2 has no {c} controller on this kernel"  # no cgroup of ours would help
 Writable = Callable[[Path], bool]

@@ -36,10 +36,18 @@ class Enforcement:
                 f"{k} ({v})" for k, v in self.advisory.items()))
         return "; ".join(parts) or "no pids, memory or CPU limit asked for"
 
+    def shortfall(self) -> str:
+        """One sentence: each advisory limit and why, a fix they share said once."""
+        items = list(self.advisory.items())
+        fixes = {why.rpartition("; ")[2] for _, why in items}
+        shared = fixes.pop() if len(fixes) == 1 and all("; " in w for _, w in items) else ""
+        whys = [f"the {cap} limit ({why.rpartition('; ')[0] if shared else why})"
+                for cap, why in items]
+        return (", ".join(whys) + f" cannot be enforced here{'; ' + shared if shared else ''}")
+
     def refusal(self) -> str:
         """--require-limits: one line naming each limit that cannot be enforced, and why."""
-        return "--require-limits: not started: " + "; ".join(
-            f"the {cap} limit cannot be enforced ({why})" for cap, why in self.advisory.items())
+        return f"--require-limits: not started: {self.shortfall()}"
 
 
 @dataclass
