@@ -103,7 +103,7 @@ def main() -> None:
         for q in (float(x) for x in args.quotas.split(",")):
             rc = make_run_cgroup(f"launcher-bench-{os.getpid()}-{fw}-{q}", None, None, q)
             if "cpus" not in rc.enforced:
-                raise SystemExit(f"cannot set a CPU quota here: {rc.advisory}")
+                raise SystemExit(f"cannot set a CPU quota here: {rc.advisory.get('cpus')}")
             try:
                 caps, estimate = caps_for(fw, q, facts)
                 configs = {"default": {}, "caps": caps,

@@ -276,6 +276,10 @@ def run(
         "--write-profile", help="After a stress run (stress-jax, pytorch-phase3), write a "
                                 "profile extending --profile with what it found.")] = None,
     fit: FitOpt = False,
+    require_limits: Annotated[bool, typer.Option(
+        "--require-limits", help="Refuse to start when a limit the profile asks for cannot be "
+                                 "enforced here (a native run without a usable cgroup).")
+                              ] = False,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
@@ -294,7 +298,7 @@ def run(
     _run(lambda: run_cmd.run(run_cmd.RunOptions(
         command or [], profile, framework, processes, runtime, image, gpus, env or [],
         volume or [], workdir, user, not no_mount_cwd, name, resume, dry_run, json, interval,
-        host_root, write_profile, fit=fit)))
+        host_root, write_profile, fit=fit, require_limits=require_limits)))
 
 
 @app.command()

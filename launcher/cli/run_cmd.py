@@ -52,6 +52,7 @@ class RunOptions:
     host_root: Path | None = None
     write_profile: Path | None = None
     fit: bool = False  # shrink the pools to fit the pids budget instead of refusing
+    require_limits: bool = False  # refuse rather than run with a limit the kernel cannot keep
 
 
 def run(o: RunOptions) -> int:
@@ -122,6 +123,7 @@ def run(o: RunOptions) -> int:
     if r.caps.verdict.level == "refuse":
         raise LauncherError("refused: " + " ".join(r.caps.verdict.reasons) +
                             " (see `launcher plan`)")
+    _check_limits(engine, spec, o.require_limits)
     leftovers = threading.Thread(target=_report_leftovers, args=(engine,), daemon=True)
     leftovers.start()
     from launcher.supervise.report import report
@@ -246,6 +248,17 @@ def _workload_paths(spec: RunSpec, run_dir: Path) -> None:
         spec.mounts.append(Mount(runs, runs))
     spec.env["LAUNCHER_RUNS_DIR"] = runs
     spec.env["LAUNCHER_RUN_DIR"] = str(run_dir.resolve())
+
+
+def _check_limits(engine: Engine, spec: RunSpec, require: bool) -> None:
+    """Before the start: each limit the engine cannot have the kernel enforce here, and why;
+    with --require-limits, a refusal instead (nothing started, no run folder)."""
+    preview = engine.preview(spec)
+    engine.require_limits = require  # and the engine refuses too, should that change
+    if preview.advisory and require:
+        raise LauncherError(preview.refusal())
+    if preview.advisory:
+        say(f"warning: {preview.shortfall()}")
 
 
 def _report_leftovers(engine: Engine) -> None:

@@ -36,6 +36,19 @@ class Enforcement:
                 f"{k} ({v})" for k, v in self.advisory.items()))
         return "; ".join(parts) or "no pids, memory or CPU limit asked for"
 
+    def shortfall(self) -> str:
+        """One sentence: each advisory limit and why, a fix they share said once."""
+        items = list(self.advisory.items())
+        fixes = {why.rpartition("; ")[2] for _, why in items}
+        shared = fixes.pop() if len(fixes) == 1 and all("; " in w for _, w in items) else ""
+        whys = [f"the {cap} limit ({why.rpartition('; ')[0] if shared else why})"
+                for cap, why in items]
+        return (", ".join(whys) + f" cannot be enforced here{'; ' + shared if shared else ''}")
+
+    def refusal(self) -> str:
+        """--require-limits: one line naming each limit that cannot be enforced, and why."""
+        return f"--require-limits: not started: {self.shortfall()}"
+
 
 @dataclass
 class Started:
@@ -68,6 +81,8 @@ class Engine(ABC):
     name: ClassVar[str] = "engine"
     python: ClassVar[str] = "python3"  # the interpreter that runs the built-in workloads
     inherits_environment: ClassVar[bool] = False  # the workload sees the caller's environment
+    # refuse to start a workload when a limit of its spec could not be enforced
+    require_limits: bool = False
 
     def available(self) -> bool:
         try:
@@ -96,6 +111,11 @@ class Engine(ABC):
     @abstractmethod
     def describe(self, spec: RunSpec) -> dict[str, Any]:
         """Exactly what `run` would send or start, for a dry run."""
+
+    def preview(self, spec: RunSpec) -> Enforcement:
+        """Before anything starts: which of the spec's limits `run` could not have the kernel
+        enforce here, and why (the default: an engine that enforces all or fails)."""
+        return Enforcement()
 
     def leftovers(self) -> list[Leftover]:
         """What earlier runs of this engine left behind on this host (their launcher died)."""

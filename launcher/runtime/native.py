@@ -29,7 +29,7 @@ from launcher.runtime.engine import (
     forward_signals,
     restore_signals,
 )
-from launcher.runtime.run_cgroup import make_run_cgroup
+from launcher.runtime.run_cgroup import advisory_of, decide, make_run_cgroup, wanted_caps
 from launcher.runtime.spec import RunSpec
 from launcher.shipped import pythonpath
 from launcher.supervise.apply import RLIMITS
@@ -78,6 +78,10 @@ class NativeEngine(Engine):
         plan["env_added"] = plan.pop("env")  # on top of this shell's environment
         return plan
 
+    def preview(self, spec: RunSpec) -> Enforcement:
+        caps = wanted_caps(spec.limits.pids, spec.limits.memory, spec.limits.cpus)
+        return Enforcement({}, advisory_of(caps, decide(caps, self.cgroup_root)) if caps else {})
+
     def run(self, spec: RunSpec, on_output: OutputSink,
             on_start: StartHook | None = None) -> RunResult:
         plan = self._plan(spec)
@@ -85,6 +89,9 @@ class NativeEngine(Engine):
                              spec.limits.pids, spec.limits.memory, spec.limits.cpus,
                              self.cgroup_root)
         enforcement = Enforcement(rc.enforced, rc.advisory)
+        if self.require_limits and rc.advisory:
+            rc.cleanup()
+            raise EngineError(enforcement.refusal())
         if spec.limits.cpuset:
             enforcement.enforced["cpuset"] = f"{spec.limits.cpuset} (affinity)"
         # the supervisor removes the run's cgroups itself if launcher dies (kill -9)
@@ -176,13 +183,15 @@ def gpu_environment(spec: RunSpec) -> dict[str, str]:
 
 
 def _run_cgroup_dirs(root: Path) -> list[Path]:
-    from launcher.probe.cgroup import find_chains
+    """Run cgroups wherever the placement rule may have put them: beside the caller's cgroup
+    or its leaf, or under any of its ancestors, in every hierarchy."""
+    from launcher.runtime.cgroup_placement import search_dirs
 
     try:
-        chains = find_chains(root)
+        parents = search_dirs(root)
     except Exception:  # noqa: BLE001 - no readable cgroups: nothing left behind there
         return []
-    found = {d for ch in chains.values() for d in ch.dirs[0].glob("launcher-*-*") if d.is_dir()}
+    found = {d for p in parents for d in p.glob("launcher-*-*") if d.is_dir()}
     return sorted(found)
 
 

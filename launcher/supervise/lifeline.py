@@ -19,6 +19,7 @@ import time
 
 PR_SET_CHILD_SUBREAPER = 36
 GRACE_S = 3.0  # between SIGTERM and SIGKILL
+LEAF = "launcher-leaf"  # cgroup v2: where launcher moved its own processes (cgroup_placement)
 
 
 def become_subreaper() -> None:
@@ -171,10 +172,26 @@ def enter(env: dict[str, str]) -> str | None:
 
 
 def leave_cgroups(dirs: list[str]) -> None:
-    """Move this process to the parent of each of the run's cgroup directories and remove
-    them (the launcher that would have is gone)."""
+    """Move this process out of each of the run's cgroup directories and remove them (the
+    launcher that would have is gone): into the parent, or where a v2 parent may hold no
+    process, into launcher's leaf beside the run or the nearest ancestor that takes it."""
     for d in dirs:
+        for home in _homes(d):
+            try:
+                with open(os.path.join(home, "cgroup.procs"), "w") as f:
+                    f.write(str(os.getpid()))
+                break
+            except OSError:
+                continue
         with contextlib.suppress(OSError):
-            with open(os.path.join(os.path.dirname(d), "cgroup.procs"), "w") as f:
-                f.write(str(os.getpid()))
             os.rmdir(d)
+
+
+def _homes(d: str) -> list[str]:
+    parent = os.path.dirname(d)
+    out = [parent, os.path.join(parent, LEAF)]
+    up = os.path.dirname(parent)
+    while up != parent and os.path.exists(os.path.join(up, "cgroup.procs")):
+        out.append(up)
+        parent, up = up, os.path.dirname(up)
+    return out

@@ -1,0 +1,245 @@
+"""Where a run's cgroup goes, so that the kernel can enforce the controllers it needs.
+
+Pure: it reads the host only through `root` (and the `writable` check and the set of
+launcher's own processes, both passed in), and decides; `run_cgroup.make_placed` acts.
+
+cgroup v1: a child of the caller's cgroup in each needed controller's hierarchy, when that
+directory is writable (v1 has no rule against processes in inner cgroups).
+
+cgroup v2 has two rules that decide it (kernel cgroup-v2.rst): a cgroup's children get a
+controller only when its `cgroup.subtree_control` lists it, which may only name controllers
+of its own `cgroup.controllers` (else ENOENT); and a non-root cgroup whose subtree_control is
+not empty may hold no process ("no internal processes": EBUSY). So, in this order, the first
+place that can take every needed controller (else the one that takes the most, the first
+among equals):
+
+1. the caller's own cgroup C, directly, when C is the real root (it has no `cgroup.type`
+   file; a namespace's top has one), which is exempt from the second rule;
+2. C again, when C is writable and every process in it is launcher's (this process and its
+   children): they move into the leaf C/launcher-leaf first, then the controllers are
+   enabled in C. This is Docker-in-Docker's entrypoint (moby hack/dind: `mkdir init`, each
+   PID of cgroup.procs into init/cgroup.procs, then `+controllers` into subtree_control),
+   what runc's nested setups need, and systemd's `Delegate=` contract (the delegated unit
+   moves its own processes into a subgroup; DelegateSubgroup= does it for it). It comes
+   before 3 because it touches no cgroup but launcher's own: one that is not delegated
+   belongs to its manager (systemd may reset its controllers);
+3. the nearest ancestor A of C that can give the controllers to a child: each one already in
+   A's subtree_control, or enabled top-down from the nearest cgroup that offers it (in its
+   cgroup.controllers) through every cgroup down to A, as runc's fs2 CreateCgroupPath does;
+   each of those must be writable and the root or empty of processes. The run's cgroup is
+   then a child of A, beside C's branch (as root, usually the parent of a session scope or
+   of a service). This is how a root shell in a login session gets its limits;
+4. otherwise the controller is advisory, with one sentence saying why and what would give
+   launcher a cgroup of its own (`systemd-run --user --scope -p Delegate=yes`, or a
+   container runtime, which makes one per container). A Kubernetes pod lands here: the
+   kubelet gives each container a private cgroup namespace and a read-only cgroupfs, and
+   enforces the pod's limits itself.
+
+Each controller is judged apart: one that no place can take never makes the others
+advisory. A controller is v1 when a v1 hierarchy holds it (hybrid hosts), else v2.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Collection, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from launcher.probe.cgroup import _dirs, _holding
+from launcher.probe.mountinfo import Membership, Mount, parse_mountinfo, parse_proc_cgroup
+from launcher.supervise.lifeline import LEAF, descendants
+
+FIX = ("fix: start launcher in a cgroup of its own (`systemd-run --user --scope -p Delegate=yes "
+       "launcher run ...`) or use --runtime docker")
+
+NO_CONTROLLER = "cgroup v2 has no {c} controller on this kernel"  # no cgroup of ours would help
+Writable = Callable[[Path], bool]
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where one run cgroup is made, and what must be done first."""
+
+    version: str  # v1 | v2
+    parent: Path  # the run's cgroup is made here
+    controllers: tuple[str, ...]  # those it enforces
+    enable: tuple[tuple[Path, tuple[str, ...]], ...] = ()  # v2, top-down: +controllers there
+    leaf: Path | None = None  # v2: move `move` from `parent` into this leaf first
+    move: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Decision:
+    placements: tuple[Placement, ...]
+    advisory: dict[str, str]  # controller -> why it cannot be enforced here, and the fix
+
+
+def can_write(path: Path) -> bool:
+    return os.access(path, os.W_OK)
+
+
+def own_processes() -> set[int]:
+    """This process and its descendants: what may move into the leaf."""
+    return {os.getpid(), *descendants(os.getpid())}
+
+
+def place(controllers: Iterable[str], root: Path = Path("/"), *, pid: str = "self",
+          writable: Writable = can_write, ours: Collection[int] | None = None) -> Decision:
+    """Where the run cgroup of PID's caller goes for `controllers` (e.g. pids, memory, cpu)."""
+    wanted = list(dict.fromkeys(controllers))
+    mounts = parse_mountinfo(root / "proc/self/mountinfo")
+    members = parse_proc_cgroup(root / f"proc/{pid}/cgroup")
+    placements: list[Placement] = []
+    advisory: dict[str, str] = {}
+    v2: list[str] = []
+    v1: dict[Path, list[str]] = {}
+    for c in wanted:
+        member = next((m for m in members if c in m.controllers), None)
+        mount = _holding(root, [m for m in mounts if m.fstype == "cgroup"
+                                and c in m.super_options], member)
+        if member is not None and mount is not None:
+            v1.setdefault(_dirs(root, mount, member)[0], []).append(c)
+        elif _unified(root, mounts, members) is not None:
+            v2.append(c)
+        else:
+            advisory[c] = f"no cgroup controller found for {c}"
+    for d, cs in v1.items():
+        if writable(d):
+            placements.append(Placement("v1", d, tuple(cs)))
+        else:
+            advisory.update({c: f"cannot write {d} (cgroup v1 {c}); {FIX}" for c in cs})
+    if v2:
+        dirs = _unified(root, mounts, members)
+        assert dirs is not None
+        found, why = _place_v2(v2, dirs, writable,
+                               set(own_processes() if ours is None else ours))
+        if found is not None:
+            placements.append(found)
+        advisory.update(why)
+    return Decision(tuple(placements), {c: advisory[c] for c in wanted if c in advisory})
+
+
+def search_dirs(root: Path = Path("/"), pid: str = "self") -> list[Path]:
+    """Every place the rule may have put a run cgroup: the caller's cgroup and each of its
+    ancestors, in every hierarchy with controllers (v1 and v2)."""
+    mounts = parse_mountinfo(root / "proc/self/mountinfo")
+    members = parse_proc_cgroup(root / f"proc/{pid}/cgroup")
+    found = list(_unified(root, mounts, members) or ())
+    for member in members:
+        if not member.controllers:
+            continue
+        mount = _holding(root, [m for m in mounts if m.fstype == "cgroup"
+                                and member.controllers & m.super_options], member)
+        if mount is not None:
+            found += _dirs(root, mount, member)
+    return list(dict.fromkeys(found))
+
+
+def _place_v2(wanted: list[str], dirs: tuple[Path, ...], writable: Writable,
+              ours: set[int]) -> tuple[Placement | None, dict[str, str]]:
+    """The rule's steps over `dirs`: C's cgroup (1, 2), its ancestors up to the visible top
+    (3), and the sentences for what none can take (4)."""
+    own = dirs[0]
+    candidates: list[tuple[int, Path | None, tuple[int, ...], str]] = []  # index, leaf, move
+    procs = _procs(own)
+    if not writable(own):
+        candidates.append((0, None, (), f"cannot write {own}"))
+    elif _is_root(own) or not procs:
+        candidates.append((0, None, (), ""))
+    elif set(procs) - ours:
+        others = ", ".join(map(str, sorted(set(procs) - ours)[:3]))
+        candidates.append((0, None, (), f"{own} holds other processes (PID {others})"))
+    elif not writable(own / "cgroup.procs"):
+        candidates.append((0, None, (), f"cannot write {own / 'cgroup.procs'}"))
+    else:
+        candidates.append((0, own / LEAF, tuple(procs), ""))
+    candidates += [(i, None, (), "" if writable(dirs[i]) else f"cannot write {dirs[i]}")
+                   for i in range(1, len(dirs))]
+
+    best: Placement | None = None
+    first_why: dict[str, str] = {}  # the caller's own cgroup, and the nearest ancestor
+    for index, leaf, move, blocked in candidates:
+        taken: dict[str, list[int]] = {}
+        why: dict[str, str] = {}
+        for c in wanted:
+            path = blocked or _enable_path(c, dirs, index, writable, emptied=leaf is not None)
+            if isinstance(path, str):
+                why[c] = path
+            else:
+                taken[c] = path
+        if index <= 1:
+            for c, w in why.items():
+                first_why[c] = f"{first_why[c]}, and {w}" if c in first_why else w
+        if taken and (best is None or len(taken) > len(best.controllers)):
+            best = _placement(dirs, index, leaf, move, taken)
+        if len(taken) == len(wanted):
+            break
+    enforced = set(best.controllers) if best else set()
+    if len(dirs) == 1 and not _is_root(own):
+        first_why = {c: f"{w}, and no cgroup above it is visible" for c, w in first_why.items()}
+    missing = [c for c in wanted if c not in enforced]
+    return best, {c: NO_CONTROLLER.format(c=c) if first_why.get(c) == NO_CONTROLLER.format(c=c)
+                  else f"cgroup v2 {c}: {first_why.get(c, 'no place found')}; {FIX}"
+                  for c in missing}
+
+
+def _enable_path(c: str, dirs: tuple[Path, ...], index: int, writable: Writable,
+                 emptied: bool) -> list[int] | str:
+    """The cgroups (indexes in `dirs`, top-down) whose subtree_control must get `+c` so that
+    a child of dirs[index] has it; or why that cannot be."""
+    need: list[int] = []
+    for j in range(index, len(dirs)):
+        d = dirs[j]
+        if c in _read_set(d / "cgroup.subtree_control"):
+            break
+        if not writable(d / "cgroup.subtree_control"):
+            return f"cannot write {d / 'cgroup.subtree_control'}"
+        if not _is_root(d) and _procs(d) and not (emptied and j == index):
+            return f"{d} holds processes (a cgroup that gives controllers to children may not)"
+        need.append(j)
+        if c in _read_set(d / "cgroup.controllers"):
+            break
+        if _is_root(d):
+            return NO_CONTROLLER.format(c=c)
+        if j == len(dirs) - 1:
+            return f"{d} does not offer {c} (the cgroup above it does not delegate it)"
+    return need[::-1]
+
+
+def _placement(dirs: tuple[Path, ...], index: int, leaf: Path | None, move: tuple[int, ...],
+               taken: dict[str, list[int]]) -> Placement:
+    order = sorted({j for js in taken.values() for j in js}, reverse=True)  # top first
+    enable = tuple((dirs[j], tuple(c for c in taken if j in taken[c])) for j in order)
+    moving = leaf is not None and 0 in order  # only to enable controllers in C itself
+    return Placement("v2", dirs[index], tuple(taken), enable, leaf if moving else None,
+                     move if moving else ())
+
+
+def _unified(root: Path, mounts: list[Mount],
+             members: list[Membership]) -> tuple[Path, ...] | None:
+    """The caller's v2 cgroup and its ancestors (leaf first), when there is a v2 mount."""
+    member = next((m for m in members if m.hierarchy == "0" and not m.controllers), None)
+    mount = _holding(root, [m for m in mounts if m.fstype == "cgroup2"], member)
+    if member is None or mount is None:
+        return None
+    return _dirs(root, mount, member)
+
+
+def _is_root(d: Path) -> bool:
+    """The real root cgroup has no cgroup.type (a namespace's top has one)."""
+    return not (d / "cgroup.type").exists()
+
+
+def _read_set(path: Path) -> set[str]:
+    try:
+        return set(path.read_text().split())
+    except OSError:
+        return set()
+
+
+def _procs(d: Path) -> list[int]:
+    try:
+        return [int(x) for x in (d / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return []
