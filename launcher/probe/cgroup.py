@@ -37,9 +37,9 @@ def find_chains(root: Path, pid: str = "self") -> dict[str, Chain]:
     members = parse_proc_cgroup(root / f"proc/{pid}/cgroup")
     chains: dict[str, Chain] = {}
     unified = next((m for m in members if m.hierarchy == "0" and not m.controllers), None)
-    v2_mount = _holding(root, [m for m in mounts if m.fstype == "cgroup2"], unified)
+    v2_mount = holding_mount(root, [m for m in mounts if m.fstype == "cgroup2"], unified)
     if unified and v2_mount:
-        dirs = _dirs(root, v2_mount, unified)
+        dirs = cgroup_dirs(root, v2_mount, unified)
         # A limit along the way bounds the leaf whether or not the leaf enables the controller
         # itself (cgroup-v2: a cgroup's interface files exist only where its parent enables
         # it), so the controllers of every directory count, not only the leaf's.
@@ -51,14 +51,14 @@ def find_chains(root: Path, pid: str = "self") -> dict[str, Chain]:
         if c in chains:
             continue
         member = next((m for m in members if c in m.controllers), None)
-        mount = _holding(root, [m for m in mounts if m.fstype == "cgroup" and
+        mount = holding_mount(root, [m for m in mounts if m.fstype == "cgroup" and
                                 c in m.super_options], member)
         if member and mount:
-            chains[c] = Chain("v1", _dirs(root, mount, member))
+            chains[c] = Chain("v1", cgroup_dirs(root, mount, member))
     return chains
 
 
-def _holding(root: Path, mounts: list[Mount], member: Membership | None) -> Mount | None:
+def holding_mount(root: Path, mounts: list[Mount], member: Membership | None) -> Mount | None:
     """Of a hierarchy's mounts, the one that holds the process's cgroup: its root is the
     cgroup's path or an ancestor of it, and the cgroup's directory exists under it (another
     mount, of an unrelated subtree, may be listed first)."""
@@ -87,7 +87,7 @@ def nearest(chain: Chain, name: str) -> Path | None:
     return next((d / name for d in chain.dirs if (d / name).exists()), None)
 
 
-def _dirs(root: Path, mount: Mount, member: Membership) -> tuple[Path, ...]:
+def cgroup_dirs(root: Path, mount: Mount, member: Membership) -> tuple[Path, ...]:
     """Leaf-to-top directories of `member` under `mount`."""
     top = _join(root, mount.mount_point)
     cg = member.path

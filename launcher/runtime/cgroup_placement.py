@@ -46,7 +46,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from launcher.probe.cgroup import _dirs, _holding
+from launcher.probe.cgroup import cgroup_dirs, holding_mount
 from launcher.probe.mountinfo import Membership, Mount, parse_mountinfo, parse_proc_cgroup
 from launcher.supervise.lifeline import LEAF, descendants
 
@@ -96,10 +96,10 @@ def place(controllers: Iterable[str], root: Path = Path("/"), *, pid: str = "sel
     v1: dict[Path, list[str]] = {}
     for c in wanted:
         member = next((m for m in members if c in m.controllers), None)
-        mount = _holding(root, [m for m in mounts if m.fstype == "cgroup"
+        mount = holding_mount(root, [m for m in mounts if m.fstype == "cgroup"
                                 and c in m.super_options], member)
         if member is not None and mount is not None:
-            v1.setdefault(_dirs(root, mount, member)[0], []).append(c)
+            v1.setdefault(cgroup_dirs(root, mount, member)[0], []).append(c)
         elif _unified(root, mounts, members) is not None:
             v2.append(c)
         else:
@@ -129,10 +129,10 @@ def search_dirs(root: Path = Path("/"), pid: str = "self") -> list[Path]:
     for member in members:
         if not member.controllers:
             continue
-        mount = _holding(root, [m for m in mounts if m.fstype == "cgroup"
+        mount = holding_mount(root, [m for m in mounts if m.fstype == "cgroup"
                                 and member.controllers & m.super_options], member)
         if mount is not None:
-            found += _dirs(root, mount, member)
+            found += cgroup_dirs(root, mount, member)
     return list(dict.fromkeys(found))
 
 
@@ -220,10 +220,10 @@ def _unified(root: Path, mounts: list[Mount],
              members: list[Membership]) -> tuple[Path, ...] | None:
     """The caller's v2 cgroup and its ancestors (leaf first), when there is a v2 mount."""
     member = next((m for m in members if m.hierarchy == "0" and not m.controllers), None)
-    mount = _holding(root, [m for m in mounts if m.fstype == "cgroup2"], member)
+    mount = holding_mount(root, [m for m in mounts if m.fstype == "cgroup2"], member)
     if member is None or mount is None:
         return None
-    return _dirs(root, mount, member)
+    return cgroup_dirs(root, mount, member)
 
 
 def _is_root(d: Path) -> bool:
