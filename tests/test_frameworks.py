@@ -92,7 +92,8 @@ def test_every_framework_names_its_module_and_pins_its_images():
         assert fw.name == name and fw.models and fw.probe
         for vendor, lines in fw.requirements.items():
             pins = [x for x in lines if not x.startswith("--")]
-            if vendor != "amd":  # ROCm builds come from AMD's and PyTorch's own indexes
+            # ROCm builds come from AMD's and PyTorch's own indexes; numpy alone is any version
+            if vendor != "amd" and name != "none":
                 assert all("==" in x for x in pins), (name, vendor, pins)
 
 

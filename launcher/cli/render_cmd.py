@@ -19,9 +19,9 @@ from launcher.render.compose import render_compose
 from launcher.render.dockerfile import context_files, copy_package, image_spec
 from launcher.render.runpod import render_runpod
 from launcher.runtime.spec import Mount, RunSpec, service_specs
+from launcher.supervise.contract import IN_IMAGE
 from launcher.units import format_size
 
-IN_IMAGE = "/opt/launcher"  # where an image built by launcher keeps its package
 RESULTS = "/workspace/runs"  # where a rendered workload writes (RunPod's volume, compose's ./runs)
 _PORT = re.compile(r"^\d{1,5}/(http|tcp|udp)$")
 

@@ -40,7 +40,8 @@ def matmul(n: int) -> Callable[[], object]:
 FRAMEWORK = Framework(
     name="none", label="numpy", module="numpy", distributions=("numpy",), install="numpy",
     models=(Model("2", "numpy 2.4, 1-2 CPUs, 2026-11", _cpu, _gpu),),
-    requirements={"nvidia": ["numpy==2.4.*"], "amd": ["numpy==2.4.*"], "none": []},
+    # unpinned: a base image's own numpy serves (OpenBLAS's pool is the same in 1.x and 2.x)
+    requirements={"nvidia": ["numpy"], "amd": ["numpy"], "none": []},
     facts=("OPENBLAS_NUM_THREADS > GOTO_NUM_THREADS > OMP_NUM_THREADS, read at import",),
     probe=__name__,
 )

@@ -5,14 +5,12 @@ limit; how it ended, read from the supervisor's exit file."""
 from __future__ import annotations
 
 import collections
-import json
 import os
 import threading
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
 from launcher.caps.resolve import Resolved
 from launcher.jobs.ledger import Chunk
@@ -20,7 +18,8 @@ from launcher.jobs.spec import JobSpec
 from launcher.runtime.engine import Engine, Started
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
-from launcher.supervise import commit
+from launcher.supervise import commit, contract
+from launcher.supervise.contract import read_exit
 from launcher.supervise.indexed import substitute
 from launcher.vendors.base import GpuSelection
 
@@ -45,13 +44,6 @@ def chunk_dir(folder: Path, chunk_id: int) -> Path:
     return folder / "chunks" / f"{chunk_id:05d}"
 
 
-def read_exit(path: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())  # type: ignore[no-any-return]
-    except (OSError, ValueError):
-        return None
-
-
 def prepare(spec: JobSpec, chunk: Chunk, folder: Path,
             items: list[str] | None) -> tuple[list[str], dict[str, str], Path]:
     """A fresh attempt folder for the chunk (`{out}`: committed as `out` when it succeeds,
@@ -63,7 +55,7 @@ def prepare(spec: JobSpec, chunk: Chunk, folder: Path,
     exit_file.unlink(missing_ok=True)
     env = {"LAUNCHER_JOB_ID": spec.name, "LAUNCHER_CHUNK_INDEX": str(chunk.id),
            "LAUNCHER_CHUNK_START": str(chunk.start), "LAUNCHER_CHUNK_END": str(chunk.end),
-           "LAUNCHER_CHUNK_OUT": str(out), "LAUNCHER_EXIT_FILE": str(exit_file)}
+           "LAUNCHER_CHUNK_OUT": str(out), contract.EXIT_FILE: str(exit_file)}
     values = {"index": str(chunk.id), "start": str(chunk.start), "end": str(chunk.end),
               "out": str(out), "file": ""}
     if items is not None:
@@ -168,12 +160,10 @@ class LocalExecutor:
                     t.cancel()
                 with self.lock:
                     self.running.pop(chunk.id, None)
-        ended = read_exit(exit_file) or {}
+        ended = read_exit(exit_file) or {}  # how it ended: the supervisor's exit file alone
         status = int(ended.get("status", result.status))
-        diagnosis = ended.get("diagnosis") or next(
-            (line[len("launcher: "):] for line in reversed(tail)
-             if line.startswith(("launcher: the ", "launcher: cannot run", "launcher: error: "))),
-            f"the workload exited with status {status}.")
+        diagnosis = ended.get("diagnosis") or (
+            f"the supervisor ended with status {status} before it could say why.")
         if timed_out.is_set():
             diagnosis = f"the chunk took longer than its {self.spec.timeout:g}s timeout."
         elif status == 0:

@@ -13,13 +13,14 @@ from typing import Any
 
 from launcher.caps.resolve import Resolved, resolve
 from launcher.errors import LauncherError
-from launcher.jobs.execute import chunk_dir, read_exit
+from launcher.jobs.execute import chunk_dir
 from launcher.jobs.ledger import Chunk, JobMismatch, Ledger
 from launcher.jobs.plan import JobPlan, plan_job
 from launcher.jobs.spec import JobSpec, load_job
 from launcher.probe import probe_host
 from launcher.profiles import load_profile
 from launcher.supervise import commit
+from launcher.supervise.contract import read_exit
 
 
 @dataclass

@@ -17,6 +17,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from launcher.supervise.contract import ITEMS_DIR as ITEMS
+
 RESULTS = "/results"
 MIN_VERSION = "1.29"
 VALIDATED = tuple(f"1.{m}" for m in range(28, 38))  # kubernetes-validate --strict -k each
@@ -24,7 +26,6 @@ _REF = re.compile(r"^[a-z0-9][a-z0-9._-]*(:[0-9]+)?(/[a-z0-9][a-z0-9._-]*)+"
                   r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
 _ANY_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$")
 _WORKDIR = re.compile(r"^/[A-Za-z0-9._/-]*$")
-ITEMS = "/etc/launcher/items"
 OOM_EXIT = 137
 
 

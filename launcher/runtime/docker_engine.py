@@ -29,12 +29,11 @@ from launcher.runtime.engine import (
 )
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, is_orphan
 from launcher.runtime.spec import RunSpec
+from launcher.supervise.contract import IN_IMAGE, SUPERVISOR
 from launcher.units import format_size
 
 _STEP = re.compile(r"^Step \d+/\d+ :")
 PACKAGE = Path(__file__).resolve().parents[1]
-SUPERVISOR = ["python3", "-I", "-S", "/opt/launcher/entrypoint.py"]
-IN_IMAGE = "/opt/launcher"  # where the supervisor and launcher's package sit in a container
 
 
 # Limits (runtime/spec.py) -> HostConfig fields; NanoCpus in billionths of a CPU.

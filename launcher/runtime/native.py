@@ -32,6 +32,7 @@ from launcher.runtime.engine import (
 from launcher.runtime.run_cgroup import advisory_of, decide, make_run_cgroup, wanted_caps
 from launcher.runtime.spec import RunSpec
 from launcher.shipped import pythonpath
+from launcher.supervise import contract as c
 from launcher.supervise.apply import RLIMITS
 from launcher.vendors import get as get_vendor
 from launcher.vendors import gpu_vendors
@@ -95,15 +96,14 @@ class NativeEngine(Engine):
         if spec.limits.cpuset:
             enforcement.enforced["cpuset"] = f"{spec.limits.cpuset} (affinity)"
         # the supervisor removes the run's cgroups itself if launcher dies (kill -9)
-        plan["env"]["LAUNCHER_RUN_CGROUPS"] = ":".join(str(d) for d in set(rc.dirs.values()))
+        plan["env"][c.RUN_CGROUPS] = c.encode_paths(sorted({str(d) for d in rc.dirs.values()}))
         # the supervisor takes the rlimits and CPUs itself before it starts the workload (no
         # pre-exec hook: not safe in a process with threads), within this process's own hard
         # limits (the caps were clamped to the host's facts, which --host-root may not match)
-        plan["env"]["LAUNCHER_RLIMITS"] = ",".join(
-            f"{name}={soft}:{hard}" for name, (soft, hard) in
-            ((n, fit_rlimit(u.soft, u.hard, _hard_limit(RLIMITS[n])))
-             for n, u in spec.ulimits.items() if n in RLIMITS))
-        plan["env"]["LAUNCHER_CPUSET"] = spec.limits.cpuset or ""  # never the caller's
+        plan["env"][c.RLIMITS] = c.encode_rlimits({
+            n: fit_rlimit(u.soft, u.hard, _hard_limit(RLIMITS[n]))
+            for n, u in spec.ulimits.items() if n in RLIMITS})
+        plan["env"][c.CPUSET] = spec.limits.cpuset or ""  # never the caller's
         try:
             # Its own process group: Ctrl-C reaches launcher, which forwards it once. Its stdin
             # is the lifeline: a pipe we hold open until the end (the workload gets /dev/null).

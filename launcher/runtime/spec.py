@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from launcher.caps.resolve import Resolved
+from launcher.supervise import contract as c
 from launcher.variables import DEPRECATED
 from launcher.vendors import get as get_vendor
 from launcher.vendors.base import GpuAccess, GpuSelection
@@ -75,9 +76,9 @@ class RunSpec:
         the engine keeps the supervisor's stdin open while launcher lives."""
         env = dict(self.env)
         if self.supervised:
-            env["LAUNCHER_RESOLVED"] = "1"
-            env["LAUNCHER_REMOVE"] = ",".join(sorted(set(self.remove_env)))
-            env["LAUNCHER_WATCH_STDIN"] = "1"
+            env[c.RESOLVED] = "1"
+            env[c.REMOVE] = c.encode_names(self.remove_env)
+            env[c.WATCH_STDIN] = "1"
         return dict(sorted(env.items()))
 
 

@@ -14,10 +14,11 @@ import signal
 import sys
 from pathlib import Path
 
+from launcher.supervise import contract as c
 from launcher.supervise.diagnose import Counters, explain, read_counters
 
-CAPS = Path(os.environ.get("LAUNCHER_CAPS", "/etc/launcher/caps.json"))
-BASE_ENV = Path("/etc/launcher/base-env.json")
+CAPS = Path(os.environ.get(c.CAPS, c.CAPS_FILE))
+BASE_ENV = Path(c.BASE_ENV_FILE)
 FORWARD = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
            signal.SIGUSR2, signal.SIGWINCH)
 
@@ -27,9 +28,9 @@ def say(msg: str) -> None:
         print(f"launcher: {msg}", file=sys.stderr, flush=True)
 
 
-def prepare_env() -> dict[str, str] | int:
+def prepare_env() -> dict[str, str] | tuple[int, str]:
     """Resolve the caps here (image started by docker, compose or a cloud) and return the
-    child's environment, or an exit status when the workload must not start."""
+    child's environment, or an exit status and why when the workload must not start."""
     from launcher.errors import LauncherError
     from launcher.supervise.apply import (
         apply_rlimits,
@@ -40,17 +41,15 @@ def prepare_env() -> dict[str, str] | int:
     )
     from launcher.supervise.report import report
 
-    quiet = os.environ.get("LAUNCHER_QUIET", "") not in ("", "0")
+    quiet = c.flag(dict(os.environ), c.QUIET)
     try:
         environ = dict(os.environ)
         caps = resolve(load_recipe(CAPS), environ, base_env=read_base_env(BASE_ENV))
     except (OSError, ValueError, LauncherError) as exc:
-        say(f"error: cannot apply the caps from {CAPS}: {exc}")
-        return 1
+        return 1, f"error: cannot apply the caps from {CAPS}: {exc}"
     report(caps, quiet, say)
-    if caps.verdict.level == "refuse" and os.environ.get("LAUNCHER_STRICT") not in (None, "", "0"):
-        say("LAUNCHER_STRICT is set: not starting the workload.")
-        return 1
+    if caps.verdict.level == "refuse" and c.flag(dict(os.environ), c.STRICT):
+        return 1, "LAUNCHER_STRICT is set: not starting the workload."
     for note in apply_rlimits(caps):
         say(f"warning: {note}")
     return child_env(caps, dict(os.environ))
@@ -60,10 +59,7 @@ def resolved_env() -> dict[str, str]:
     """`launcher run` resolved the caps for this container and set its limits: take its
     environment as given, less the stale variables it names."""
     env = dict(os.environ)
-    for name in env.pop("LAUNCHER_REMOVE", "").split(","):
-        env.pop(name, None)
-    for name in ("LAUNCHER_RESOLVED", "LAUNCHER_WATCH_STDIN", "LAUNCHER_RUN_CGROUPS",
-                 "LAUNCHER_EXIT_FILE", "LAUNCHER_CPUSET", "LAUNCHER_RLIMITS"):
+    for name in c.decode_names(env.get(c.REMOVE, "")) + list(c.PRIVATE):
         env.pop(name, None)
     return env
 
@@ -71,12 +67,13 @@ def resolved_env() -> dict[str, str]:
 def run(cmd: list[str]) -> int:
     from launcher.supervise import lifeline
 
-    quiet = os.environ.get("LAUNCHER_QUIET", "") not in ("", "0")
-    watch = os.environ.get("LAUNCHER_WATCH_STDIN") == "1"
-    run_cgroups = [d for d in os.environ.get("LAUNCHER_RUN_CGROUPS", "").split(":") if d]
-    env = resolved_env() if os.environ.get("LAUNCHER_RESOLVED") == "1" else prepare_env()
-    if isinstance(env, int):
-        return env
+    quiet = c.flag(dict(os.environ), c.QUIET)
+    watch = os.environ.get(c.WATCH_STDIN) == "1"
+    run_cgroups = c.decode_paths(os.environ.get(c.RUN_CGROUPS, ""))
+    exit_file = os.environ.get(c.EXIT_FILE)
+    env = resolved_env() if os.environ.get(c.RESOLVED) == "1" else prepare_env()
+    if isinstance(env, tuple):
+        return not_started(exit_file, *env)
     from launcher.supervise.indexed import COMMITTED, commit_in_pod, from_index
 
     cmd, env = from_index(cmd, env)  # a Kubernetes Indexed Job's chunk, from its index
@@ -86,16 +83,15 @@ def run(cmd: list[str]) -> int:
         return 0
     failed = lifeline.enter(dict(os.environ))  # a native run's cgroups, CPUs and rlimits
     if failed:
-        say(f"error: {failed}")
-        return 1
+        return not_started(exit_file, 1, f"error: {failed}")
     lifeline.become_subreaper()  # the workload's descendants stay below us
     before = read_counters()
     try:  # posix_spawnp: no subprocess import (~10 ms of every container start)
         actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)] if watch else []
         pid = os.posix_spawnp(cmd[0], cmd, env, file_actions=actions)
     except OSError as exc:
-        say(f"cannot run {cmd[0]!r}: {exc.strerror}")
-        return 127 if isinstance(exc, FileNotFoundError) else 126
+        return not_started(exit_file, 127 if isinstance(exc, FileNotFoundError) else 126,
+                           f"cannot run {cmd[0]!r}: {exc.strerror}")
 
     def forward(signum: int, _frame: object) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -117,26 +113,26 @@ def run(cmd: list[str]) -> int:
     code, committed = commit_in_pod(env, code)  # a Kubernetes chunk's output, into place
     if committed and (code != 0 or not quiet):
         say(committed)
-    if os.environ.get("LAUNCHER_EXIT_FILE"):
-        write_exit_file(Path(os.environ["LAUNCHER_EXIT_FILE"]), code, sentence, before, after)
+    if exit_file:
+        c.write_exit(exit_file, exit_record(code, sentence, before, after))
     return code
 
 
-def write_exit_file(path: Path, code: int, sentence: str, before: Counters,
-                    after: Counters) -> None:
-    """How the workload ended, for a job's ledger, written whole (it may outlive launcher:
-    a rerun reads it to tell a finished chunk from an interrupted one)."""
-    import json
+def not_started(exit_file: str | None, code: int, sentence: str) -> int:
+    say(sentence)
+    if exit_file:
+        c.write_exit(exit_file, {"status": code, "diagnosis": sentence, "started": False})
+    return code
+
+
+def exit_record(code: int, sentence: str, before: Counters, after: Counters) -> dict[str, object]:
+    """How the workload ended (contract.write_exit)."""
     import resource
 
-    data = {"status": code, "diagnosis": sentence,
+    return {"status": code, "diagnosis": sentence, "started": True,
             "oom": (after.oom_kills or 0) > (before.oom_kills or 0),
             "memory_peak": after.memory_peak,
             "maxrss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
-    tmp = path.with_name(path.name + ".tmp")
-    with contextlib.suppress(OSError):
-        tmp.write_text(json.dumps(data))
-        os.replace(tmp, path)
 
 
 def main(argv: list[str]) -> int:

@@ -142,13 +142,15 @@ def enter(env: dict[str, str]) -> str | None:
     with threads). Returns what could not be done, or None."""
     import resource
 
-    for d in filter(None, env.get("LAUNCHER_RUN_CGROUPS", "").split(":")):
+    from launcher.supervise import contract as c
+
+    for d in c.decode_paths(env.get(c.RUN_CGROUPS, "")):
         try:
             with open(os.path.join(d, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))
         except OSError as exc:
             return f"cannot join the run's cgroup {d}: {exc.strerror}"
-    cpus = env.get("LAUNCHER_CPUSET")
+    cpus = env.get(c.CPUSET)
     if cpus:
         try:
             from launcher.cpulist import cpu_ids
@@ -156,16 +158,13 @@ def enter(env: dict[str, str]) -> str | None:
             os.sched_setaffinity(0, cpu_ids(cpus))
         except (OSError, ValueError) as exc:
             return f"cannot run on CPUs {cpus}: {getattr(exc, 'strerror', None) or exc}"
-    for item in filter(None, env.get("LAUNCHER_RLIMITS", "").split(",")):
-        name, _, pair = item.partition("=")
-        soft, _, hard = pair.partition(":")
+    for name, (soft, hard) in c.decode_rlimits(env.get(c.RLIMITS, "")).items():
         res = getattr(resource, f"RLIMIT_{name.upper()}", None)
         if res is None:
             continue
         inf = resource.RLIM_INFINITY
         try:
-            resource.setrlimit(res, (inf if int(soft) < 0 else int(soft),
-                                     inf if int(hard) < 0 else int(hard)))
+            resource.setrlimit(res, (inf if soft < 0 else soft, inf if hard < 0 else hard))
         except (OSError, ValueError) as exc:
             return f"cannot set the {name} limit to {soft}/{hard}: {exc}"
     return None

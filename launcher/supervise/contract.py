@@ -1,0 +1,96 @@
+"""The contract between launcher and its supervisor: what crosses the process (and container)
+boundary. The variables launcher sets for the supervisor, their encodings and decodings, the
+paths inside an image, and the exit file that says how a run ended. Standard library only, no
+dataclasses: it is shipped in images and imported at every container and chunk start.
+
+Every run (run, jobs, bench-memory, Ray, Kubernetes) learns how it ended from the exit file
+alone, never from the supervisor's printed lines.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from typing import Any
+
+# Inside an image built by launcher.
+IN_IMAGE = "/opt/launcher"  # the supervisor and launcher's package
+ENTRYPOINT = f"{IN_IMAGE}/entrypoint.py"
+SUPERVISOR = ["python3", "-I", "-S", ENTRYPOINT]  # isolated: the image's ENV cannot steer it
+ETC = "/etc/launcher"
+CAPS_FILE = f"{ETC}/caps.json"  # the recipe, resolved where the image starts
+BASE_ENV_FILE = f"{ETC}/base-env.json"  # the base image's environment, recorded at build
+CALIBRATION_FILE = f"{ETC}/calibration.json"  # thread peaks measured in the image's build
+ITEMS_DIR = f"{ETC}/items"  # a Kubernetes job's items file
+
+# Variables launcher sets for the supervisor; none of them reaches the workload.
+RESOLVED = "LAUNCHER_RESOLVED"  # "1": the caps were resolved by launcher; take them as given
+REMOVE = "LAUNCHER_REMOVE"  # stale variable names to remove (encode_names)
+WATCH_STDIN = "LAUNCHER_WATCH_STDIN"  # "1": stdin is the lifeline; its end means launcher died
+RUN_CGROUPS = "LAUNCHER_RUN_CGROUPS"  # a native run's cgroup directories (encode_paths)
+CPUSET = "LAUNCHER_CPUSET"  # a native run's CPUs, a CPU list ("" for all of the caller's)
+RLIMITS = "LAUNCHER_RLIMITS"  # a native run's rlimits (encode_rlimits)
+EXIT_FILE = "LAUNCHER_EXIT_FILE"  # where the supervisor writes how the run ended
+PRIVATE = (RESOLVED, REMOVE, WATCH_STDIN, RUN_CGROUPS, CPUSET, RLIMITS, EXIT_FILE)
+# Variables a user or an image sets for the supervisor.
+CAPS = "LAUNCHER_CAPS"  # another caps.json than CAPS_FILE
+QUIET = "LAUNCHER_QUIET"  # say only warnings and a failure's diagnosis
+STRICT = "LAUNCHER_STRICT"  # refuse to start when the pre-flight refuses
+
+
+def flag(env: dict[str, str], name: str) -> bool:
+    return env.get(name, "") not in ("", "0")
+
+
+def encode_rlimits(limits: dict[str, tuple[int, int]]) -> str:
+    """{"nofile": (4096, 4096), "stack": (8388608, -1)} -> "nofile=4096:4096,stack=...:-1"
+    (-1: unlimited)."""
+    return ",".join(f"{name}={soft}:{hard}" for name, (soft, hard) in limits.items())
+
+
+def decode_rlimits(text: str) -> dict[str, tuple[int, int]]:
+    out = {}
+    for item in filter(None, text.split(",")):
+        name, _, pair = item.partition("=")
+        soft, _, hard = pair.partition(":")
+        out[name] = (int(soft), int(hard))
+    return out
+
+
+def encode_paths(paths: list[str]) -> str:
+    return ":".join(paths)
+
+
+def decode_paths(text: str) -> list[str]:
+    return [p for p in text.split(":") if p]
+
+
+def encode_names(names: list[str]) -> str:
+    return ",".join(sorted(set(names)))
+
+
+def decode_names(text: str) -> list[str]:
+    return [n for n in text.split(",") if n]
+
+
+# The exit file: {"status": int (the run's exit status: 128+N for a signal), "diagnosis": the
+# one sentence, "started": False when the command could not be started at all, "oom": bool,
+# "memory_peak": bytes or None, "maxrss": bytes}.
+def write_exit(path: str, record: dict[str, Any]) -> None:
+    """Written whole (it may outlive launcher: a rerun reads it to tell a finished chunk from
+    an interrupted one); silently not at all when the folder is gone."""
+    tmp = f"{path}.tmp"
+    with contextlib.suppress(OSError):
+        with open(tmp, "w") as f:
+            json.dump(record, f)
+        os.replace(tmp, path)
+
+
+def read_exit(path: str | os.PathLike[str]) -> dict[str, Any] | None:
+    try:
+        with open(path) as f:
+            data = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("status"), int) else None
