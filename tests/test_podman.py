@@ -152,8 +152,8 @@ def real():
         pytest.skip(why)
 
 
-def _containers(label: str) -> list[str]:
-    return _podman("ps", "--all", "--quiet", "--filter", f"label={label}").stdout.split()
+def _gone(name: str) -> bool:
+    return _podman("container", "exists", name).returncode == 1
 
 
 def _until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
@@ -233,7 +233,7 @@ def test_sigint_stops_and_removes_the_container(real):
         if proc.poll() is None:
             proc.kill()
     assert proc.returncode == 130, proc.communicate()
-    _until(lambda: not _containers(f"launcher.run={name}"), "the container was left behind")
+    _until(lambda: _gone(name), "the container was left behind")
 
 
 def test_kill_9_of_launcher_ends_the_container_and_workload(real):
@@ -243,10 +243,13 @@ def test_kill_9_of_launcher_ends_the_container_and_workload(real):
         _until(_running(name, proc), "the container never started")
         _until(_supervisor_ready(name), "the workload never started")
         pid = int(_podman("inspect", "--format", "{{.State.Pid}}", name).stdout)
+        labels = json.loads(_podman("inspect", "--format", "{{json .Config.Labels}}",
+                                    name).stdout)
+        assert (labels["launcher.run"], labels["launcher.owner"]) == (
+            name, f"{socket.gethostname()}:{proc.pid}")  # what `doctor` finds leftovers by
         proc.kill()
         proc.wait(timeout=10)
-        _until(lambda: not _containers(f"launcher.run={name}"),
-               "the container outlived launcher", timeout=30)
+        _until(lambda: _gone(name), "the container outlived launcher", timeout=30)
         assert not Path(f"/proc/{pid}").exists()  # the supervisor, and its workload below it
     finally:
         if proc.poll() is None:

@@ -237,7 +237,7 @@ def run(
                                          "profile's workers.processes).")] = None,
     runtime: Annotated[str, typer.Option(
         "--runtime", help="auto (docker when a daemon answers and the image exists, else "
-                          "native) | docker | native")] = "auto",
+                          "native) | docker | native | podman")] = "auto",
     image: Annotated[str | None, typer.Option(
         "--image", help="Image to run (default: launcher/PROFILE:FRAMEWORK).")] = None,
     gpus: Gpus = None,
