@@ -163,12 +163,31 @@ def _until(condition: Callable[[], bool], what: str, timeout: float = 60) -> Non
         time.sleep(0.05)
 
 
-def test_true_runs_under_podman(real):
-    proc = launcher("run", *PODMAN, "--", "true")
+def test_a_run_lasts_as_long_as_its_workload(real):
+    proc = launcher("run", *PODMAN, "--", "python3", "-c",
+                    "import time; time.sleep(0.5); print('done')")
     assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "done\n"
     assert "launcher: podman run; enforced by the kernel" in proc.stderr
     summary = json.loads((run_dir_of(proc.stderr) / "summary.json").read_text())
     assert summary["runtime"] == "podman" and summary["exit_status"] == 0
+
+
+def test_telemetry_samples_the_container_against_its_limits(real, tmp_path):
+    prof = profile(tmp_path, "tele", "extends: base\nlimits: {pids: 64, memory: 128MiB}\n")
+    code = ("import threading, time\n[threading.Thread(target=time.sleep, args=(2,)).start() "
+            "for _ in range(8)]\ntime.sleep(2)\n")
+    proc = launcher("run", "-p", prof, *PODMAN, "--interval", "0.5", "--", "python3", "-c",
+                    code)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = run_dir_of(proc.stderr)
+    rows = [json.loads(x) for x in (run_dir / "telemetry.jsonl").read_text().splitlines()]
+    assert rows[0]["pids_max"] == 64 and rows[0]["memory_limit_bytes"] == 128 << 20
+    assert max(r["threads"] for r in rows) >= 9  # the supervisor, python and its 8 threads
+    assert max(r["pids_current"] or 0 for r in rows) >= 9
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["runtime"] == "podman" and summary["exit_status"] == 0
+    assert "launcher: podman run; enforced by the kernel: pids 64" in proc.stderr
 
 
 def test_thread_bomb_hits_pids_limit_and_is_explained(real, tmp_path):
@@ -243,6 +262,7 @@ def test_kill_9_of_launcher_ends_the_container_and_workload(real):
         _until(_running(name, proc), "the container never started")
         _until(_supervisor_ready(name), "the workload never started")
         pid = int(_podman("inspect", "--format", "{{.State.Pid}}", name).stdout)
+        assert os.readlink(f"/proc/{pid}/fd/0").startswith("pipe:")  # the lifeline's end
         labels = json.loads(_podman("inspect", "--format", "{{json .Config.Labels}}",
                                     name).stdout)
         assert (labels["launcher.run"], labels["launcher.owner"]) == (
