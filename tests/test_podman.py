@@ -312,3 +312,9 @@ def test_a_container_podman_cannot_start_is_one_clear_line(real, tmp_path):
     last = proc.stderr.splitlines()[-1]
     assert last.startswith("error: podman could not start the container: "), proc.stderr
     assert "rlimit" in last and "Traceback" not in proc.stderr
+
+
+def test_kill_9_of_a_podman_job_then_the_same_command_finishes_it(real, tmp_path):
+    from tests.test_jobs import _kill_mid_run_and_rerun
+
+    _kill_mid_run_and_rerun(tmp_path, "podman", ["--image", BASE])
