@@ -23,6 +23,7 @@ import shutil
 import signal
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -232,12 +233,11 @@ class PodmanEngine(Engine):
         as_rootless = rootless()
         cid = _create(spec, as_rootless)
         enforcement = enforcement_of(spec, as_rootless)
-        stopping = threading.Event()
+        stopping: list[int] = []  # the signals launcher was asked to stop with
 
         def stop(signum: int, _frame: object) -> None:
-            sig = signal.SIGKILL if stopping.is_set() else signal.Signals(signum)
-            stopping.set()
-            _kill(cid, sig)
+            _kill(cid, signal.SIGKILL if stopping else signal.Signals(signum))
+            stopping.append(signum)
 
         old = forward_signals(stop)
         proc: subprocess.Popen[bytes] | None = None
@@ -246,6 +246,8 @@ class PodmanEngine(Engine):
                 podman("init", cid)
             except EngineError as exc:
                 raise EngineError(f"podman could not start the container: {exc}") from None
+            if stopping:  # before it started: it never will (`finally` removes it)
+                return RunResult(128 + stopping[0], enforcement)
             ended, starter = threading.Event(), None
             if on_start is not None:  # the PID for telemetry, beside the output
                 starter = threading.Thread(target=_announce, daemon=True, args=(
@@ -333,6 +335,6 @@ def _kill(cid: str, sig: signal.Signals) -> None:
     _quiet(lambda: podman("kill", "--signal", sig.name, cid, timeout=30))
 
 
-def _quiet(fn: Any) -> None:
+def _quiet(fn: Callable[[], object]) -> None:
     with contextlib.suppress(Exception):  # best effort during teardown
         fn()
