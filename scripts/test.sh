@@ -11,8 +11,9 @@ command -v docker-registry >/dev/null || { apt-get update -q && \
 # Podman, a second engine (tests/test_podman.py); its image store gets the base image from Docker's
 command -v podman >/dev/null || { apt-get update -q && \
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q podman; }
-podman image exists launcher-base:bookworm || \
-  podman pull -q docker-daemon:launcher-base:bookworm >/dev/null
+base_id=$(docker image inspect -f '{{.Id}}' launcher-base:bookworm)
+[ "sha256:$(podman image inspect -f '{{.Id}}' launcher-base:bookworm 2>/dev/null)" = "$base_id" ] \
+  || podman pull -q docker-daemon:launcher-base:bookworm >/dev/null
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e '.[dev,frameworks,ray]' --config-settings editable_mode=compat

@@ -135,6 +135,15 @@ def _podman(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["podman", *args], capture_output=True, text=True, timeout=300)
 
 
+def _has_dockers(image: str) -> bool:
+    """Podman's store has `image` as Docker's has it (where Docker has it at all)."""
+    ours = _podman("image", "inspect", "--format", "{{.Id}}", image).stdout.strip()
+    theirs = shutil.which("docker") and subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", image], capture_output=True,
+        text=True).stdout.strip()
+    return bool(ours) and (theirs or "").removeprefix("sha256:") in (ours, "")
+
+
 @pytest.fixture(scope="module")
 def real():
     """Podman that runs containers, with the base image copied from Docker's store; else skip
@@ -142,7 +151,7 @@ def real():
     why = None
     if shutil.which("podman") is None:
         why = "podman is not installed (apt-get install podman)"
-    elif _podman("image", "exists", BASE).returncode != 0:
+    elif not _has_dockers(BASE):
         pulled = _podman("pull", "-q", f"docker-daemon:{BASE}")
         if pulled.returncode != 0:
             why = f"cannot copy {BASE} from Docker into Podman: {pulled.stderr.strip()}"
