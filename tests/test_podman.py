@@ -209,11 +209,14 @@ def test_thread_bomb_hits_pids_limit_and_is_explained(real, tmp_path):
 
 def test_memory_hog_is_explained_from_the_oom_counter(real, tmp_path):
     prof = profile(tmp_path, "hog", "extends: base\nlimits: {memory: 64MiB}\n")
-    proc = launcher("run", "-p", prof, *PODMAN, "--", "python3", "-c", HOG)
+    proc = launcher("run", "-p", prof, *PODMAN, "--", "python3", "-c", HOG, cwd=tmp_path)
     assert proc.returncode == 137
     last = _diagnosis(proc.stderr)
     assert last.startswith("launcher: the memory limit of 64MiB killed the workload: the "
                            "cgroup's OOM-kill counter rose by"), last
+    # Debian's conmon marks an OOM with a file `oom` in its working directory (conmon#504):
+    # the container's own folder, never the caller's
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hog.yaml"]
 
 
 def test_workload_runs_as_the_given_user_in_the_mounted_folder(real, tmp_path):

@@ -165,12 +165,13 @@ def executable() -> str:
     return exe
 
 
-def podman(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+def podman(*args: str, timeout: float = 120,
+           cwd: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run `podman ARGS`; EngineError with one line when Podman is missing or errs."""
     exe = executable()
     try:
         done = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+                              stdin=subprocess.DEVNULL, cwd=cwd)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EngineError(f"podman {args[0]} failed: {exc}") from None
     if done.returncode != 0:
@@ -242,8 +243,12 @@ class PodmanEngine(Engine):
         old = forward_signals(stop)
         proc: subprocess.Popen[bytes] | None = None
         try:
+            # conmon starts here and stays in this folder: it writes a file `oom` into its
+            # working directory on an OOM kill (conmon#504), so not the caller's but the
+            # container's own, which goes with it
+            home = podman("inspect", "--format", "{{.StaticDir}}", cid).stdout.strip()
             try:
-                podman("init", cid)
+                podman("init", cid, cwd=home)
             except EngineError as exc:
                 raise EngineError(f"podman could not start the container: {exc}") from None
             if stopping:  # before it started: it never will (`finally` removes it)
@@ -253,7 +258,7 @@ class PodmanEngine(Engine):
                 starter = threading.Thread(target=_announce, daemon=True, args=(
                     cid, _pid(cid), enforcement, on_start, ended))
                 starter.start()
-            proc = _attach(cid, spec.supervised)
+            proc = _attach(cid, spec.supervised, home)
             _pump(proc, on_output)
             status = proc.wait()
             ended.set()
@@ -281,12 +286,12 @@ def _create(spec: RunSpec, as_rootless: bool) -> str:
         raise EngineError(f"podman refused the container: {exc}") from None
 
 
-def _attach(cid: str, supervised: bool) -> subprocess.Popen[bytes]:
+def _attach(cid: str, supervised: bool, cwd: str) -> subprocess.Popen[bytes]:
     """`podman start --attach`, in its own session (a terminal's Ctrl-C reaches launcher,
     which stops the container). Only launcher holds its stdin: that is the lifeline."""
     return subprocess.Popen([executable(), *start_argv(cid, supervised)],
                             stdin=subprocess.PIPE if supervised else subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
                             start_new_session=True)
 
 
