@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything the tests need on a fresh machine, then run them: a Docker daemon, a local
-# base image, a local registry, a venv with launcher, its dev tools and the frameworks.
+# base image, a local registry, Podman, a venv with launcher, its dev tools and the frameworks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/docker-up.sh
@@ -8,6 +8,12 @@ bash scripts/base-image.sh launcher-base:bookworm
 # a local registry for the push test (Debian's docker-registry; no registry is reachable here)
 command -v docker-registry >/dev/null || { apt-get update -q && \
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry; }
+# Podman, a second engine (tests/test_podman.py); its image store gets the base image from Docker's
+command -v podman >/dev/null || { apt-get update -q && \
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q podman; }
+base_id=$(docker image inspect -f '{{.Id}}' launcher-base:bookworm)
+[ "sha256:$(podman image inspect -f '{{.Id}}' launcher-base:bookworm 2>/dev/null)" = "$base_id" ] \
+  || podman pull -q docker-daemon:launcher-base:bookworm >/dev/null
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e '.[dev,frameworks,ray]' --config-settings editable_mode=compat

@@ -91,9 +91,9 @@ def test_fake_engine_is_one_module_and_one_line(monkeypatch):
     assert [kind for kind, _ in FakeEngine.calls] == ["run"]
     dry = runner.invoke(app, ["run", "--runtime", "fake", "--dry-run", "--json", "--", "x"])
     assert json.loads(dry.stdout)["request"] == {"command": ["x"]}
-    unknown = runner.invoke(app, ["run", "--runtime", "podman", "--", "x"])
+    unknown = runner.invoke(app, ["run", "--runtime", "lxc", "--", "x"])
     assert unknown.exit_code == 1
-    assert "--runtime must be one of auto, docker, native, fake (got 'podman')" in \
+    assert "--runtime must be one of auto, docker, native, podman, fake (got 'lxc')" in \
         unknown.stderr
 
 

@@ -58,12 +58,13 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
     from launcher.jobs.backends import get_backend
     from launcher.jobs.job import GpuWatch, open_ledger, prepare, read_items, write_summary
     from launcher.jobs.runner import PullQueue, lock_job
+    from launcher.runtime.engines import get_engine, names
     from launcher.runtime.owner import owner
 
-    if runtime not in ("native", "docker"):
-        raise LauncherError(f"--runtime must be native or docker (got {runtime!r})")
+    if runtime not in names():
+        raise LauncherError(f"--runtime must be one of {', '.join(names())} (got {runtime!r})")
     p = prepare(spec, profile, framework, max_concurrent, parse_env_pairs(env), host_root,
-                inherit_shell=runtime == "native", gpus=gpus, running=True,
+                inherit_shell=get_engine(runtime).inherits_environment, gpus=gpus, running=True,
                 on_this_host=backend == "local")
     folder = p.spec.folder()
     folder.mkdir(parents=True, exist_ok=True)
@@ -77,7 +78,7 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
             say(f"job {p.spec.name}: nothing left to run ({counts['done']} done, "
                  f"{counts['failed']} failed); see `launcher jobs status {folder}`")
         if backend == "local":  # what killed runs left that holds nothing goes
-            from launcher.runtime.engines import get_engine, tidy_leftovers
+            from launcher.runtime.engines import tidy_leftovers
 
             with contextlib.suppress(LauncherError):
                 tidy_leftovers(get_engine(runtime))

@@ -246,7 +246,7 @@ def run(
                                          "profile's workers.processes).")] = None,
     runtime: Annotated[str, typer.Option(
         "--runtime", help="auto (docker when a daemon answers and the image exists, else "
-                          "native) | docker | native")] = "auto",
+                          "native) | docker | native | podman")] = "auto",
     image: Annotated[str | None, typer.Option(
         "--image", help="Image to run (default: launcher/PROFILE:FRAMEWORK).")] = None,
     gpus: Gpus = None,
@@ -359,9 +359,9 @@ def jobs_run(
     env: EnvOpt = None,
     runtime: Annotated[str, typer.Option(
         "--runtime", help="native (a fresh process per chunk) | docker (a container per "
-                          "chunk)")] = "native",
+                          "chunk) | podman")] = "native",
     image: Annotated[str | None, typer.Option(
-        "--image", help="Image for --runtime docker (default: the spec's, else "
+        "--image", help="Image for --runtime docker or podman (default: the spec's, else "
                         "launcher/PROFILE:FRAMEWORK).")] = None,
     backend: Annotated[str, typer.Option(
         "--backend", help="local (this machine) | ray (a Ray cluster)")] = "local",

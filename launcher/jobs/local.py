@@ -21,7 +21,7 @@ class LocalBackend:
         engine = get_engine(options.get("runtime") or "native")
         engine.ping()
         image = options.get("image") or p.spec.image
-        if engine.name != "native" and not image:
+        if not image:  # as `launcher run` does; an engine that runs no image ignores it
             from launcher.cli.common import default_tag
 
             image = default_tag(p.resolved.profile.name, p.resolved.framework)

@@ -10,6 +10,7 @@ from launcher.runtime.engine import Engine
 REGISTRY: dict[str, str] = {
     "docker": "launcher.runtime.docker_engine:DockerEngine",
     "native": "launcher.runtime.native:NativeEngine",
+    "podman": "launcher.runtime.podman_engine:PodmanEngine",
 }
 # `--runtime auto`: the first engine that answers and has the image.
 AUTO_ORDER = ("docker", "native")

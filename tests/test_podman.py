@@ -1,0 +1,332 @@
+"""The Podman engine: its arguments from the run spec (GPUs through CDI, rootless, every
+ulimit), then `launcher run --runtime podman` against the real Podman: a run, the pids and
+memory diagnoses, Ctrl-C, kill -9 of launcher, leftovers, and one clear line for each failure.
+Podman's image store gets the base image from Docker's (`podman pull docker-daemon:IMAGE`, as
+scripts/test.sh does); the real tests skip where Podman is absent, and fail in CI."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from launcher.cli.main import app
+from launcher.runtime import podman_engine
+from launcher.runtime.podman_engine import PodmanEngine, create_argv, enforcement_of
+from launcher.runtime.spec import Limits, Mount, Rlimit, RunSpec
+from launcher.vendors import get as get_vendor
+from launcher.vendors.base import Gpu, GpuSelection, HostGpus
+from tests.conftest import ROOT
+from tests.docker_helpers import BASE, launcher, profile, run_dir_of
+from tests.test_docker_run import BOMB, HOG, _diagnosis
+
+PODMAN = ["--runtime", "podman", "--image", BASE]
+
+
+def _pairs(argv: list[str], flag: str) -> list[str]:
+    return [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == flag]
+
+
+def _spec(**kw) -> RunSpec:  # type: ignore[no-untyped-def]
+    return RunSpec(command=["python3", "-c", "print(1)"], image="img:1", **kw)
+
+
+def test_create_argv_carries_the_whole_spec():
+    spec = _spec(limits=Limits(pids=50, memory=64 << 20, swap=0, shm=1 << 30, cpus=1.5,
+                               cpuset="0-1"),
+                 ulimits={"stack": Rlimit(8 << 20, -1), "nofile": Rlimit(4096, 4096)},
+                 mounts=[Mount("/data", "/in", read_only=True)], env={"X": "a b;$(no)"},
+                 labels={"launcher.run": "r1", "launcher.owner": "h:1"}, user="1000:1000",
+                 workdir="/w", name="n1")
+    argv = create_argv(spec, as_rootless=False)
+    assert argv[:3] == ["create", "--rm", "--pull=never"]
+    assert argv[-4:] == ["img:1", "python3", "-c", "print(1)"]
+    assert {f: _pairs(argv, f) for f in ("--pids-limit", "--memory", "--memory-swap",
+                                         "--shm-size", "--cpus", "--cpuset-cpus")} == {
+        "--pids-limit": ["50"], "--memory": [str(64 << 20)], "--memory-swap": [str(64 << 20)],
+        "--shm-size": [str(1 << 30)], "--cpus": ["1.5"], "--cpuset-cpus": ["0-1"]}
+    ulimits = dict(u.split("=", 1) for u in _pairs(argv, "--ulimit"))
+    assert ulimits["stack"] == f"{8 << 20}:-1" and ulimits["nofile"] == "4096:4096"
+    soft, hard = map(int, ulimits["nproc"].split(":"))  # always passed, within Podman's own
+    assert 0 < soft <= hard <= 32768
+    assert "X=a b;$(no)" in _pairs(argv, "--env")  # one argument: no shell sees it
+    assert {"LAUNCHER_WATCH_STDIN=1", "HOME=/tmp"} <= set(_pairs(argv, "--env"))
+    assert "--interactive" in argv  # the lifeline
+    assert json.loads(_pairs(argv, "--entrypoint")[0])[-1] == "/opt/launcher/entrypoint.py"
+    assert _pairs(argv, "--label") == ["launcher.run=r1", "launcher.owner=h:1"]
+    assert "/data:/in:ro" in _pairs(argv, "--volume")
+    assert (_pairs(argv, "--user"), _pairs(argv, "--workdir"), _pairs(argv, "--name")) == (
+        ["1000:1000"], ["/w"], ["n1"])
+    assert "--userns=keep-id" not in argv
+
+
+def test_no_pids_limit_asked_is_none_not_podmans_2048():
+    argv = create_argv(_spec(), as_rootless=False)
+    assert _pairs(argv, "--pids-limit") == ["-1"]
+    assert {u.split("=")[0] for u in _pairs(argv, "--ulimit")} == {"nofile", "nproc"}
+
+
+def test_rootless_keeps_the_callers_ids_and_groups():
+    amd = get_vendor("amd").access(GpuSelection("amd", (0,)), HostGpus(
+        (Gpu("amd", 0, "RX 6600", render_node="/dev/dri/renderD128"),), {"render": 109}))
+    argv = create_argv(_spec(user="1000:1000", gpu_access=amd), as_rootless=True)
+    assert "--userns=keep-id" in argv and _pairs(argv, "--user") == ["1000:1000"]
+    assert _pairs(argv, "--group-add") == ["keep-groups"]  # host GIDs are not mapped
+
+
+@pytest.mark.parametrize(("ids", "all_", "devices"), [
+    ((0, 1), True, ["nvidia.com/gpu=all"]),
+    ((1, 3), False, ["nvidia.com/gpu=1", "nvidia.com/gpu=3"])])
+def test_nvidia_gpus_through_cdi(ids, all_, devices):
+    access = get_vendor("nvidia").access(GpuSelection("nvidia", ids, all_), HostGpus())
+    argv = create_argv(_spec(gpu_access=access), as_rootless=False)
+    assert _pairs(argv, "--device") == devices
+    assert "--gpus" not in argv
+
+
+def test_amd_gpus_as_device_nodes_groups_and_seccomp():
+    access = get_vendor("amd").access(GpuSelection("amd", (1,)), HostGpus(
+        (Gpu("amd", 1, "MI210", render_node="/dev/dri/renderD129"),), {"render": 109}))
+    argv = create_argv(_spec(gpu_access=access), as_rootless=False)
+    assert _pairs(argv, "--device") == ["/dev/kfd:/dev/kfd:rwm",
+                                        "/dev/dri/renderD129:/dev/dri/renderD129:rwm"]
+    assert _pairs(argv, "--group-add") == ["video", "109"]
+    assert _pairs(argv, "--security-opt") == ["seccomp=unconfined"]
+
+
+def test_rootless_on_cgroup_v1_says_the_limits_are_advisory(monkeypatch):
+    spec = _spec(limits=Limits(pids=50, memory=64 << 20, shm=1 << 20))
+    assert set(enforcement_of(spec, as_rootless=False).enforced) == {"pids", "memory", "shm"}
+    monkeypatch.setattr(podman_engine, "Path", lambda _p: Path("/nonexistent"))  # cgroup v1
+    e = enforcement_of(spec, as_rootless=True)
+    assert set(e.enforced) == {"shm"} and set(e.advisory) == {"pids", "memory"}
+
+
+def test_dry_run_prints_the_podman_arguments():
+    result = CliRunner().invoke(app, ["run", *PODMAN, "--dry-run", "--json", "--", "true"])
+    assert result.exit_code == 0, result.output
+    request = json.loads(result.stdout)["request"]
+    assert request["create"][:2] == ["podman", "create"] and request["create"][-1] == "true"
+    assert request["start"][:3] == ["podman", "start", "--attach"]
+
+
+def test_missing_podman_is_one_clear_line(tmp_path):
+    proc = launcher("run", *PODMAN, "--", "true", env={"PATH": str(tmp_path)})
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1].startswith("error: podman is not installed"), proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+# --- the real Podman ---------------------------------------------------------------------
+
+
+def _podman(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["podman", *args], capture_output=True, text=True, timeout=300)
+
+
+def _has_dockers(image: str) -> bool:
+    """Podman's store has `image` as Docker's has it (where Docker has it at all)."""
+    ours = _podman("image", "inspect", "--format", "{{.Id}}", image).stdout.strip()
+    theirs = shutil.which("docker") and subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", image], capture_output=True,
+        text=True).stdout.strip()
+    return bool(ours) and (theirs or "").removeprefix("sha256:") in (ours, "")
+
+
+@pytest.fixture(scope="module")
+def real():
+    """Podman that runs containers, with the base image copied from Docker's store; else skip
+    (fail in CI, where scripts/test.sh installs it)."""
+    why = None
+    if shutil.which("podman") is None:
+        why = "podman is not installed (apt-get install podman)"
+    elif not _has_dockers(BASE):
+        pulled = _podman("pull", "-q", f"docker-daemon:{BASE}")
+        if pulled.returncode != 0:
+            why = f"cannot copy {BASE} from Docker into Podman: {pulled.stderr.strip()}"
+    if why and os.environ.get("CI"):
+        pytest.fail(f"CI needs Podman: {why}")
+    if why:
+        pytest.skip(why)
+
+
+def _gone(name: str) -> bool:
+    return _podman("container", "exists", name).returncode == 1
+
+
+def _until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.05)
+
+
+def test_a_run_lasts_as_long_as_its_workload(real):
+    proc = launcher("run", *PODMAN, "--", "python3", "-c",
+                    "import time; time.sleep(0.5); print('done')")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "done\n"
+    assert "launcher: podman run; enforced by the kernel" in proc.stderr
+    summary = json.loads((run_dir_of(proc.stderr) / "summary.json").read_text())
+    assert summary["runtime"] == "podman" and summary["exit_status"] == 0
+
+
+def test_telemetry_samples_the_container_against_its_limits(real, tmp_path):
+    prof = profile(tmp_path, "tele", "extends: base\nlimits: {pids: 64, memory: 128MiB}\n")
+    code = ("import threading, time\n[threading.Thread(target=time.sleep, args=(2,)).start() "
+            "for _ in range(8)]\ntime.sleep(2)\n")
+    proc = launcher("run", "-p", prof, *PODMAN, "--interval", "0.5", "--", "python3", "-c",
+                    code)
+    assert proc.returncode == 0, proc.stderr
+    run_dir = run_dir_of(proc.stderr)
+    rows = [json.loads(x) for x in (run_dir / "telemetry.jsonl").read_text().splitlines()]
+    assert rows[0]["pids_max"] == 64 and rows[0]["memory_limit_bytes"] == 128 << 20
+    assert max(r["threads"] for r in rows) >= 9  # the supervisor, python and its 8 threads
+    assert max(r["pids_current"] or 0 for r in rows) >= 9
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["runtime"] == "podman" and summary["exit_status"] == 0
+    assert "launcher: podman run; enforced by the kernel: pids 64" in proc.stderr
+
+
+def test_thread_bomb_hits_pids_limit_and_is_explained(real, tmp_path):
+    prof = profile(tmp_path, "bomb", "extends: base\nlimits: {pids: 50}\n")
+    proc = launcher("run", "-p", prof, *PODMAN, "--", "python3", "-c", BOMB)
+    assert proc.returncode != 0
+    last = _diagnosis(proc.stderr)
+    assert last.startswith("launcher: the pids limit was reached: pids.current hit 50/50"), last
+
+
+def test_memory_hog_is_explained_from_the_oom_counter(real, tmp_path):
+    prof = profile(tmp_path, "hog", "extends: base\nlimits: {memory: 64MiB}\n")
+    proc = launcher("run", "-p", prof, *PODMAN, "--", "python3", "-c", HOG, cwd=tmp_path)
+    assert proc.returncode == 137
+    last = _diagnosis(proc.stderr)
+    assert last.startswith("launcher: the memory limit of 64MiB killed the workload: the "
+                           "cgroup's OOM-kill counter rose by"), last
+    # Debian's conmon marks an OOM with a file `oom` in its working directory (conmon#504):
+    # the container's own folder, never the caller's
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hog.yaml"]
+
+
+def test_workload_runs_as_the_given_user_in_the_mounted_folder(real, tmp_path):
+    tmp_path.chmod(0o777)
+    proc = launcher("run", *PODMAN, "--user", "4321:4322", "-w", str(tmp_path), "--",
+                    "touch", "made-here", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    made = (tmp_path / "made-here").stat()
+    assert (made.st_uid, made.st_gid) == (4321, 4322)
+
+
+def _start(name: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "launcher", "run", *PODMAN, "--name", name, "--", "sleep", "600"],
+        env={"PYTHONPATH": str(ROOT), "PATH": os.environ["PATH"],
+             "LAUNCHER_RUNS_DIR": os.environ["LAUNCHER_RUNS_DIR"]},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _running(name: str, proc: subprocess.Popen[bytes]) -> Callable[[], bool]:
+    def check() -> bool:
+        assert proc.poll() is None, proc.communicate()
+        state = _podman("container", "inspect", "--format", "{{.State.Status}}", name)
+        return state.stdout.strip() == "running"
+    return check
+
+
+def _supervisor_ready(name: str) -> Callable[[], bool]:
+    """The supervisor has started the workload (its handlers are in place by then)."""
+    def check() -> bool:
+        top = _podman("top", name, "args").stdout
+        return "sleep 600" in top and "entrypoint.py" in top
+    return check
+
+
+def test_sigint_stops_and_removes_the_container(real):
+    name = f"launcher-test-{uuid.uuid4().hex[:8]}"
+    proc = _start(name)
+    try:
+        _until(_running(name, proc), "the container never started")
+        _until(_supervisor_ready(name), "the workload never started")
+        proc.send_signal(signal.SIGINT)
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, proc.communicate()
+    _until(lambda: _gone(name), "the container was left behind")
+
+
+def test_kill_9_of_launcher_ends_the_container_and_workload(real):
+    name = f"launcher-test-{uuid.uuid4().hex[:8]}"
+    proc = _start(name)
+    try:
+        _until(_running(name, proc), "the container never started")
+        _until(_supervisor_ready(name), "the workload never started")
+        pid = int(_podman("inspect", "--format", "{{.State.Pid}}", name).stdout)
+        assert os.readlink(f"/proc/{pid}/fd/0").startswith("pipe:")  # the lifeline's end
+        labels = json.loads(_podman("inspect", "--format", "{{json .Config.Labels}}",
+                                    name).stdout)
+        assert (labels["launcher.run"], labels["launcher.owner"]) == (
+            name, f"{socket.gethostname()}:{proc.pid}")  # what `doctor` finds leftovers by
+        proc.kill()
+        proc.wait(timeout=10)
+        _until(lambda: _gone(name), "the container outlived launcher", timeout=30)
+        assert not Path(f"/proc/{pid}").exists()  # the supervisor, and its workload below it
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        _podman("rm", "--force", "--ignore", name)
+
+
+def test_leftovers_of_a_dead_launcher_are_listed_by_doctor(real):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    run = f"lt-{uuid.uuid4().hex[:8]}"
+    made = _podman("create", "--label", f"launcher.owner={socket.gethostname()}:{dead.pid}",
+                   "--label", f"launcher.run={run}", BASE, "true")
+    assert made.returncode == 0, made.stderr
+    try:
+        found = [x for x in PodmanEngine().leftovers() if run in x.detail]
+        assert [(x.kind, x.ident, x.idle) for x in found] == [
+            ("container", made.stdout.strip()[:12], True)]
+        doctor = json.loads(launcher("doctor", "--json").stdout)
+        assert any(x["engine"] == "podman" and run in x["detail"]
+                   for x in doctor["leftovers"]), doctor["leftovers"]
+    finally:
+        _podman("rm", "--force", "--ignore", made.stdout.strip())
+
+
+def test_missing_image_is_one_clear_line(real):
+    proc = launcher("run", "--runtime", "podman", "--image", "launcher-test/none:0", "--",
+                    "true")
+    assert proc.returncode == 1
+    assert proc.stderr.splitlines()[-1] == (
+        "error: image 'launcher-test/none:0' is not in Podman's image store; copy it from "
+        "Docker's with `podman pull docker-daemon:launcher-test/none:0` (or `launcher build` "
+        "it, then copy)"), proc.stderr
+
+
+def test_a_container_podman_cannot_start_is_one_clear_line(real, tmp_path):
+    prof = profile(tmp_path, "nproc", "extends: base\nlimits: {nproc: 40000}\n")
+    proc = launcher("run", "-p", prof, *PODMAN, "--", "true")
+    assert proc.returncode == 1
+    last = proc.stderr.splitlines()[-1]
+    assert last.startswith("error: podman could not start the container: "), proc.stderr
+    assert "rlimit" in last and "Traceback" not in proc.stderr
+
+
+def test_kill_9_of_a_podman_job_then_the_same_command_finishes_it(real, tmp_path):
+    from tests.test_jobs import _kill_mid_run_and_rerun
+
+    _kill_mid_run_and_rerun(tmp_path, "podman", ["--image", BASE])
