@@ -8,11 +8,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from launcher.cli.common import default_tag, resolve_profile
+from launcher.cli.common import resolve_profile
 from launcher.cli.render_cmd import render_files, write_tree
 from launcher.errors import EngineError
+from launcher.render.images import default_tag
 from launcher.runtime.engine import BuildEvent
-from launcher.runtime.engines import get_engine
+from launcher.runtime.engines import first_that
 
 
 class Progress:
@@ -59,7 +60,7 @@ def build(profile: str, framework: str | None, base_image: str | None, tag: str 
                         for_this_host=False)
     tag = tag or default_tag(p.profile.name, p.framework)
     files, _ = render_files(p, base_image, ca_cert, tag)
-    engine = get_engine("docker")
+    engine = first_that("can_build")
     engine.ping()
     progress = Progress()
     started = time.monotonic()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from launcher.caps.resolve import Resolved, resolve
@@ -37,8 +36,3 @@ def fit_or_advise(r: Resolved, apply: bool) -> tuple[Resolved, str | None]:
         return apply_fit(r, fit), f"--fit: {fit.describe()}"
     r.caps.verdict.reasons.append(f"--fit runs it with {fit.describe()}.")
     return r, None
-
-
-def default_tag(profile: str, framework: str) -> str:
-    name = re.sub(r"[^a-z0-9._-]", "-", profile.lower()).strip("-._") or "profile"
-    return f"launcher/{name}:{framework}"

@@ -55,7 +55,7 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
         gpus: str | None = None) -> int:
     from launcher.cli.jobs_progress import Progress
     from launcher.jobs import summary as summ
-    from launcher.jobs.backends import get_backend
+    from launcher.jobs.backends import get_backend, on_this_host
     from launcher.jobs.job import GpuWatch, open_ledger, prepare, read_items, write_summary
     from launcher.jobs.runner import PullQueue, lock_job
     from launcher.runtime.engines import get_engine, names
@@ -65,7 +65,7 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
         raise LauncherError(f"--runtime must be one of {', '.join(names())} (got {runtime!r})")
     p = prepare(spec, profile, framework, max_concurrent, parse_env_pairs(env), host_root,
                 inherit_shell=get_engine(runtime).inherits_environment, gpus=gpus, running=True,
-                on_this_host=backend == "local")
+                on_this_host=on_this_host(backend))
     folder = p.spec.folder()
     folder.mkdir(parents=True, exist_ok=True)
     release = lock_job(str(folder / ".lock"))
@@ -77,7 +77,7 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
         if counts["pending"] == 0:
             say(f"job {p.spec.name}: nothing left to run ({counts['done']} done, "
                  f"{counts['failed']} failed); see `launcher jobs status {folder}`")
-        if backend == "local":  # what killed runs left that holds nothing goes
+        if on_this_host(backend):  # what killed runs left here that holds nothing goes
             from launcher.runtime.engines import tidy_leftovers
 
             with contextlib.suppress(LauncherError):
@@ -211,8 +211,8 @@ def render(spec: Path, profile: str | None, target: str, out: Path, image: str |
     """The job as a Kubernetes Indexed Job, for the profile's machine (GPUs from the profile,
     not looked for here): the manifest (the results claim, unless one is named, and the Job),
     and the Dockerfile of the image the pods pull (launcher's image plus the job's folder)."""
-    from launcher.cli.common import default_tag
     from launcher.jobs.job import prepare
+    from launcher.render.images import default_tag
     from launcher.render.k8s import (
         MIN_VERSION,
         check_image,

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from launcher.caps.resolve import Resolved, resolve
-from launcher.cli.common import default_tag, fit_or_advise
+from launcher.cli.common import fit_or_advise
 from launcher.cli.output import parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
 from launcher.names import NAME, NAME_RULE
+from launcher.render.images import default_tag
 from launcher.runtime.engine import Engine, RunResult, Started
 from launcher.runtime.engines import choose_engine
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner

@@ -56,14 +56,26 @@ def first_op() -> None:
 
 
 def train() -> None:
-    """stress-jax's phase 2: scan, vmap and grad, compiled."""
+    """A compiled training step of scan, vmap and grad (what compilation and the first steps
+    start: LLVM's codegen workers, the for-each pool), then a few steps."""
     import jax
+    import jax.numpy as jnp
 
-    from launcher.workloads.stress_jax import build, init_params
+    def rollout(w, x):  # type: ignore[no-untyped-def]
+        def step(h, _):  # type: ignore[no-untyped-def]
+            h = jnp.tanh(h @ w)
+            return h, h.sum()
 
-    fn, params = build(2, 50), init_params()
-    for i in range(3):
-        jax.block_until_ready(fn(params, jax.random.PRNGKey(i), 256))
+        return jax.lax.scan(step, x, None, length=50)[1].mean()
+
+    def loss(w, xs):  # type: ignore[no-untyped-def]
+        return jax.vmap(rollout, in_axes=(None, 0))(w, xs).mean()
+
+    update = jax.jit(lambda w, xs: w - 0.01 * jax.grad(loss)(w, xs))
+    w = jnp.eye(32) * 0.5
+    for i in range(20):
+        w = update(w, jax.random.normal(jax.random.PRNGKey(i), (256, 32)))
+    jax.block_until_ready(w)
 
 
 def matmul(n: int) -> Callable[[], object]:

@@ -20,6 +20,7 @@ REGISTRY: dict[str, str] = {
 
 class Backend(Protocol):
     name: str
+    on_this_host: bool  # chunks run on this machine (else on a cluster's nodes)
 
     def slots(self) -> list[Slot]: ...
 
@@ -32,6 +33,13 @@ class Backend(Protocol):
 
 _registry: Registry[Any] = Registry("backend", REGISTRY, default="Backend",
                                     group="launcher.backends")
+
+
+def on_this_host(name: str) -> bool:
+    if name not in _registry:
+        raise LauncherError(f"--backend must be one of {', '.join(_registry.names())} "
+                            f"(got {name!r})")
+    return bool(_registry.get(name).on_this_host)
 
 
 def get_backend(name: str, p: Prepared, folder: Path, items: list[str] | None,

@@ -14,6 +14,7 @@ from launcher.runtime.engines import get_engine
 
 class LocalBackend:
     name = "local"
+    on_this_host = True  # chunks run on this machine (its GPUs, its leftovers)
 
     def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
                  options: dict[str, Any]) -> None:
@@ -22,7 +23,7 @@ class LocalBackend:
         engine.ping()
         image = options.get("image") or p.spec.image
         if not image:  # as `launcher run` does; an engine that runs no image ignores it
-            from launcher.cli.common import default_tag
+            from launcher.render.images import default_tag
 
             image = default_tag(p.resolved.profile.name, p.resolved.framework)
         # chunks run in the spec's folder: its command's relative paths are the spec's

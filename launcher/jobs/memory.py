@@ -115,9 +115,9 @@ def cgroup_usage(pid: int) -> int:
 
 def _executor(p: Prepared, folder: Path, items: list[str] | None,
               cap: int | None) -> LocalExecutor:
-    from launcher.runtime.engines import get_engine
+    from launcher.runtime.engines import first_that
 
-    return LocalExecutor(p.spec, p.resolved, get_engine("native"), folder, None,
+    return LocalExecutor(p.spec, p.resolved, first_that("runs_host_processes"), folder, None,
                          p.spec.path.resolve().parent, items, memory_limit=cap)
 
 

@@ -85,6 +85,7 @@ class RayExecutor:
 
 class RayBackend:
     name = "ray"
+    on_this_host = False  # chunks run on the cluster's nodes
 
     def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
                  options: dict[str, Any]) -> None:

@@ -22,7 +22,7 @@ def run_chunk(payload: dict[str, Any]) -> dict[str, Any]:
     from launcher.jobs.ledger import Chunk
     from launcher.jobs.spec import JobSpec
     from launcher.probe import probe_host
-    from launcher.runtime.engines import get_engine
+    from launcher.runtime.engines import first_that
 
     key = json.dumps([payload["recipe"], payload["overrides"]], sort_keys=True)
     if key not in _RESOLVED:
@@ -35,7 +35,7 @@ def run_chunk(payload: dict[str, Any]) -> dict[str, Any]:
                                    if fields[k] is not None}})
     ids = ray.get_gpu_ids()
     gpu = int(ids[0]) if ids and payload["gpus"] else None
-    ex = LocalExecutor(spec, r, get_engine("native"), Path(payload["folder"]), None,
+    ex = LocalExecutor(spec, r, first_that("runs_host_processes"), Path(payload["folder"]), None,
                        Path(payload["cwd"]), _window(payload), payload["memory"])
     ex.extra_env = {"LAUNCHER_NODE": ray.get_runtime_context().get_node_id()}
     o = ex.execute(Chunk(**payload["chunk"]), gpu, threading.Event())

@@ -36,3 +36,8 @@ def check_pip_requirements(reqs: list[str], where: str) -> list[str]:
             raise LauncherError(f"{where}: image.pip_packages: one requirement per item, no pip "
                                 f"options (got {r!r})")
     return reqs
+
+
+def default_tag(profile: str, framework: str) -> str:
+    name = re.sub(r"[^a-z0-9._-]", "-", profile.lower()).strip("-._") or "profile"
+    return f"launcher/{name}:{framework}"

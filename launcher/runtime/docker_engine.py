@@ -112,6 +112,7 @@ def enforcement_of(spec: RunSpec) -> Enforcement:
 
 class DockerEngine(Engine):
     name = "docker"
+    can_build = True
 
     def __init__(self) -> None:
         self._client: Any = None

@@ -81,6 +81,9 @@ class Engine(ABC):
     name: ClassVar[str] = "engine"
     python: ClassVar[str] = "python3"  # the interpreter that runs the built-in workloads
     inherits_environment: ClassVar[bool] = False  # the workload sees the caller's environment
+    runs_host_processes: ClassVar[bool] = False  # a process of this machine, no image (chunks
+    # on a Ray node, bench-memory's sizes)
+    can_build: ClassVar[bool] = False  # builds and pushes images (`launcher build`)
     # refuse to start a workload when a limit of its spec could not be enforced
     require_limits: bool = False
 

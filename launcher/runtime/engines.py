@@ -30,6 +30,16 @@ def get_engine(name: str) -> Engine:
     return _registry.get(name)()
 
 
+def first_that(capability: str) -> Engine:
+    """The first engine, in registry order, with a capability (`can_build`,
+    `runs_host_processes`): no caller names an engine."""
+    for name in names():
+        cls = _registry.get(name)
+        if getattr(cls, capability, False):
+            return cls()
+    raise LauncherError(f"no runtime can do this: none has {capability}")
+
+
 def tidy_leftovers(engine: Engine) -> tuple[int, list[str]]:
     """Remove what killed runs left that holds nothing (a container never started, an empty
     run cgroup); return how many, and a line for each of the rest."""

@@ -45,6 +45,7 @@ class NativeEngine(Engine):
     name = "native"
     python = sys.executable
     inherits_environment = True
+    runs_host_processes = True
 
     def __init__(self, cgroup_root: Path | None = None) -> None:
         self.cgroup_root = cgroup_root or Path(os.environ.get("LAUNCHER_CGROUP_ROOT", "/"))
