@@ -144,3 +144,51 @@ def test_workload_help_comes_from_its_parser(fake):
     assert result.exit_code == 0, result.output
     assert "usage: stress-jax" in result.stdout and "--max-runs N" in result.stdout
     assert fake.calls == []
+
+
+def test_an_unknown_option_before_the_command_is_a_usage_error(fake):
+    result = runner.invoke(app, ["run", "--runtime", "fake", "--profle", "auto", "--", "true"])
+    assert result.exit_code == 2
+    assert "No such option '--profle'" in result.stderr and "'--profile'" in result.stderr
+    assert fake.calls == []
+
+
+def test_launcher_options_after_a_workload_name_are_launchers(tmp_path):
+    out = _dry("stress-jax", "--phase", "1", "-e", "FOO=1", "--quick", "--name", "w1",
+               "--write-profile", str(tmp_path / "p.yaml"), "--num-envs=8")
+    assert out["spec"]["command"][3:] == ["--phase", "1", "--quick", "--num-envs=8"]
+    assert out["spec"]["env"]["FOO"] == "1"
+    assert out["spec"]["name"] == "w1"
+
+
+def test_after_a_double_dash_every_word_is_the_commands():
+    out = _dry("--", "sh", "-c", "true", "--profile", "x", "-e", "A=1", "--dry-run")
+    assert out["spec"]["command"] == ["sh", "-c", "true", "--profile", "x", "-e", "A=1",
+                                      "--dry-run"]
+    assert "A" not in out["spec"]["env"]
+
+
+def test_no_workload_flag_shadows_a_launcher_option():
+    import typer.main
+
+    from launcher.cli.run_args import launcher_options
+    from launcher.workloads.catalog import BUILTIN
+
+    ours = set(launcher_options(typer.main.get_command(app).commands["run"]))
+    assert {"--profile", "-p", "--write-profile", "--dry-run", "-e"} <= ours
+    for w in BUILTIN.values():
+        theirs = set(w.parser()._option_string_actions)  # type: ignore[union-attr]
+        assert theirs & ours <= {"-h", "--help"}, w.name
+
+
+def test_a_workload_usage_error_leaves_no_run_folder(fake):
+    import os
+    from pathlib import Path
+
+    runs = Path(os.environ["LAUNCHER_RUNS_DIR"])
+    before = set(runs.iterdir()) if runs.exists() else set()
+    result = runner.invoke(app, ["run", "--runtime", "fake", "stress-jax", "--phase", "3"])
+    assert result.exit_code == 2
+    assert "stress-jax: error: argument --phase: invalid choice" in result.stderr
+    assert fake.calls == []
+    assert (set(runs.iterdir()) if runs.exists() else set()) == before

@@ -17,6 +17,7 @@ import typer.main  # noqa: E402
 typer.core.HAS_RICH = typer.main.HAS_RICH = False
 
 from launcher.cli.errors import run_guarded  # noqa: E402
+from launcher.cli.run_args import RunCommand  # noqa: E402
 
 app = typer.Typer(
     help="Run ML workloads (JAX, PyTorch, TensorFlow) inside correctly capped containers.\n\n"
@@ -232,8 +233,7 @@ def build(
                                  no_cache, push))
 
 
-@app.command(context_settings={"ignore_unknown_options": True,
-                               "allow_interspersed_args": False})
+@app.command(cls=RunCommand, context_settings={"allow_interspersed_args": False})
 def run(
     command: Annotated[list[str] | None, typer.Argument(
         help="A workload and its flags (`launcher workloads`), or -- a command and its "

@@ -3,6 +3,7 @@ streamed, watched by telemetry, its exit status passed on."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -67,9 +68,10 @@ def run(o: RunOptions) -> int:
     workload = workloads.get(o.command[0])
     if workload is None:
         _check_not_a_typo(o.command[0], list(workloads))
-    elif {"-h", "--help"} & set(o.command[1:]) and workload.parser() is not None:
-        print(workload.parser().format_help(), end="")  # type: ignore[union-attr]
-        return 0
+    elif (parser := workload.parser()) is not None:
+        stop = _parse_workload_args(parser, o.command[1:])
+        if stop is not None:  # its help, or its usage error: before any run folder exists
+            return stop
     prof = load_profile(o.profile)
     if o.write_profile is not None and (workload is None or workload.module is None or not
                                         hasattr(workload.module_object(), "recommendation")):
@@ -137,6 +139,16 @@ def run(o: RunOptions) -> int:
     if status == 0 and o.write_profile is not None and workload is not None:
         _write_profile(o.write_profile, workload, r, run_dir)
     return status
+
+
+def _parse_workload_args(parser: argparse.ArgumentParser, args: list[str]) -> int | None:
+    """A built-in workload's own parser reads its arguments here first: None when they parse,
+    else the exit status of its help (0) or of its usage error (2), which it printed."""
+    try:
+        parser.parse_args(args)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    return None
 
 
 def _check_framework(workload: str, framework: str) -> None:
