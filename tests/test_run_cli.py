@@ -102,7 +102,7 @@ def test_run_passes_status_and_env(fake):
                                  "pass"])
     assert result.exit_code == 3
     assert result.stdout == "hello\n"
-    assert "launcher: fake run; enforced by the kernel: pids recorded by the fake" in \
+    assert "fake run, enforced by the kernel: pids recorded by the fake" in \
         result.stderr
     kind, spec = fake.calls[0]
     assert kind == "run"
@@ -192,3 +192,31 @@ def test_a_workload_usage_error_leaves_no_run_folder(fake):
     assert "stress-jax: error: argument --phase: invalid choice" in result.stderr
     assert fake.calls == []
     assert (set(runs.iterdir()) if runs.exists() else set()) == before
+
+
+def _before_output(*args: str, top: tuple[str, ...] = ()) -> list[str]:
+    """What launcher prints before the workload's own first line (the fake's exit sentence)."""
+    result = runner.invoke(app, [*top, "run", "--runtime", "fake", "--image", "img",
+                                 "--host-root", str(HOSTS / "v2-limited"), *args, "--",
+                                 "true"])
+    assert result.exit_code == 3, result.output
+    lines = result.stderr.splitlines()
+    return lines[:next(i for i, x in enumerate(lines) if "exited with its own status" in x)]
+
+
+def test_one_line_before_the_workload_unless_verbose(fake, tmp_path):
+    quiet = _before_output("-p", "base")
+    assert len(quiet) == 1, quiet
+    assert quiet[0].startswith("launcher: profile base, framework none: threads OMP/MKL/")
+    assert "fake run, enforced by the kernel: pids recorded by the fake" in quiet[0]
+    loud = _before_output("-p", "base", top=("-v",))  # `launcher -v run`, as `run --verbose`
+    assert loud == _before_output("--verbose", "-p", "base")
+    assert loud[-1] == quiet[0]
+    assert any(x.startswith("launcher: thread values from: ") for x in loud)
+    assert any("ulimit nofile: profile limits.nofile (profiles/base.yaml" in x and
+               "lowered to this host's hard limit 524288" in x for x in loud)
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: base\nlimits: {nofile: 2000000}\n")
+    asked = _before_output("-p", str(mine))  # the user's own profile asked for more: a warning
+    assert len(asked) == 2 and asked[0].startswith("launcher: warning: ulimit nofile: profile "
+                                                   f"limits.nofile ({mine}:2)"), asked

@@ -85,8 +85,15 @@ def _main(
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True,
         help="Print launcher's version and exit.")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Also print the notes that change nothing (how the runtime "
+                                "was chosen, where each thread value came from, defaults "
+                                "lowered to this host's limits).")] = False,
 ) -> None:
     """Run ML workloads (JAX, PyTorch, TensorFlow) inside correctly capped containers."""
+    from launcher.cli.output import set_verbose
+
+    set_verbose(verbose)
 
 
 @profiles_app.command("list")
@@ -276,6 +283,9 @@ def run(
         "--write-profile", help="After a stress run (stress-jax, pytorch-phase3), write a "
                                 "profile extending --profile with what it found.")] = None,
     fit: FitOpt = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", help="Also print the notes that change nothing (as `launcher -v run`; "
+                          "-v is --volume here).")] = False,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
@@ -290,7 +300,10 @@ def run(
     launcher run --image IMG -- python3 train.py;
     launcher run --profile rig-6600 --dry-run --json -- python3 train.py"""
     from launcher.cli import run_cmd
+    from launcher.cli.output import set_verbose
 
+    if verbose:
+        set_verbose(True)
     _run(lambda: run_cmd.run(run_cmd.RunOptions(
         command or [], profile, framework, processes, runtime, image, gpus, env or [],
         volume or [], workdir, user, not no_mount_cwd, name, resume, dry_run, json, interval,

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from launcher.caps.resolve import Resolved, resolve
 from launcher.cli.common import default_tag, fit_or_advise
-from launcher.cli.output import parse_env_pairs, print_json, say
+from launcher.cli.output import note, parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
 from launcher.names import NAME, NAME_RULE
 from launcher.runtime.engine import Engine, RunResult, Started
@@ -90,7 +90,7 @@ def run(o: RunOptions) -> int:
     image = o.image or default_tag(prof.name, fw)
     if o.name is not None and not NAME.match(o.name):
         raise LauncherError(f"--name must be {NAME_RULE} (got {o.name!r})")
-    engine, note = choose_engine(o.runtime, image)
+    engine, chose = choose_engine(o.runtime, image)
     if workload is not None and workload.module and engine.inherits_environment:
         _check_framework(workload.name, workload.framework)
     command = workload.argv(o.command[1:], engine.python) if workload else o.command
@@ -106,8 +106,8 @@ def run(o: RunOptions) -> int:
     spec.labels.update({RUN_LABEL: run_id, OWNER_LABEL: owner()})
     if workload is not None and workload.module:
         _workload_paths(spec, run_dir)
-    if note:  # after every argument was checked: a mistake gets its line first and alone
-        say(note)
+    if chose:  # after every argument was checked: a mistake gets its line first and alone
+        note(chose)
     if fitted:
         say(fitted)
     if o.dry_run:
@@ -126,12 +126,12 @@ def run(o: RunOptions) -> int:
                             " (see `launcher plan`)")
     leftovers = threading.Thread(target=_report_leftovers, args=(engine,), daemon=True)
     leftovers.start()
-    from launcher.supervise.report import report
+    from launcher.supervise.report import report, thread_summary
 
-    report(r.caps, False, say)
-    for name, u in r.caps.ulimits.items():
-        if "lowered" in u.source:
-            say(f"ulimit {name}: {u.source}")
+    report(r.caps, True, say)  # inherited values replaced and warnings: always
+    note(f"thread values from: {thread_summary(r.caps)}; pids budget "
+         f"{_or_unlimited(r.caps.budget['available'])} ({r.caps.budget['binding']})")
+    _report_lowered_ulimits(r)
     fresh = not run_dir.exists()
     run_dir.mkdir(parents=True, exist_ok=True)
     status = _supervised_run(engine, spec, r, run_dir, command, o.interval, fresh)
@@ -139,6 +139,27 @@ def run(o: RunOptions) -> int:
     if status == 0 and o.write_profile is not None and workload is not None:
         _write_profile(o.write_profile, workload, r, run_dir)
     return status
+
+
+def _report_lowered_ulimits(r: Resolved) -> None:
+    """A ulimit lowered to this host's hard limit: a warning when the user's own profile asked
+    for more, a note (-v) when it is a shipped default (nofile 1048576 on an ordinary host)."""
+    for name, u in r.caps.ulimits.items():
+        if "lowered" in u.source:
+            line = f"ulimit {name}: {u.source}"
+            if _from_shipped(r, f"limits.{name}"):
+                note(line)
+            else:
+                say(f"warning: {line}")
+
+
+def _from_shipped(r: Resolved, key: str) -> bool:
+    """Whether profile value `key` comes from a profile shipped with launcher."""
+    from launcher.profiles.loader import display_path, shipped_dir
+
+    where = r.profile.where(key).rpartition(":")[0]
+    return any(display_path(f) == where and f.resolve().parent == shipped_dir()
+               for f in r.profile.files)
 
 
 def _parse_workload_args(parser: argparse.ArgumentParser, args: list[str]) -> int | None:
@@ -300,6 +321,7 @@ class _Output:
 
 def _supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
                     command: list[str], interval: float, fresh: bool) -> int:
+    from launcher.supervise.report import preflight
     from launcher.telemetry.sampler import Sampler
     from launcher.telemetry.watch import limits_of
 
@@ -310,7 +332,7 @@ def _supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
     estimate = int(r.caps.estimate["total"])
 
     def on_start(info: Started) -> None:
-        say(f"{engine.name} run; {info.enforcement.sentence()}")
+        say(preflight(r.caps, engine.name, info.enforcement.sentence()))
         if info.pid is None:
             return
         limits, pids_dir = limits_of(info.pid, r.facts)
@@ -424,3 +446,7 @@ def _rlimit(name: str, value: int) -> str:
     if value < 0:
         return "unlimited"
     return format_size(value) if name in ("stack", "memlock") else str(value)
+
+
+def _or_unlimited(n: int | None) -> str:
+    return "unlimited" if n is None else str(n)
