@@ -19,7 +19,7 @@ from launcher.cli.common import default_tag, fit_or_advise
 from launcher.cli.output import note, parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
 from launcher.names import NAME, NAME_RULE
-from launcher.runtime.engine import Engine, RunResult, Started
+from launcher.runtime.engine import BuildEvent, Engine, ImageNotFound, RunResult, Started
 from launcher.runtime.engines import choose_engine
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
@@ -90,7 +90,9 @@ def run(o: RunOptions) -> int:
     image = o.image or default_tag(prof.name, fw)
     if o.name is not None and not NAME.match(o.name):
         raise LauncherError(f"--name must be {NAME_RULE} (got {o.name!r})")
-    engine, chose = choose_engine(o.runtime, image)
+    # an image named with --image is pulled when missing: auto takes the first engine that
+    # answers; the default tag is a local build, never pulled
+    engine, chose = choose_engine(o.runtime, image, check_image=o.image is None)
     if workload is not None and workload.module and engine.inherits_environment:
         _check_framework(workload.name, workload.framework)
     command = workload.argv(o.command[1:], engine.python) if workload else o.command
@@ -106,7 +108,9 @@ def run(o: RunOptions) -> int:
     spec.labels.update({RUN_LABEL: run_id, OWNER_LABEL: owner()})
     if workload is not None and workload.module:
         _workload_paths(spec, run_dir)
-    if chose:  # after every argument was checked: a mistake gets its line first and alone
+    if chose and o.image and engine.name == "native":  # after every argument was checked
+        say(f"warning: --image {o.image} is not used: {chose}")
+    elif chose:
         note(chose)
     if fitted:
         say(fitted)
@@ -133,12 +137,37 @@ def run(o: RunOptions) -> int:
          f"{_or_unlimited(r.caps.budget['available'])} ({r.caps.budget['binding']})")
     _report_lowered_ulimits(r)
     fresh = not run_dir.exists()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    status = _supervised_run(engine, spec, r, run_dir, command, o.interval, fresh)
+    try:
+        _make_run_dir(run_dir)
+        status = _supervised_run(engine, spec, r, run_dir, command, o.interval, fresh)
+    except ImageNotFound:
+        if not o.image:
+            raise
+        _pull(engine, o.image)
+        _make_run_dir(run_dir)
+        status = _supervised_run(engine, spec, r, run_dir, command, o.interval, fresh)
     leftovers.join(timeout=2)
     if status == 0 and o.write_profile is not None and workload is not None:
         _write_profile(o.write_profile, workload, r, run_dir)
     return status
+
+
+def _make_run_dir(run_dir: Path) -> None:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LauncherError(f"cannot create the run folder {run_dir}: {exc.strerror}; set "
+                            f"LAUNCHER_RUNS_DIR to a folder you can write") from None
+
+
+def _pull(engine: Engine, image: str) -> None:
+    """An image named with --image that is not here: pulled, its progress a line a second
+    (a failed pull: one line, the error)."""
+
+    def show(event: BuildEvent) -> None:
+        say(event.text)
+
+    engine.pull(image, show)
 
 
 def _report_lowered_ulimits(r: Resolved) -> None:
