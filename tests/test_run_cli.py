@@ -220,3 +220,29 @@ def test_one_line_before_the_workload_unless_verbose(fake, tmp_path):
     asked = _before_output("-p", str(mine))  # the user's own profile asked for more: a warning
     assert len(asked) == 2 and asked[0].startswith("launcher: warning: ulimit nofile: profile "
                                                    f"limits.nofile ({mine}:2)"), asked
+
+
+def test_the_last_line_says_why_no_plot_was_drawn(fake, monkeypatch, tmp_path):
+    import importlib.util
+    import shutil
+
+    result = runner.invoke(app, ["run", "--runtime", "fake", "--image", "img", "--", "true"])
+    last = result.stderr.splitlines()[-1]
+    assert "; no plot: the run has 0 samples and a plot needs 2 (a shorter --interval " \
+           "samples more)" in last, last
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    from launcher.telemetry.summary import read_series, summarize
+
+    run_dir = tmp_path / "cpu-run"
+    shutil.copytree(ROOT / "tests/fixtures/telemetry/cpu-run", run_dir)
+    summary = summarize(read_series(run_dir / "telemetry.jsonl"), {
+        "run_id": "r1", "profile": "base", "framework": "none", "runtime": "native",
+        "command": ["x"], "exit_status": 0, "diagnosis": "done.", "engine": {}})
+    assert summary["samples"] >= 2
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    plot = runner.invoke(app, ["report", str(run_dir), "--plot"])
+    assert plot.exit_code == 1
+    assert plot.stderr.strip() == ("error: no telemetry.png: matplotlib is not installed (pip "
+                                   "install 'launcher[plot]')")

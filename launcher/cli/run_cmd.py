@@ -350,6 +350,7 @@ class _Output:
 
 def _supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
                     command: list[str], interval: float, fresh: bool) -> int:
+    from launcher.cli.report_cmd import why_no_plot
     from launcher.supervise.report import preflight
     from launcher.telemetry.sampler import Sampler
     from launcher.telemetry.watch import limits_of
@@ -386,9 +387,11 @@ def _supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
         return result.status
     diagnosis = out.sentence or f"the workload exited with status {result.status}."
     summary = _write_summary(run_dir, r, engine, result, command, diagnosis, started)
-    plotting = summary["samples"] >= 2 and _plot_in_background(run_dir)
+    why = why_no_plot(summary["samples"])
+    if why is None:
+        _plot_in_background(run_dir)
     say(f"run {run_dir.name}: telemetry and summary in {run_dir}/"
-        + (", telemetry.png drawn in the background" if plotting else "")
+        + (f"; no plot: {why}" if why else ", telemetry.png drawn in the background")
         + f" (`launcher report {run_dir}`)")
     if result.status == 127 and out.cannot_run:
         say("the command was not found where it ran (for a container: in the image)")
@@ -417,21 +420,17 @@ def _read_rows(path: Path) -> list[dict]:  # type: ignore[type-arg]
     return read_series(path)
 
 
-def _plot_in_background(run_dir: Path) -> bool:
+def _plot_in_background(run_dir: Path) -> None:
     """telemetry.png, drawn by a detached process: matplotlib costs a second or more, and the
     user should not wait for it. `launcher report RUN_DIR --plot` draws it on demand."""
-    import importlib.util
     import subprocess
 
-    if importlib.util.find_spec("matplotlib") is None:
-        return False
     pkg = str(Path(__file__).resolve().parents[2])
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(
         [pkg, *filter(None, [os.environ.get("PYTHONPATH")])])}
     subprocess.Popen([sys.executable, "-m", "launcher.telemetry", str(run_dir)], env=env,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True)
-    return True
 
 
 def describe_spec(runtime: str, spec: RunSpec) -> str:
