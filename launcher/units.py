@@ -58,6 +58,17 @@ def format_size(n: int) -> str:
     return f"{n}B"
 
 
+def mib_up(n: int) -> str:
+    """Bytes as whole MiB, rounded up: the one rounding of a size that is printed and
+    written (`workers.memory`)."""
+    return f"{-(-n // 2**20)}MiB"
+
+
+def term(n: float, unit: str) -> str:
+    """A term of a sum with its sign in front: `+ 1,346 bytes`, `- 1,346 bytes`."""
+    return f"{'-' if n < 0 else '+'} {abs(n):,.0f} {unit}"
+
+
 def kib(n: int) -> str:
     """An OpenMP stack size in KiB with its suffix, e.g. 524288 -> '512k'."""
     return f"{max(1, n // 1024)}k"

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from launcher.cli.output import parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
-from launcher.units import format_size
+from launcher.units import format_size, mib_up, term
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -53,8 +53,9 @@ def bench(spec: Path, profile: str | None, sizes_text: str, predict: int | None,
     if as_json:
         print_json(result)
         return 0
-    print(f"fit: peak = {format_size(result['base_bytes'])} + {result['per_item_bytes']:,.0f} "
-          f"bytes x items (largest error {result['fit_error']:.1%} at the measured sizes)")
+    print(f"fit: peak = {format_size(result['base_bytes'])} "
+          f"{term(result['per_item_bytes'], 'bytes')} x items (largest error "
+          f"{result['fit_error']:.1%} at the measured sizes)")
     if predict:
         print(f"predicted peak at {predict} items: "
               f"{format_size(result['predicted_peak_bytes'])}")
@@ -64,7 +65,7 @@ def bench(spec: Path, profile: str | None, sizes_text: str, predict: int | None,
               f"{format_size(conc['sum_of_peaks_bytes'])}")
     print(f"chunk_size {result['chunk_size']}: predicted peak "
           f"{format_size(result['predicted_chunk_peak_bytes'])}; workers.memory "
-          f"{format_size(result['workers_memory_bytes'])} (x{result['margin']}); "
+          f"{mib_up(result['workers_memory_bytes'])} (x{result['margin']}); "
           f"max_concurrent {result['concurrency_binding']}")
     if write_profile is not None:
         from launcher.profiles.writer import shown

@@ -55,8 +55,15 @@ class Progress:
             left = self.total - self.done_items
             eta = f", ETA {left / rate:.0f}s" if rate > 0 and left else ""
             print(f"{line} [{self.done_items}/{self.total} items; {self._postfix()}; "
-                  f"{rate:.0f} items/s{eta}]", file=self.stream, flush=True)
+                  f"{rate_text(rate)}{eta}]", file=self.stream, flush=True)
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def rate_text(rate: float) -> str:
+    """`12 items/s`, `1 item/s`, or `<1 item/s` (never `0 items/s` while items are done)."""
+    if rate < 0.5:
+        return "<1 item/s"
+    return f"{rate:.0f} item{'' if round(rate) == 1 else 's'}/s"

@@ -17,7 +17,7 @@ from launcher.errors import LauncherError
 from launcher.jobs.execute import LocalExecutor
 from launcher.jobs.job import Prepared
 from launcher.jobs.ledger import Chunk
-from launcher.units import format_size
+from launcher.units import format_size, mib_up, term
 
 MARGIN = 1.10  # workers.memory over the predicted peak (at least the fit's error)
 SAMPLE_S = 0.05
@@ -188,14 +188,14 @@ def write_profile(p: Prepared, path: Path, result: dict[str, Any]) -> None:
         f"For job {p.spec.name} ({p.spec.path}). Measured peaks (cgroup counter, else the "
         f"process tree's RSS): " + ", ".join(f"{x['size']} items {format_size(x['peak'])}"
                                               for x in m) + ".",
-        f"Fit: peak = {format_size(int(result['base_bytes']))} + "
-        f"{result['per_item_bytes']:.0f} bytes x items (largest error "
+        f"Fit: peak = {format_size(int(result['base_bytes']))} "
+        f"{term(result['per_item_bytes'], 'bytes')} x items (largest error "
         f"{result['fit_error']:.1%}).",
         f"workers.memory = the predicted peak at chunk_size {result['chunk_size']} "
         f"({format_size(result['predicted_chunk_peak_bytes'])}) x {result['margin']:.2f}; "
         f"jobs.max_concurrent = {result['concurrency_binding']}."]
     write(path, p.resolved.profile, "launcher bench-memory", {
-        "workers": {"memory": f"{math.ceil(result['workers_memory_bytes'] / 2**20)}MiB"},
+        "workers": {"memory": mib_up(result["workers_memory_bytes"])},
         "jobs": {"chunk_size": result["chunk_size"],
                  "max_concurrent": result["max_concurrent"]}}, notes)
 
@@ -206,7 +206,7 @@ def result_of(p: Prepared, ms: list[Measurement], predict: int | None,
     size = choose_chunk_size(p, base, per)
     chunk_peak = base + per * size
     margin = max(MARGIN, 1 + err)
-    memory = int(chunk_peak * margin)
+    memory = -(-int(chunk_peak * margin) // 2**20) * 2**20  # whole MiB: as printed and written
     bounds = {"GPU slots" if p.plan.gpus[0] is not None else "CPU slots": p.plan.slots}
     if p.plan.usable_bytes:
         bounds[f"memory ({format_size(p.plan.usable_bytes)} usable / "
