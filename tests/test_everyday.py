@@ -396,6 +396,10 @@ def test_outside_the_docker_group_the_socket_is_named_not_a_stopped_daemon(open_
     assert len(proc.stderr.splitlines()) == 1
     assert "docker group" in proc.stderr and "--runtime native" in proc.stderr
     assert "start dockerd" not in proc.stderr
+    auto = _as_user(1000, open_tmp, "run", "--image", BASE, "--", "true", docker_group=False)
+    assert auto.returncode == 0, auto.stderr
+    assert auto.stderr.startswith(f"launcher: warning: --image {BASE} is not used: ")
+    assert "(permission denied on the Docker socket " in auto.stderr.splitlines()[0]
 
 
 @pytest.mark.docker

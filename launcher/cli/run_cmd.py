@@ -109,7 +109,7 @@ def run(o: RunOptions) -> int:
     if workload is not None and workload.module:
         _workload_paths(spec, run_dir)
     if chose and o.image and engine.name == "native":  # after every argument was checked
-        say(f"warning: --image {o.image} is not used: {chose}")
+        say(f"warning: --image {o.image} is not used: {chose}{_why_no_container()}")
     elif chose:
         note(chose)
     if fitted:
@@ -150,6 +150,22 @@ def run(o: RunOptions) -> int:
     if status == 0 and o.write_profile is not None and workload is not None:
         _write_profile(o.write_profile, workload, r, run_dir)
     return status
+
+
+def _why_no_container() -> str:
+    """Why the container engines `--runtime auto` passed over do not answer (a socket this
+    user may not open is no stopped daemon)."""
+    from launcher.runtime.engines import AUTO_ORDER, get_engine
+
+    reasons = []
+    for name in AUTO_ORDER:
+        engine = get_engine(name)
+        if engine.name != "native":
+            try:
+                engine.ping()
+            except LauncherError as exc:
+                reasons.append(str(exc))
+    return f" ({'; '.join(reasons)})" if reasons else ""
 
 
 def _make_run_dir(run_dir: Path) -> None:
