@@ -5,10 +5,13 @@ the rest are moved before the name; after `--` every word is the command's."""
 
 from __future__ import annotations
 
-import argparse
+from typing import TYPE_CHECKING
 
 import click
 import typer.core
+
+if TYPE_CHECKING:  # argparse is imported by the workload's parser, only when one is named
+    import argparse
 
 
 class RunCommand(typer.core.TyperCommand):
@@ -68,9 +71,13 @@ def route(args: list[str], options: dict[str, bool]) -> list[str]:
 
 
 def _parser_of(name: str) -> argparse.ArgumentParser | None:
+    from launcher.errors import LauncherError
     from launcher.workloads.catalog import catalog
 
-    workload = catalog().get(name)
+    try:
+        workload = catalog().get(name)
+    except LauncherError:  # a broken user workload file: `run` reports it in one line
+        return None
     return workload.parser() if workload is not None else None
 
 
