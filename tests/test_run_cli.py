@@ -246,3 +246,12 @@ def test_the_last_line_says_why_no_plot_was_drawn(fake, monkeypatch, tmp_path):
     assert plot.exit_code == 1
     assert plot.stderr.strip() == ("error: no telemetry.png: matplotlib is not installed (pip "
                                    "install 'launcher[plot]')")
+
+
+def test_a_broken_user_workload_file_is_one_line_even_while_routing(monkeypatch, tmp_path):
+    (tmp_path / "bad.yaml").write_text("comand: x\n")
+    monkeypatch.setenv("LAUNCHER_WORKLOAD_PATH", str(tmp_path))
+    result = runner.invoke(app, ["run", "--runtime", "docker", "stress-jax", "--phase", "1",
+                                 "--dry-run"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {tmp_path / 'bad.yaml'}:1: comand: unknown key")
