@@ -8,15 +8,17 @@ import re
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 _FACTORS = {
     "": 1, "b": 1,
-    "k": 1024, "kb": 1024, "kib": 1024,
-    "m": 1024**2, "mb": 1024**2, "mib": 1024**2,
-    "g": 1024**3, "gb": 1024**3, "gib": 1024**3,
-    "t": 1024**4, "tb": 1024**4, "tib": 1024**4,
+    "k": 1024, "kib": 1024,
+    "m": 1024**2, "mib": 1024**2,
+    "g": 1024**3, "gib": 1024**3,
+    "t": 1024**4, "tib": 1024**4,
 }
+_DECIMAL = {"kb", "mb", "gb", "tb"}  # 1 GB is 10^9 bytes elsewhere: refused, not guessed
 
 
 def parse_size(value: object) -> int:
-    """Bytes from an int or a string with a binary unit (k, M, GiB; case-insensitive).
+    """Bytes from an int or a string with a binary unit (k, M, GiB; case-insensitive); a
+    decimal-looking unit (KB, MB, GB, TB) is refused rather than read as binary.
 
     Raises ValueError with a short reason on anything else.
     """
@@ -35,6 +37,10 @@ def parse_size(value: object) -> int:
         raise ValueError("expected a size such as 512k or 8MiB")
     number, unit = m.groups()
     factor = _FACTORS.get(unit.lower())
+    if unit.lower() in _DECIMAL:
+        raise ValueError(f"{unit} is ambiguous (10^{3 * 'kmgt'.index(unit[0].lower()) + 3} "
+                         f"bytes elsewhere); sizes here are binary: write {number}"
+                         f"{unit[0].upper()}iB")
     if factor is None:
         raise ValueError(f"unknown unit {unit!r} (use k, M, G, T, KiB, MiB, GiB)")
     size = math.floor(float(number) * factor)
@@ -50,6 +56,17 @@ def format_size(n: int) -> str:
             v = n / factor
             return f"{v:.0f}{unit}" if v == int(v) or v >= 100 else f"{v:.1f}{unit}"
     return f"{n}B"
+
+
+def mib_up(n: int) -> str:
+    """Bytes as whole MiB, rounded up: the one rounding of a size that is printed and
+    written (`workers.memory`)."""
+    return f"{-(-n // 2**20)}MiB"
+
+
+def term(n: float, unit: str) -> str:
+    """A term of a sum with its sign in front: `+ 1,346 bytes`, `- 1,346 bytes`."""
+    return f"{'-' if n < 0 else '+'} {abs(n):,.0f} {unit}"
 
 
 def kib(n: int) -> str:

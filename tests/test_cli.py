@@ -126,3 +126,41 @@ def test_doctor_capture_round_trip(tmp_path):
         return host
 
     assert strip(back.stdout, tmp_path / "cap") == strip(orig.stdout, HOSTS / "v2-limited")
+
+
+def test_the_readme_synopsis_lists_only_options_each_command_has():
+    """Each `launcher CMD ... [--opt]` of the README's command table names options CMD has
+    (`jobs plan` once listed `--runtime`, which only `jobs run` takes). In `a / b ARGS [--x]`
+    the options belong to `b` and to the bare `a` before it."""
+    import re
+
+    import click
+    import typer.main
+
+    from tests.conftest import ROOT
+
+    root = typer.main.get_command(app)
+    rows = [x for x in (ROOT / "README.md").read_text().splitlines()
+            if x.startswith("| `launcher ")]
+    checked = 0
+    for row in rows:
+        for synopsis in re.findall(r"`(launcher [^`]+)`", row.split(" | ")[0]):
+            words = synopsis.split()[1:]
+            group: click.Command = root
+            while words and isinstance(group, click.Group) and words[0] in group.commands \
+                    and isinstance(group.commands[words[0]], click.Group):
+                group = group.commands[words.pop(0)]
+            bare: list[str] = []
+            for part in " ".join(words).split(" / "):
+                name, _, rest = part.partition(" ")
+                options = set(re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", rest))
+                if not options:
+                    bare.append(name)
+                    continue
+                for each in [*bare, name]:
+                    cmd = group.commands[each] if isinstance(group, click.Group) else group
+                    have = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
+                    assert options <= have, (synopsis, each, sorted(options - have))
+                    checked += 1
+                bare = []
+    assert checked >= 10

@@ -5,6 +5,7 @@ that names it. Real daemon, real processes."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -26,7 +27,8 @@ SITE = Path(sys.executable).parent.parent / "lib" / f"python{sys.version_info.ma
     f"{sys.version_info.minor}" / "site-packages"
 
 
-def _as_user(uid: int, cwd: Path, *args: str) -> subprocess.CompletedProcess:
+def _as_user(uid: int, cwd: Path, *args: str, docker_group: bool = True
+             ) -> subprocess.CompletedProcess:
     """launcher as another user (with the docker group), through the system Python: this
     session's venv sits under /root, which others cannot enter."""
     docker_gid = shutil.which("getent") and subprocess.run(
@@ -38,8 +40,9 @@ def _as_user(uid: int, cwd: Path, *args: str) -> subprocess.CompletedProcess:
         pytest.skip("needs root, a docker group and /usr/bin/python3")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "PYTHONPATH": f"{ROOT}:{SITE}",
            "LAUNCHER_RUNS_DIR": str(cwd / "runs")}
+    groups = f"--groups={docker_gid}" if docker_group else "--clear-groups"
     return subprocess.run(["setpriv", f"--reuid={uid}", f"--regid={uid}",
-                           f"--groups={docker_gid}", python, "-m", "launcher", *args],
+                           groups, python, "-m", "launcher", *args],
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
 
 
@@ -380,3 +383,53 @@ def test_a_build_with_no_registry_says_how_to_use_a_local_base():
         "build a local one with `bash scripts/base-image.sh` (in launcher's source tree: "
         "debootstrap, then docker import) and pass --base-image launcher-base:bookworm (or set "
         "image.base in the profile)")
+
+
+@pytest.mark.docker
+def test_outside_the_docker_group_the_socket_is_named_not_a_stopped_daemon(open_tmp):
+    docker_client()
+    os.chown(open_tmp, 1000, 1000)
+    proc = _as_user(1000, open_tmp, "run", "--runtime", "docker", "--image", BASE, "--",
+                    "true", docker_group=False)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: permission denied on the Docker socket "), proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+    assert "docker group" in proc.stderr and "--runtime native" in proc.stderr
+    assert "start dockerd" not in proc.stderr
+    auto = _as_user(1000, open_tmp, "run", "--image", BASE, "--", "true", docker_group=False)
+    assert auto.returncode == 0, auto.stderr
+    assert auto.stderr.startswith(f"launcher: warning: --image {BASE} is not used: ")
+    assert "(permission denied on the Docker socket " in auto.stderr.splitlines()[0]
+
+
+@pytest.mark.docker
+def test_a_missing_image_is_pulled_with_progress(registry):
+    client = docker_client()
+    ref = f"{registry}/launcher-test/pull:{uuid.uuid4().hex[:6]}"
+    client.images.get(BASE).tag(ref)
+    try:
+        for _ in client.api.push(ref, stream=True, decode=True):
+            pass
+        client.images.remove(ref)  # the tag only: BASE keeps the image
+        proc = launcher("run", "--image", ref, "--", "true")
+        assert proc.returncode == 0, proc.stderr
+        lines = proc.stderr.splitlines()
+        assert lines[0].startswith(f"launcher: pulling {ref}")
+        assert any(x.startswith(f"launcher: pulled {ref} (") for x in lines), lines
+        assert client.images.get(ref)
+    finally:
+        with contextlib.suppress(Exception):
+            client.images.remove(ref)
+
+
+@pytest.mark.docker
+def test_a_failed_pull_is_one_line_naming_the_image():
+    docker_client()
+    runs = Path(os.environ["LAUNCHER_RUNS_DIR"])
+    before = set(runs.iterdir())
+    ref = "127.0.0.1:1/launcher-test/none:x"  # no registry listens there
+    proc = launcher("run", "--image", ref, "--", "true")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith(f"error: cannot pull {ref}: "), proc.stderr
+    assert len(proc.stderr.splitlines()) == 1
+    assert set(runs.iterdir()) == before

@@ -24,6 +24,8 @@ CORPUS = {
     "zero-limit.yaml": (4, "limits.pids: must be at least 1 (got 0)"),
     "negative.yaml": (3, "threads.intra_op: must be at least 1 (got -4)"),
     "unknown-unit.yaml": (3, "limits.stack: unknown unit 'XB'"),
+    "decimal-unit.yaml": (3, "limits.memory: GB is ambiguous (10^9 bytes elsewhere); sizes "
+                             "here are binary: write 7.7GiB"),
     "unknown-key.yaml": (4, "limits.pidz: unknown key; did you mean 'limits.pids'?"),
     "unknown-section.yaml": (2, "thread: unknown key; did you mean 'threads'?"),
     "cycle-a.yaml": (2, "extends: cycle cycle-a -> cycle-b -> cycle-a"),
@@ -148,3 +150,18 @@ def test_a_written_profile_replaces_the_old_one_only_when_it_loads(tmp_path):
     resolved = resolve(load_profile(target), probe_host(FIXTURES / "hosts" / "v2-limited"))
     with pytest.raises(LauncherError, match="measured under"):  # as the commands have it
         check_target(base.path, resolved.profile, "--write-profile")
+
+
+def test_minus_one_is_unlimited_where_unlimited_is_allowed_and_documented(tmp_path):
+    from launcher.profiles.loader import UNLIMITED
+
+    ok = tmp_path / "minus-one.yaml"
+    ok.write_text("extends: base\nlimits: {pids: -1, memlock: -1}\n")
+    prof = load_profile(str(ok))
+    assert prof.get("limits.pids") == UNLIMITED and prof.get("limits.memlock") == UNLIMITED
+    bad = tmp_path / "minus-two.yaml"
+    bad.write_text("extends: base\nlimits: {pids: -2}\n")
+    with pytest.raises(ProfileError, match="limits.pids: must be at least 1"):
+        load_profile(str(bad))
+    readme = (ROOT / "README.md").read_text()
+    assert "`-1` means the same" in readme

@@ -102,7 +102,7 @@ def test_run_passes_status_and_env(fake):
                                  "pass"])
     assert result.exit_code == 3
     assert result.stdout == "hello\n"
-    assert "launcher: fake run; enforced by the kernel: pids recorded by the fake" in \
+    assert "fake run, enforced by the kernel: pids recorded by the fake" in \
         result.stderr
     kind, spec = fake.calls[0]
     assert kind == "run"
@@ -144,3 +144,114 @@ def test_workload_help_comes_from_its_parser(fake):
     assert result.exit_code == 0, result.output
     assert "usage: stress-jax" in result.stdout and "--max-runs N" in result.stdout
     assert fake.calls == []
+
+
+def test_an_unknown_option_before_the_command_is_a_usage_error(fake):
+    result = runner.invoke(app, ["run", "--runtime", "fake", "--profle", "auto", "--", "true"])
+    assert result.exit_code == 2
+    assert "No such option '--profle'" in result.stderr and "'--profile'" in result.stderr
+    assert fake.calls == []
+
+
+def test_launcher_options_after_a_workload_name_are_launchers(tmp_path):
+    out = _dry("stress-jax", "--phase", "1", "-e", "FOO=1", "--quick", "--name", "w1",
+               "--write-profile", str(tmp_path / "p.yaml"), "--num-envs=8")
+    assert out["spec"]["command"][3:] == ["--phase", "1", "--quick", "--num-envs=8"]
+    assert out["spec"]["env"]["FOO"] == "1"
+    assert out["spec"]["name"] == "w1"
+
+
+def test_after_a_double_dash_every_word_is_the_commands():
+    out = _dry("--", "sh", "-c", "true", "--profile", "x", "-e", "A=1", "--dry-run")
+    assert out["spec"]["command"] == ["sh", "-c", "true", "--profile", "x", "-e", "A=1",
+                                      "--dry-run"]
+    assert "A" not in out["spec"]["env"]
+
+
+def test_no_workload_flag_shadows_a_launcher_option():
+    import typer.main
+
+    from launcher.cli.run_args import launcher_options
+    from launcher.workloads.catalog import BUILTIN
+
+    ours = set(launcher_options(typer.main.get_command(app).commands["run"]))
+    assert {"--profile", "-p", "--write-profile", "--dry-run", "-e"} <= ours
+    for w in BUILTIN.values():
+        theirs = set(w.parser()._option_string_actions)  # type: ignore[union-attr]
+        assert theirs & ours <= {"-h", "--help"}, w.name
+
+
+def test_a_workload_usage_error_leaves_no_run_folder(fake):
+    import os
+    from pathlib import Path
+
+    runs = Path(os.environ["LAUNCHER_RUNS_DIR"])
+    before = set(runs.iterdir()) if runs.exists() else set()
+    result = runner.invoke(app, ["run", "--runtime", "fake", "stress-jax", "--phase", "3"])
+    assert result.exit_code == 2
+    assert "stress-jax: error: argument --phase: invalid choice" in result.stderr
+    assert fake.calls == []
+    assert (set(runs.iterdir()) if runs.exists() else set()) == before
+
+
+def _before_output(*args: str, top: tuple[str, ...] = ()) -> list[str]:
+    """What launcher prints before the workload's own first line (the fake's exit sentence)."""
+    result = runner.invoke(app, [*top, "run", "--runtime", "fake", "--image", "img",
+                                 "--host-root", str(HOSTS / "v2-limited"), *args, "--",
+                                 "true"])
+    assert result.exit_code == 3, result.output
+    lines = result.stderr.splitlines()
+    return lines[:next(i for i, x in enumerate(lines) if "exited with its own status" in x)]
+
+
+def test_one_line_before_the_workload_unless_verbose(fake, tmp_path):
+    quiet = _before_output("-p", "base")
+    assert len(quiet) == 1, quiet
+    assert quiet[0].startswith("launcher: profile base, framework none: threads OMP/MKL/")
+    assert "fake run, enforced by the kernel: pids recorded by the fake" in quiet[0]
+    loud = _before_output("-p", "base", top=("-v",))  # `launcher -v run`, as `run --verbose`
+    assert loud == _before_output("--verbose", "-p", "base")
+    assert loud[-1] == quiet[0]
+    assert any(x.startswith("launcher: thread values from: ") for x in loud)
+    assert any("ulimit nofile: profile limits.nofile (profiles/base.yaml" in x and
+               "lowered to this host's hard limit 524288" in x for x in loud)
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("extends: base\nlimits: {nofile: 2000000}\n")
+    asked = _before_output("-p", str(mine))  # the user's own profile asked for more: a warning
+    assert len(asked) == 2 and asked[0].startswith("launcher: warning: ulimit nofile: profile "
+                                                   f"limits.nofile ({mine}:2)"), asked
+
+
+def test_the_last_line_says_why_no_plot_was_drawn(fake, monkeypatch, tmp_path):
+    import importlib.util
+    import shutil
+
+    result = runner.invoke(app, ["run", "--runtime", "fake", "--image", "img", "--", "true"])
+    last = result.stderr.splitlines()[-1]
+    assert "; no plot: the run has 0 samples and a plot needs 2 (a shorter --interval " \
+           "samples more)" in last, last
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else real(name, *a))
+    from launcher.telemetry.summary import read_series, summarize
+
+    run_dir = tmp_path / "cpu-run"
+    shutil.copytree(ROOT / "tests/fixtures/telemetry/cpu-run", run_dir)
+    summary = summarize(read_series(run_dir / "telemetry.jsonl"), {
+        "run_id": "r1", "profile": "base", "framework": "none", "runtime": "native",
+        "command": ["x"], "exit_status": 0, "diagnosis": "done.", "engine": {}})
+    assert summary["samples"] >= 2
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    plot = runner.invoke(app, ["report", str(run_dir), "--plot"])
+    assert plot.exit_code == 1
+    assert plot.stderr.strip() == ("error: no telemetry.png: matplotlib is not installed (pip "
+                                   "install 'launcher[plot]')")
+
+
+def test_a_broken_user_workload_file_is_one_line_even_while_routing(monkeypatch, tmp_path):
+    (tmp_path / "bad.yaml").write_text("comand: x\n")
+    monkeypatch.setenv("LAUNCHER_WORKLOAD_PATH", str(tmp_path))
+    result = runner.invoke(app, ["run", "--runtime", "docker", "stress-jax", "--phase", "1",
+                                 "--dry-run"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f"error: {tmp_path / 'bad.yaml'}:1: comand: unknown key")

@@ -35,8 +35,8 @@ def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Thread
             say("warn", f"limits.cpuset {cpuset} names CPUs this host does not let the workload "
                         f"run on (its affinity is {facts.affinity_list}): {what}.")
     avail = budget["available"]
-    desc = f"{procs} processes x ~{est.per_process:,} threads" if procs > 1 else \
-        f"~{est.per_process:,} threads"
+    each = f"~{est.per_process:,} thread{'' if est.per_process == 1 else 's'}"
+    desc = f"{procs} processes x {each}" if procs > 1 else each
     if avail is not None:
         if total > avail:
             say("refuse", f"{desc} would exceed the {budget['binding']}.")

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from launcher.cli.output import parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
-from launcher.units import format_size
+from launcher.units import format_size, term
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -56,8 +56,9 @@ def bench(spec: Path, profile: str | None, sizes_text: str, predict: int | None,
     if as_json:
         print_json(result)
         return 0
-    print(f"fit: peak = {format_size(result['base_bytes'])} + {result['per_item_bytes']:,.0f} "
-          f"bytes x items (largest error {result['fit_error']:.1%} at the measured sizes)")
+    print(f"fit: peak = {format_size(result['base_bytes'])} "
+          f"{term(result['per_item_bytes'], 'bytes')} x items (largest error "
+          f"{result['fit_error']:.1%} at the measured sizes)")
     if predict:
         print(f"predicted peak at {predict} items: "
               f"{format_size(result['predicted_peak_bytes'])}")

@@ -57,8 +57,7 @@ class Progress:
     def _where(self) -> str:
         rate = self.rate()
         left = self.total - self.done_items
-        speed = (f"{rate:.0f} items/s" if rate >= 1 else f"{rate:.2f} items/s") + (
-            f", ETA {left / rate:.0f}s" if rate > 0 and left else "")
+        speed = rate_text(rate) + (f", ETA {left / rate:.0f}s" if rate > 0 and left else "")
         if self.start_items == 0:  # a first run: the job's figures are this run's
             return f"{self.done_items}/{self.total} items; {self._postfix()}; {speed}"
         return (f"this run: {self.done_items - self.start_items} items, {self._postfix()}, "
@@ -67,3 +66,10 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+
+
+def rate_text(rate: float) -> str:
+    """`12 items/s`, `1 item/s`, or `<1 item/s` (never `0 items/s` while items are done)."""
+    if rate < 0.5:
+        return "<1 item/s"
+    return f"{rate:.0f} item{'' if round(rate) == 1 else 's'}/s"

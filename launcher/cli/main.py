@@ -17,6 +17,7 @@ import typer.main  # noqa: E402
 typer.core.HAS_RICH = typer.main.HAS_RICH = False
 
 from launcher.cli.errors import run_guarded  # noqa: E402
+from launcher.cli.run_args import RunCommand  # noqa: E402
 
 app = typer.Typer(
     help="Run ML workloads (JAX, PyTorch, TensorFlow) inside correctly capped containers.\n\n"
@@ -84,8 +85,15 @@ def _main(
     version: Annotated[bool, typer.Option(
         "--version", callback=_version, is_eager=True,
         help="Print launcher's version and exit.")] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", "-v", help="Also print the notes that change nothing (how the runtime "
+                                "was chosen, where each thread value came from, defaults "
+                                "lowered to this host's limits).")] = False,
 ) -> None:
     """Run ML workloads (JAX, PyTorch, TensorFlow) inside correctly capped containers."""
+    from launcher.cli.output import set_verbose
+
+    set_verbose(verbose)
 
 
 @profiles_app.command("list")
@@ -232,8 +240,7 @@ def build(
                                  no_cache, push))
 
 
-@app.command(context_settings={"ignore_unknown_options": True,
-                               "allow_interspersed_args": False})
+@app.command(cls=RunCommand, context_settings={"allow_interspersed_args": False})
 def run(
     command: Annotated[list[str] | None, typer.Argument(
         help="A workload and its flags (`launcher workloads`), or -- a command and its "
@@ -280,6 +287,9 @@ def run(
         "--require-limits", help="Refuse to start when a limit the profile asks for cannot be "
                                  "enforced here (a native run without a usable cgroup).")
                               ] = False,
+    verbose: Annotated[bool, typer.Option(
+        "--verbose", help="Also print the notes that change nothing (as `launcher -v run`; "
+                          "-v is --volume here).")] = False,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
@@ -294,7 +304,10 @@ def run(
     launcher run --image IMG -- python3 train.py;
     launcher run --profile rig-6600 --dry-run --json -- python3 train.py"""
     from launcher.cli import run_cmd
+    from launcher.cli.output import set_verbose
 
+    if verbose:
+        set_verbose(True)
     _run(lambda: run_cmd.run(run_cmd.RunOptions(
         command or [], profile, framework, processes, runtime, image, gpus, env or [],
         volume or [], workdir, user, not no_mount_cwd, name, resume, dry_run, json, interval,

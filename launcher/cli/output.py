@@ -6,10 +6,27 @@ import json
 import sys
 from typing import Any
 
+_verbose = False
+
 
 def say(msg: str) -> None:
     """A line for the person at the terminal, on stderr (stdout stays the command's output)."""
     print(f"launcher: {msg}", file=sys.stderr, flush=True)
+
+
+def set_verbose(on: bool) -> None:
+    global _verbose
+    _verbose = on
+
+
+def verbose() -> bool:
+    return _verbose
+
+
+def note(msg: str) -> None:
+    """A line that changes nothing for the user (how a choice was made): only with -v."""
+    if _verbose:
+        say(msg)
 
 
 def print_json(data: Any) -> None:

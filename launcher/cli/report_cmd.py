@@ -10,6 +10,20 @@ from launcher.cli.output import print_json, table
 from launcher.errors import LauncherError
 from launcher.units import format_size
 
+PLOT_EXTRA = "pip install 'launcher[plot]'"
+
+
+def why_no_plot(samples: int) -> str | None:
+    """Why telemetry.png cannot be drawn for a run with `samples` samples; None if it can."""
+    import importlib.util
+
+    if samples < 2:
+        return (f"the run has {samples} sample{'' if samples == 1 else 's'} and a plot needs "
+                f"2 (a shorter --interval samples more)")
+    if importlib.util.find_spec("matplotlib") is None:
+        return f"matplotlib is not installed ({PLOT_EXTRA})"
+    return None
+
 
 def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
     path = run_dir / "summary.json"
@@ -53,16 +67,11 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
     print(f"exit status {summary['exit_status']}: {summary['diagnosis']}")
     png = run_dir / "telemetry.png"
     if plot and not png.exists():
-        import importlib.util
-
+        why = why_no_plot(summary["samples"])
+        if why:
+            raise LauncherError(f"no telemetry.png: {why}")
         from launcher.telemetry.plot import draw
 
-        if summary["samples"] < 2:
-            raise LauncherError(f"no telemetry.png: the run has {summary['samples']} sample(s) "
-                                f"and a plot needs 2 (a shorter --interval samples more)")
-        if importlib.util.find_spec("matplotlib") is None:
-            raise LauncherError("no telemetry.png: matplotlib is not installed (pip install "
-                                "matplotlib)")
         draw(run_dir)
     print(f"plot: {png}" if png.exists() else
           f"plot: none yet (`launcher report {run_dir} --plot`)")

@@ -3,6 +3,7 @@ streamed, watched by telemetry, its exit status passed on."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -15,11 +16,11 @@ from pathlib import Path
 
 from launcher.caps.resolve import Resolved, resolve
 from launcher.cli.common import fit_or_advise
-from launcher.cli.output import parse_env_pairs, print_json, say
+from launcher.cli.output import note, parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
 from launcher.names import NAME, NAME_RULE
 from launcher.render.images import default_tag
-from launcher.runtime.engine import Engine, RunResult, Started
+from launcher.runtime.engine import BuildEvent, Engine, ImageNotFound, RunResult, Started
 from launcher.runtime.engines import choose_engine
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
@@ -69,9 +70,10 @@ def run(o: RunOptions) -> int:
     workload = workloads.get(o.command[0])
     if workload is None:
         _check_not_a_typo(o.command[0], list(workloads))
-    elif {"-h", "--help"} & set(o.command[1:]) and workload.parser() is not None:
-        print(workload.parser().format_help(), end="")  # type: ignore[union-attr]
-        return 0
+    elif (parser := workload.parser()) is not None:
+        stop = _parse_workload_args(parser, o.command[1:])
+        if stop is not None:  # its help, or its usage error: before any run folder exists
+            return stop
     prof = load_profile(o.profile)
     if o.write_profile is not None and (workload is None or workload.module is None or not
                                         hasattr(workload.module_object(), "recommendation")):
@@ -90,7 +92,9 @@ def run(o: RunOptions) -> int:
     image = o.image or default_tag(prof.name, fw)
     if o.name is not None and not NAME.match(o.name):
         raise LauncherError(f"--name must be {NAME_RULE} (got {o.name!r})")
-    engine, note = choose_engine(o.runtime, image)
+    # an image named with --image is pulled when missing: auto takes the first engine that
+    # answers; the default tag is a local build, never pulled
+    engine, chose = choose_engine(o.runtime, image, check_image=o.image is None)
     if workload is not None and workload.module and engine.inherits_environment:
         _check_framework(workload.name, workload.framework)
     command = workload.argv(o.command[1:], engine.python) if workload else o.command
@@ -106,8 +110,10 @@ def run(o: RunOptions) -> int:
     spec.labels.update({RUN_LABEL: run_id, OWNER_LABEL: owner()})
     if workload is not None and workload.module:
         _workload_paths(spec, run_dir)
-    if note:  # after every argument was checked: a mistake gets its line first and alone
-        say(note)
+    if chose and o.image and engine.name == "native":  # after every argument was checked
+        say(f"warning: --image {o.image} is not used: {chose}{_why_no_container()}")
+    elif chose:
+        note(chose)
     if fitted:
         say(fitted)
     if o.dry_run:
@@ -127,19 +133,91 @@ def run(o: RunOptions) -> int:
     _check_limits(engine, spec, o.require_limits)
     leftovers = threading.Thread(target=_report_leftovers, args=(engine,), daemon=True)
     leftovers.start()
-    from launcher.supervise.report import report
+    from launcher.supervise.report import report, thread_summary
 
-    report(r.caps, False, say)
-    for name, u in r.caps.ulimits.items():
-        if "lowered" in u.source:
-            say(f"ulimit {name}: {u.source}")
+    report(r.caps, True, say)  # inherited values replaced and warnings: always
+    note(f"thread values from: {thread_summary(r.caps)}; pids budget "
+         f"{_or_unlimited(r.caps.budget['available'])} ({r.caps.budget['binding']})")
+    _report_lowered_ulimits(r)
     fresh = not run_dir.exists()
-    run_dir.mkdir(parents=True, exist_ok=True)
-    status = _supervised_run(engine, spec, r, run_dir, command, o.interval, fresh)
+    try:
+        _make_run_dir(run_dir)
+        status = _supervised_run(engine, spec, r, run_dir, command, o.interval, fresh)
+    except ImageNotFound:
+        if not o.image:
+            raise
+        _pull(engine, o.image)
+        _make_run_dir(run_dir)
+        status = _supervised_run(engine, spec, r, run_dir, command, o.interval, fresh)
     leftovers.join(timeout=2)
     if status == 0 and o.write_profile is not None and workload is not None:
         _write_profile(o.write_profile, workload, r, run_dir)
     return status
+
+
+def _why_no_container() -> str:
+    """Why the container engines `--runtime auto` passed over do not answer (a socket this
+    user may not open is no stopped daemon)."""
+    from launcher.runtime.engines import AUTO_ORDER, get_engine
+
+    reasons = []
+    for name in AUTO_ORDER:
+        engine = get_engine(name)
+        if engine.name != "native":
+            try:
+                engine.ping()
+            except LauncherError as exc:
+                reasons.append(str(exc))
+    return f" ({'; '.join(reasons)})" if reasons else ""
+
+
+def _make_run_dir(run_dir: Path) -> None:
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise LauncherError(f"cannot create the run folder {run_dir}: {exc.strerror}; set "
+                            f"LAUNCHER_RUNS_DIR to a folder you can write") from None
+
+
+def _pull(engine: Engine, image: str) -> None:
+    """An image named with --image that is not here: pulled, its progress a line a second
+    (a failed pull: one line, the error)."""
+
+    def show(event: BuildEvent) -> None:
+        say(event.text)
+
+    engine.pull(image, show)
+
+
+def _report_lowered_ulimits(r: Resolved) -> None:
+    """A ulimit lowered to this host's hard limit: a warning when the user's own profile asked
+    for more, a note (-v) when it is a shipped default (nofile 1048576 on an ordinary host)."""
+    for name, u in r.caps.ulimits.items():
+        if "lowered" in u.source:
+            line = f"ulimit {name}: {u.source}"
+            if _from_shipped(r, f"limits.{name}"):
+                note(line)
+            else:
+                say(f"warning: {line}")
+
+
+def _from_shipped(r: Resolved, key: str) -> bool:
+    """Whether profile value `key` comes from a profile shipped with launcher."""
+    from launcher.profiles.loader import display_path, shipped_dir
+
+    where = r.profile.where(key).rpartition(":")[0]
+    return any(display_path(f) == where and f.resolve().parent == shipped_dir()
+               for f in r.profile.files)
+
+
+def _parse_workload_args(parser: argparse.ArgumentParser, args: list[str]) -> int | None:
+    """A built-in workload's own parser reads its arguments here first: None when they parse,
+    else the exit status of its help (0) or of its usage error (2), which it printed."""
+    try:
+        parser.parse_args(args)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 2
+    return None
 
 
 def _check_framework(workload: str, framework: str) -> None:
@@ -302,6 +380,8 @@ class _Output:
 
 def _supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
                     command: list[str], interval: float, fresh: bool) -> int:
+    from launcher.cli.report_cmd import why_no_plot
+    from launcher.supervise.report import preflight
     from launcher.telemetry.sampler import Sampler
     from launcher.telemetry.watch import limits_of
 
@@ -312,7 +392,7 @@ def _supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
     estimate = int(r.caps.estimate["total"])
 
     def on_start(info: Started) -> None:
-        say(f"{engine.name} run; {info.enforcement.sentence()}")
+        say(preflight(r.caps, engine.name, info.enforcement.sentence()))
         if info.pid is None:
             return
         limits, pids_dir = limits_of(info.pid, r.facts)
@@ -337,9 +417,11 @@ def _supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
         return result.status
     diagnosis = out.sentence or f"the workload exited with status {result.status}."
     summary = _write_summary(run_dir, r, engine, result, command, diagnosis, started)
-    plotting = summary["samples"] >= 2 and _plot_in_background(run_dir)
+    why = why_no_plot(summary["samples"])
+    if why is None:
+        _plot_in_background(run_dir)
     say(f"run {run_dir.name}: telemetry and summary in {run_dir}/"
-        + (", telemetry.png drawn in the background" if plotting else "")
+        + (f"; no plot: {why}" if why else ", telemetry.png drawn in the background")
         + f" (`launcher report {run_dir}`)")
     if result.status == 127 and out.cannot_run:
         say("the command was not found where it ran (for a container: in the image)")
@@ -368,21 +450,17 @@ def _read_rows(path: Path) -> list[dict]:  # type: ignore[type-arg]
     return read_series(path)
 
 
-def _plot_in_background(run_dir: Path) -> bool:
+def _plot_in_background(run_dir: Path) -> None:
     """telemetry.png, drawn by a detached process: matplotlib costs a second or more, and the
     user should not wait for it. `launcher report RUN_DIR --plot` draws it on demand."""
-    import importlib.util
     import subprocess
 
-    if importlib.util.find_spec("matplotlib") is None:
-        return False
     from launcher.shipped import pythonpath
 
     env = {**os.environ, "PYTHONPATH": pythonpath(os.environ.get("PYTHONPATH"))}
     subprocess.Popen([sys.executable, "-m", "launcher.telemetry", str(run_dir)], env=env,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                      stderr=subprocess.DEVNULL, start_new_session=True)
-    return True
 
 
 def describe_spec(runtime: str, spec: RunSpec) -> str:
@@ -426,3 +504,7 @@ def _rlimit(name: str, value: int) -> str:
     if value < 0:
         return "unlimited"
     return format_size(value) if name in ("stack", "memlock") else str(value)
+
+
+def _or_unlimited(n: int | None) -> str:
+    return "unlimited" if n is None else str(n)

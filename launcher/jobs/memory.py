@@ -19,7 +19,7 @@ from launcher.errors import LauncherError
 from launcher.jobs.execute import LocalExecutor, chunk_dir
 from launcher.jobs.job import Prepared
 from launcher.jobs.ledger import Chunk
-from launcher.units import format_size
+from launcher.units import format_size, term
 
 MARGIN = 1.10  # workers.memory over the predicted peak (at least the fit's error)
 SAMPLE_S = 0.05
@@ -241,7 +241,7 @@ def write_profile(p: Prepared, path: Path, result: dict[str, Any]) -> None:
         f"For job {p.spec.name} ({p.spec.path}). Measured ({what}): "
         + ", ".join(f"{x['size']} items {format_size(x['peak'])}" for x in m) + ".",
         f"Fit: peak = base {format_size(int(result['base_bytes']))} "
-        f"({result['base_bytes']} bytes) + per item {result['per_item_bytes']:.0f} bytes "
+        f"({result['base_bytes']} bytes) {term(result['per_item_bytes'], 'bytes')} per item "
         f"(largest error {result['fit_error']:.1%}).",
         f"chunk_size {result['chunk_size']}: predicted peak "
         f"{format_size(result['predicted_chunk_peak_bytes'])}; workers.memory = that x "

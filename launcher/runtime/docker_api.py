@@ -73,6 +73,30 @@ class Response:
         out, self.buf = self.buf, b""
         return out
 
+    def lines(self) -> Iterator[bytes]:
+        """The body line by line as it arrives (a streamed JSON progress body)."""
+        chunked = self.headers.get("transfer-encoding", "").lower() == "chunked"
+        partial = b""
+        while data := (self._next_chunk() if chunked else self._next_raw()):
+            *done, partial = (partial + data).split(b"\n")
+            yield from done
+        if partial.strip():
+            yield partial
+
+    def _next_chunk(self) -> bytes:
+        size = int(self._until(b"\r\n").split(b";")[0], 16)
+        if size == 0:
+            return b""
+        data = self._exactly(size)
+        self._until(b"\r\n")
+        return data
+
+    def _next_raw(self) -> bytes:
+        if not self.buf and not self._fill():
+            return b""
+        data, self.buf = self.buf, b""
+        return data
+
     def frames(self) -> Iterator[tuple[int, bytes]]:
         """The multiplexed attach stream: (1 stdout | 2 stderr, data) until the end."""
         try:
@@ -84,6 +108,37 @@ class Response:
                 yield stream, self._exactly(size)
         finally:
             self.sock.close()
+
+
+def unreachable(host: str, exc: Exception) -> str:
+    """Why the daemon at `host` cannot be reached, and what to do: a socket this user may not
+    open is no stopped daemon."""
+    if isinstance(exc, PermissionError) or "Permission denied" in str(exc):
+        where = host[len("unix://"):] if host.startswith("unix://") else host
+        return (f"permission denied on the Docker socket {where}: this user may not use the "
+                f"Docker daemon; join the docker group (`sudo usermod -aG docker $USER`, then "
+                f"log in again) or run without a container: --runtime native")
+    return f"no Docker daemon answers at {host} ({exc}); start dockerd (or set DOCKER_HOST)"
+
+
+def split_reference(image: str) -> tuple[str, str]:
+    """`REPO[:TAG|@DIGEST]` -> (REPO, TAG or DIGEST); no tag is `latest` (an empty tag would
+    pull every tag of the repository)."""
+    if "@" in image:
+        repo, _, digest = image.partition("@")
+        return repo, digest
+    last = image.rsplit("/", 1)[-1]
+    if ":" in last:
+        repo, _, tag = image.rpartition(":")
+        return repo, tag
+    return image, "latest"
+
+
+def _message(raw: bytes) -> str:
+    try:
+        return str(json.loads(raw).get("message", raw.decode())).strip()
+    except (ValueError, AttributeError):
+        return raw.decode(errors="replace").strip()
 
 
 class DockerAPI:
@@ -113,8 +168,7 @@ class DockerAPI:
             sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + (body or b""))
             return Response(sock)
         except OSError as exc:
-            raise EngineError(f"no Docker daemon answers at {self.host} ({exc}); start dockerd "
-                              f"(or set DOCKER_HOST)") from None
+            raise EngineError(unreachable(self.host, exc)) from None
 
     def request(self, method: str, path: str, body: Any = None, query: dict | None = None,
                 timeout: float | None = 60.0) -> Any:
@@ -126,17 +180,27 @@ class DockerAPI:
         finally:
             resp.sock.close()
         if resp.status >= 400:
-            try:
-                message = json.loads(raw).get("message", raw.decode())
-            except ValueError:
-                message = raw.decode(errors="replace")
-            raise ApiError(resp.status, message.strip())
+            raise ApiError(resp.status, _message(raw))
         if raw and resp.headers.get("content-type", "").startswith("application/json"):
             return json.loads(raw)
         return raw
 
     def ping(self) -> None:
         self.request("GET", "/_ping", timeout=10)
+
+    def pull(self, image: str) -> Iterator[dict[str, Any]]:
+        """POST /images/create: the daemon's progress messages, one dict each, as they come."""
+        repo, tag = split_reference(image)
+        resp = self._send("POST", f"{API}/images/create?" + urlencode(
+            {"fromImage": repo, "tag": tag}), None, {"Connection": "close"}, None)
+        try:
+            if resp.status >= 400:
+                raise ApiError(resp.status, _message(resp.read()))
+            for line in resp.lines():
+                if line.strip():
+                    yield json.loads(line)
+        finally:
+            resp.sock.close()
 
     def attach(self, cid: str, stdin: bool = False) -> Iterator[tuple[int, bytes]]:
         """(stream, data) frames of stdout (1) and stderr (2) until the container ends. With

@@ -19,6 +19,7 @@ from launcher.runtime.engine import (
     BuildEvent,
     Enforcement,
     Engine,
+    ImageNotFound,
     Leftover,
     OutputSink,
     RunResult,
@@ -127,9 +128,12 @@ class DockerEngine(Engine):
                 self._client = docker.from_env(timeout=600)
                 self._client.ping()
             except Exception as exc:  # noqa: BLE001 - the SDK raises many kinds
-                raise EngineError(
-                    f"no Docker daemon answers ({_short(exc)}); start dockerd (or set "
-                    f"DOCKER_HOST), or use --runtime native") from None
+                from launcher.runtime.docker_api import unreachable
+
+                host = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+                msg = unreachable(host, RuntimeError(_short(exc)))
+                raise EngineError(msg if msg.startswith("permission denied") else
+                                  f"{msg}, or use --runtime native") from None
         return self._client
 
     def ping(self) -> None:
@@ -217,6 +221,23 @@ class DockerEngine(Engine):
         except Exception as exc:  # noqa: BLE001
             raise EngineError(f"push of {image} failed: {_short(exc)}") from None
 
+    def pull(self, image: str, on_event: Callable[[BuildEvent], None]) -> None:
+        """POST /images/create, its progress summed over the layers, one event a second at
+        most; a failure is one line naming the image."""
+        from launcher.runtime.docker_api import ApiError, DockerAPI
+
+        progress = PullProgress(image)
+        try:
+            for msg in DockerAPI().pull(image):
+                if "error" in msg:
+                    raise EngineError(pull_failed(image, str(msg["error"])))
+                line = progress.update(msg)
+                if line:
+                    on_event(BuildEvent("output", line))
+        except ApiError as exc:
+            raise EngineError(pull_failed(image, str(exc))) from None
+        on_event(BuildEvent("done", progress.done()))
+
     def run(self, spec: RunSpec, on_output: OutputSink,
             on_start: StartHook | None = None) -> RunResult:
         """Create with AutoRemove, attach and wait before start (as the docker CLI does),
@@ -229,8 +250,8 @@ class DockerEngine(Engine):
             cid = api.request("POST", "/containers/create", req["body"], req["query"])["Id"]
         except ApiError as exc:
             if exc.status == 404:
-                raise EngineError(f"image {spec.image!r} not found; build it with `launcher "
-                                  f"build` or pass --image") from None
+                raise ImageNotFound(f"image {spec.image!r} not found; build it with `launcher "
+                                    f"build` or pass --image") from None
             raise EngineError(f"the daemon refused the container: {exc}") from None
         stopping = threading.Event()
         enforcement = enforcement_of(spec)
@@ -266,6 +287,53 @@ class DockerEngine(Engine):
             if not finished:  # AutoRemove removes a container that ended; this one did not
                 _quiet(lambda: api.request("DELETE", f"/containers/{cid}",
                                            query={"force": "1"}))
+
+
+def pull_failed(image: str, why: str) -> str:
+    first = (why.strip().splitlines() or ["no reason given"])[0]
+    return f"cannot pull {image}: {first}"
+
+
+class PullProgress:
+    """The daemon's per-layer pull messages as one line: layers done and bytes fetched."""
+
+    def __init__(self, image: str, every: float = 1.0) -> None:
+        self.image = image
+        self.every = every
+        self.last = 0.0
+        self.layers: dict[str, tuple[int, int]] = {}  # id -> (current, total) bytes
+        self.finished: set[str] = set()
+
+    def update(self, msg: dict[str, Any]) -> str | None:
+        import time
+
+        layer, status = msg.get("id"), str(msg.get("status", ""))
+        detail = msg.get("progressDetail") or {}
+        if layer and status == "Downloading" and detail.get("total"):
+            self.layers[layer] = (int(detail.get("current", 0)), int(detail["total"]))
+        elif layer and status in ("Pull complete", "Already exists", "Download complete"):
+            self.finished.add(layer)
+        elif layer and status.startswith(("Pulling fs layer", "Waiting")):
+            self.layers.setdefault(layer, (0, 0))
+        now = time.monotonic()
+        if now - self.last < self.every:
+            return None
+        self.last = now
+        return self.line()
+
+    def line(self) -> str:
+        ids = set(self.layers) | self.finished
+        got = sum(c if k not in self.finished else t for k, (c, t) in self.layers.items())
+        total = sum(t for _, t in self.layers.values())
+        if not ids:
+            return f"pulling {self.image}"
+        size = f", {format_size(got)} of {format_size(total)}" if total else ""
+        return f"pulling {self.image}: {len(self.finished)}/{len(ids)} layers{size}"
+
+    def done(self) -> str:
+        total = sum(t for _, t in self.layers.values())
+        return (f"pulled {self.image} ({len(set(self.layers) | self.finished)} layers"
+                + (f", {format_size(total)} fetched)" if total else ")"))
 
 
 def _announce(api: Any, cid: str, enforcement: Enforcement, on_start: StartHook) -> None:

@@ -73,6 +73,10 @@ class Leftover:
     idle: bool = False  # holds nothing (never started, empty): removed without asking
 
 
+class ImageNotFound(EngineError):
+    """The engine has no such image here (an explicit --image is then pulled)."""
+
+
 OutputSink = Callable[[str, bytes], None]  # ("stdout" | "stderr", data)
 StartHook = Callable[[Started], None]
 
@@ -110,6 +114,10 @@ class Engine(ABC):
     def push(self, image: str, on_event: Callable[[BuildEvent], None]) -> None:
         """Push `image` to its registry."""
         raise EngineError(f"the {self.name} runtime pushes no images; use --runtime docker")
+
+    def pull(self, image: str, on_event: Callable[[BuildEvent], None]) -> None:
+        """Fetch `image` from its registry, with progress events."""
+        raise EngineError(f"the {self.name} runtime pulls no images; use --runtime docker")
 
     @abstractmethod
     def describe(self, spec: RunSpec) -> dict[str, Any]:

@@ -25,11 +25,39 @@ def thread_summary(caps: Caps) -> str:
                      for (value, source), names in groups.items())
 
 
+def brief_threads(caps: Caps) -> str:
+    """`OMP 7 (--env (explicit override)), MKL/OpenBLAS/TF intra/TF inter 2`: the values in
+    force, with a source only where it is not the profile's or launcher's own choice."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for name, short in POOLS.items():
+        s = caps.env.get(name)
+        if s is None or s.value is None:
+            continue
+        source = "" if s.source.startswith(("auto", "profile")) else s.source
+        groups.setdefault((s.value, source), []).append(short)
+    return ", ".join(f"{'/'.join(names)} {value}" + (f" ({source})" if source else "")
+                     for (value, source), names in groups.items())
+
+
+def plural(n: object, word: str) -> str:
+    """`1 thread`, `2 threads`."""
+    return f"{n} {word}" if str(n) == "1" else f"{n} {word}s"
+
+
+def preflight(caps: Caps, runtime: str, limits: str) -> str:
+    """The one line `launcher run` prints before the workload's output."""
+    threads = brief_threads(caps)
+    return (f"profile {caps.profile}, framework {caps.framework}: "
+            + (f"threads {threads}, " if threads else "")
+            + f"~{plural(caps.estimate['per_process'], 'thread')} per process; "
+              f"{runtime} run, {limits}")
+
+
 def report(caps: Caps, quiet: bool, say: Callable[[str], None]) -> None:
     if not quiet:
         budget = caps.budget
         say(f"profile {caps.profile}, framework {caps.framework}: {thread_summary(caps)}; "
-            f"~{caps.estimate['per_process']} threads per process, budget "
+            f"~{plural(caps.estimate['per_process'], 'thread')} per process, budget "
             f"{budget['available'] if budget['available'] is not None else 'unlimited'} "
             f"({budget['binding']})")
     for name, s in caps.env.items():
