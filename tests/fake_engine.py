@@ -12,6 +12,7 @@ from launcher.runtime.spec import RunSpec
 
 class FakeEngine(Engine):
     name = "fake"
+    can_build = True  # it records builds too
     calls: ClassVar[list[tuple[str, Any]]] = []  # shared: the registry makes new instances
     status: ClassVar[int] = 0
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from launcher.units import format_size
+from launcher.units import format_size, term
 from tests.conftest import HOSTS, ROOT, docker_client
 from tests.docker_helpers import BASE, launcher
 
@@ -296,8 +296,8 @@ def test_bench_memory_measures_the_cgroup_and_writes_no_host_counts(tmp_path):
     assert f"memory: \"{data['workers_memory']}\"" in text  # as shown, to the MiB
     assert data["workers_memory_bytes"] == int(data["workers_memory"][:-3]) << 20
     assert data["chunk_size"] == 1600  # an even share of 20,000 items over the rig's 12 GPUs
-    assert f"base {format_size(data['base_bytes'])} ({data['base_bytes']} bytes) + per item " \
-           f"{data['per_item_bytes']:.0f} bytes" in text
+    assert f"base {format_size(data['base_bytes'])} ({data['base_bytes']} bytes) " \
+           f"{term(data['per_item_bytes'], 'bytes')} per item" in text  # a sign, never `+ -`
     plan = json.loads(launcher("jobs", "plan", str(spec), "-p", str(prof), "--host-root",
                                str(HOSTS / "rig-6600"), "--json").stdout)
     assert plan["plan"]["chunk_size"] == 1600 and plan["plan"]["concurrency"] == 12

@@ -177,7 +177,7 @@ def test_a_run_lasts_as_long_as_its_workload(real):
                     "import time; time.sleep(0.5); print('done')")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "done\n"
-    assert "launcher: podman run; enforced by the kernel" in proc.stderr
+    assert "podman run, enforced by the kernel" in proc.stderr
     summary = json.loads((run_dir_of(proc.stderr) / "summary.json").read_text())
     assert summary["runtime"] == "podman" and summary["exit_status"] == 0
 
@@ -196,7 +196,7 @@ def test_telemetry_samples_the_container_against_its_limits(real, tmp_path):
     assert max(r["pids_current"] or 0 for r in rows) >= 9
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["runtime"] == "podman" and summary["exit_status"] == 0
-    assert "launcher: podman run; enforced by the kernel: pids 64" in proc.stderr
+    assert "podman run, enforced by the kernel: pids 64" in proc.stderr
 
 
 def test_thread_bomb_hits_pids_limit_and_is_explained(real, tmp_path):
