@@ -3,7 +3,6 @@ GPUs or CPU slots with a pull queue, recorded in a ledger that survives Ctrl-C a
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
@@ -55,59 +54,13 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
         gpus: str | None = None) -> int:
     from launcher.cli.jobs_progress import Progress
     from launcher.jobs import summary as summ
-    from launcher.jobs.backends import get_backend, on_this_host
-    from launcher.jobs.job import GpuWatch, open_ledger, prepare, read_items, write_summary
-    from launcher.jobs.runner import PullQueue, lock_job
-    from launcher.runtime.engines import get_engine, names
-    from launcher.runtime.owner import owner
+    from launcher.jobs.run import JobRun, run_job
 
-    if runtime not in names():
-        raise LauncherError(f"--runtime must be one of {', '.join(names())} (got {runtime!r})")
-    p = prepare(spec, profile, framework, max_concurrent, parse_env_pairs(env), host_root,
-                inherit_shell=get_engine(runtime).inherits_environment, gpus=gpus, running=True,
-                on_this_host=on_this_host(backend))
-    folder = p.spec.folder()
-    folder.mkdir(parents=True, exist_ok=True)
-    release = lock_job(str(folder / ".lock"))
-    try:
-        ledger, notes = open_ledger(p)
-        for note in notes:
-            say(note)
-        counts = ledger.counts()
-        if counts["pending"] == 0:
-            say(f"job {p.spec.name}: nothing left to run ({counts['done']} done, "
-                 f"{counts['failed']} failed); see `launcher jobs status {folder}`")
-        if on_this_host(backend):  # what killed runs left here that holds nothing goes
-            from launcher.runtime.engines import tidy_leftovers
-
-            with contextlib.suppress(LauncherError):
-                tidy_leftovers(get_engine(runtime))
-        be = get_backend(backend, p, folder, read_items(p.spec),
-                         {"runtime": runtime, "image": image, "address": address})
-        slots = be.slots()
-        say(f"job {p.spec.name}: {be.concurrency_note()}; {counts['pending']} chunks pending, "
-             f"{counts['done']} done; ledger in {folder}")
-        done_items = sum(c.size for c in ledger.chunks("done"))
-        progress = Progress(p.spec.items, done_items)
-        gpus = GpuWatch()
-        if gpus.sampler.any:
-            gpus.start()
-        started, since = time.monotonic(), time.time()
-        queue = PullQueue(p.spec, p.plan, ledger, be.executor(), progress, owner(), slots,
-                          say)
-        try:
-            finished = queue.run()
-        finally:
-            progress.close()
-            gpus.done.set()
-            be.close()
-        wall = time.monotonic() - started
-        s = summ.summarize(ledger, len(slots), wall, queue.busy, gpus.means(), since)
-        s["job"], s["folder"], s["backend"] = p.spec.name, str(folder), backend
-        write_summary(folder, s)
-        ledger.close()
-    finally:
-        release()
+    s, finished = run_job(JobRun(spec, profile=profile, framework=framework,
+                                 max_concurrent=max_concurrent, env=parse_env_pairs(env),
+                                 runtime=runtime, image=image, backend=backend,
+                                 address=address, host_root=host_root, gpus=gpus),
+                          progress=Progress, say=say)
     if as_json:
         print_json(s)
     else:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -115,7 +114,3 @@ def write_summary(folder: Path, summary: dict[str, Any]) -> None:
     tmp = folder / "summary.json.tmp"
     tmp.write_text(json.dumps(summary, indent=2) + "\n")
     tmp.replace(folder / "summary.json")
-
-
-def elapsed_since(t: float) -> float:
-    return time.monotonic() - t

@@ -1,0 +1,91 @@
+"""A job from its spec to its summary (`launcher jobs run`): the CLI parses and prints, this
+module orchestrates: prepare, lock, the ledger, the backend's slots, the pull queue, the
+summary."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from launcher.errors import LauncherError
+from launcher.jobs import summary as summ
+from launcher.jobs.backends import get_backend, on_this_host
+from launcher.jobs.job import GpuWatch, open_ledger, prepare, read_items, write_summary
+from launcher.jobs.runner import PullQueue, lock_job
+from launcher.runtime.engines import get_engine, names, tidy_leftovers
+from launcher.runtime.owner import owner
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """What `launcher jobs run` was asked for."""
+
+    spec: Path
+    profile: str | None = None
+    framework: str | None = None
+    max_concurrent: int | None = None
+    env: dict[str, str] | None = None
+    runtime: str = "native"
+    image: str | None = None
+    backend: str = "local"
+    address: str | None = None
+    host_root: Path | None = None
+    gpus: str | None = None
+
+
+def run_job(job: JobRun, progress: Callable[[int, int], Any],
+            say: Callable[[str], None]) -> tuple[dict[str, Any], bool]:
+    """A job from its spec to its summary: prepared, locked, its ledger opened, its pending
+    chunks run over the backend's slots by the pull queue, the summary written. `progress`
+    makes what shows progress from (total items, items done before); `say` takes a line for
+    the user. Returns the summary and whether the queue ran to its end (not stopped)."""
+    if job.runtime not in names():
+        raise LauncherError(f"--runtime must be one of {', '.join(names())} "
+                            f"(got {job.runtime!r})")
+    here = on_this_host(job.backend)
+    p = prepare(job.spec, job.profile, job.framework, job.max_concurrent, job.env,
+                job.host_root, inherit_shell=get_engine(job.runtime).inherits_environment,
+                gpus=job.gpus, running=True, on_this_host=here)
+    folder = p.spec.folder()
+    folder.mkdir(parents=True, exist_ok=True)
+    release = lock_job(str(folder / ".lock"))
+    try:
+        ledger, notes = open_ledger(p)
+        for note in notes:
+            say(note)
+        counts = ledger.counts()
+        if counts["pending"] == 0:
+            say(f"job {p.spec.name}: nothing left to run ({counts['done']} done, "
+                f"{counts['failed']} failed); see `launcher jobs status {folder}`")
+        if here:  # what killed runs left here that holds nothing goes
+            with contextlib.suppress(LauncherError):
+                tidy_leftovers(get_engine(job.runtime))
+        be = get_backend(job.backend, p, folder, read_items(p.spec),
+                         {"runtime": job.runtime, "image": job.image, "address": job.address})
+        slots = be.slots()
+        say(f"job {p.spec.name}: {be.concurrency_note()}; {counts['pending']} chunks pending, "
+            f"{counts['done']} done; ledger in {folder}")
+        shown = progress(p.spec.items, sum(c.size for c in ledger.chunks("done")))
+        gpus = GpuWatch()
+        if gpus.sampler.any:
+            gpus.start()
+        started, since = time.monotonic(), time.time()
+        queue = PullQueue(p.spec, p.plan, ledger, be.executor(), shown, owner(), slots, say)
+        try:
+            finished = queue.run()
+        finally:
+            shown.close()
+            gpus.done.set()
+            be.close()
+        s = summ.summarize(ledger, len(slots), time.monotonic() - started, queue.busy,
+                           gpus.means(), since)
+        s["job"], s["folder"], s["backend"] = p.spec.name, str(folder), job.backend
+        write_summary(folder, s)
+        ledger.close()
+    finally:
+        release()
+    return s, finished
