@@ -176,3 +176,43 @@ def test_an_image_holds_everything_its_supervisor_imports():
         "launcher.workloads.calibrate", "launcher.probe.__main__"]
     missing = sorted(m for m in _reach(starts) if not _shipped_in_image(m))
     assert missing == []
+
+
+# Every package and top-level module of launcher, lowest first: a module imports only from its
+# own rank or below. A new package must be given a rank here (the test says so).
+RANKS = {
+    "launcher": 0, "__version__": 0, "errors": 0, "units": 0, "cpulist": 0, "names": 0,
+    "shipped": 0, "dists": 0, "contract": 0,
+    "registry": 1,
+    "vendors": 2, "frameworks": 2,
+    "variables": 3,
+    "probe": 4, "profiles": 4,
+    "caps": 5,
+    "supervise": 6, "telemetry": 6, "workloads": 6,
+    "runtime": 7, "render": 7,
+    "jobs": 8,
+    "cli": 9,
+    "__main__": 10,
+}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "launcher"
+
+
+def _upward(modules: dict[str, Path]) -> list[tuple[str, str]]:
+    return [(mod, imp) for mod, path in modules.items() for imp in _imports(path)
+            if RANKS.get(_package(imp), 99) > RANKS.get(_package(mod), -1)]
+
+
+def test_every_package_has_a_rank_and_no_import_runs_up():
+    mods = _modules()
+    assert sorted({_package(m) for m in mods} - set(RANKS)) == []
+    assert _upward(mods) == []
+
+
+def test_the_rank_check_can_fail(tmp_path):
+    up = tmp_path / "up.py"
+    up.write_text("from launcher.cli.common import resolve_profile\n")
+    assert ("launcher.jobs.up", "launcher.cli.common") in _upward({"launcher.jobs.up": up})

@@ -12,14 +12,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from launcher import contract
 from launcher.caps.resolve import Resolved
+from launcher.contract import read_exit
 from launcher.jobs.ledger import Chunk
 from launcher.jobs.spec import JobSpec
 from launcher.runtime.engine import Engine, Started
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
-from launcher.supervise import commit, contract
-from launcher.supervise.contract import read_exit
+from launcher.supervise import commit
 from launcher.supervise.indexed import substitute
 from launcher.vendors.base import GpuSelection
 

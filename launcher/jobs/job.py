@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.caps.resolve import Resolved, resolve
+from launcher.contract import read_exit
 from launcher.errors import LauncherError
 from launcher.jobs.execute import chunk_dir
 from launcher.jobs.ledger import Chunk, JobMismatch, Ledger
@@ -19,7 +20,6 @@ from launcher.jobs.spec import JobSpec, load_job
 from launcher.probe import probe_host
 from launcher.profiles import load_profile
 from launcher.supervise import commit
-from launcher.supervise.contract import read_exit
 
 
 @dataclass

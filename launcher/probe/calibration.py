@@ -23,7 +23,7 @@ def user_path() -> Path:
 def read_calibration(root: Path) -> list[dict[str, Any]]:
     """Every usable entry: the user's (for this host) first, then an image's (measured where it
     was built). Malformed entries are left out."""
-    from launcher.supervise.contract import CALIBRATION_FILE
+    from launcher.contract import CALIBRATION_FILE
 
     paths = ([user_path(), Path(CALIBRATION_FILE)] if str(root) == "/"
              else [root / CALIBRATION_FILE.lstrip("/")])

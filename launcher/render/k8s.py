@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from launcher.supervise.contract import ITEMS_DIR as ITEMS
+from launcher.contract import ITEMS_DIR as ITEMS
 
 RESULTS = "/results"
 MIN_VERSION = "1.29"

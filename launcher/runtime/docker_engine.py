@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from launcher.contract import IN_IMAGE, SUPERVISOR
 from launcher.errors import EngineError
 from launcher.runtime.engine import (
     BuildEvent,
@@ -30,7 +31,6 @@ from launcher.runtime.engine import (
 )
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, is_orphan
 from launcher.runtime.spec import RunSpec
-from launcher.supervise.contract import IN_IMAGE, SUPERVISOR
 from launcher.units import format_size
 
 _STEP = re.compile(r"^Step \d+/\d+ :")

@@ -16,6 +16,7 @@ import uuid
 from pathlib import Path
 from typing import IO, Any
 
+from launcher import contract as c
 from launcher.caps.clamp import fit_rlimit
 from launcher.errors import EngineError
 from launcher.runtime.engine import (
@@ -32,7 +33,6 @@ from launcher.runtime.engine import (
 from launcher.runtime.run_cgroup import advisory_of, decide, make_run_cgroup, wanted_caps
 from launcher.runtime.spec import RunSpec
 from launcher.shipped import pythonpath
-from launcher.supervise import contract as c
 from launcher.supervise.apply import RLIMITS
 from launcher.vendors import get as get_vendor
 from launcher.vendors import gpu_vendors

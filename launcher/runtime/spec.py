@@ -7,8 +7,8 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from launcher import contract as c
 from launcher.caps.resolve import Resolved
-from launcher.supervise import contract as c
 from launcher.variables import DEPRECATED
 from launcher.vendors import get as get_vendor
 from launcher.vendors.base import GpuAccess, GpuSelection

@@ -14,7 +14,7 @@ import signal
 import sys
 from pathlib import Path
 
-from launcher.supervise import contract as c
+from launcher import contract as c
 from launcher.supervise.diagnose import Counters, explain, read_counters
 
 CAPS = Path(os.environ.get(c.CAPS, c.CAPS_FILE))

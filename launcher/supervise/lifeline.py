@@ -142,7 +142,7 @@ def enter(env: dict[str, str]) -> str | None:
     with threads). Returns what could not be done, or None."""
     import resource
 
-    from launcher.supervise import contract as c
+    from launcher import contract as c
 
     for d in c.decode_paths(env.get(c.RUN_CGROUPS, "")):
         try:
