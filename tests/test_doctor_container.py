@@ -17,10 +17,12 @@ BASE = "launcher-base:bookworm"
 
 @pytest.fixture(scope="module")
 def cli_deps(tmp_path_factory):
-    """typer and pyyaml for the container's Python (pure-Python wheels)."""
+    """The CLI's pure-Python dependencies, as pyproject.toml pins them, for the container's
+    Python (--ignore-installed: this venv's own copies do not count for the target)."""
     target = tmp_path_factory.mktemp("deps")
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-compile",
-                    "--target", str(target), "typer", "pyyaml"], check=True)
+                    "--ignore-installed", "--target", str(target), "typer>=0.20,<0.21",
+                    "click>=8.2", "pyyaml"], check=True)
     return target
 
 

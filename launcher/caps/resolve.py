@@ -65,7 +65,7 @@ class Resolved:
         }
 
 
-def resolve(profile: Profile, facts: HostFacts, framework: str | None = None,
+def resolve(profile: Profile, facts: HostFacts, *, framework: str | None = None,
             processes: int | None = None, overrides: dict[str, str] | None = None,
             gpus: str | None = None, inherited: dict[str, str] | None = None,
             for_this_host: bool = True, clamp: bool = False,
@@ -103,5 +103,7 @@ def profile_of(recipe: dict[str, Any]) -> Profile:
 def resolve_recipe(recipe: dict[str, Any], facts: HostFacts, overrides: dict[str, str],
                    inherited: dict[str, str]) -> Resolved:
     """caps.json's recipe resolved where the image starts, against its own cgroup."""
-    return resolve(profile_of(recipe), facts, recipe.get("framework"), recipe.get("processes"),
-                   {**recipe.get("overrides", {}), **overrides}, None, inherited, clamp=True)
+    return resolve(profile_of(recipe), facts, framework=recipe.get("framework"),
+                   processes=recipe.get("processes"),
+                   overrides={**recipe.get("overrides", {}), **overrides}, inherited=inherited,
+                   clamp=True)

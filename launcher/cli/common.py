@@ -19,8 +19,10 @@ def resolve_profile(profile_ref: str, framework: str | None = None,
     shell's managed variables as the inherited environment when `inherit_shell`."""
     overrides = parse_env_pairs(env_pairs)
     facts = probe_host(host_root or "/")
-    return resolve(load_profile(profile_ref), facts, framework, processes, overrides, gpus,
-                   facts.env if inherit_shell else {}, for_this_host, clamp)
+    return resolve(load_profile(profile_ref), facts, framework=framework, processes=processes,
+                   overrides=overrides, gpus=gpus,
+                   inherited=facts.env if inherit_shell else {}, for_this_host=for_this_host,
+                   clamp=clamp)
 
 
 def fit_or_advise(r: Resolved, apply: bool) -> tuple[Resolved, str | None]:

@@ -296,8 +296,8 @@ def ray_node(profile: str, address: str | None, gpus: str | None, host_root: Pat
     from launcher.profiles import load_profile
 
     facts = probe_host(host_root or "/")
-    r = resolve(load_profile(profile), facts, None, 1, None, gpus, facts.env, clamp=True,
-                gpus_per_process=1)  # each chunk sees its own GPU
+    r = resolve(load_profile(profile), facts, processes=1, gpus=gpus, inherited=facts.env,
+                clamp=True, gpus_per_process=1)  # each chunk sees its own GPU
     node = JobSpec(path=Path("ray-node"), name="ray-node", command=["true"], items=1)
     p = Prepared(node, r, plan_job(node, r))
     cmd = node_command(p, address)

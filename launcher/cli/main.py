@@ -309,9 +309,11 @@ def run(
     if verbose:
         set_verbose(True)
     _run(lambda: run_cmd.run(run_cmd.RunOptions(
-        command or [], profile, framework, processes, runtime, image, gpus, env or [],
-        volume or [], workdir, user, not no_mount_cwd, name, resume, dry_run, json, interval,
-        host_root, write_profile, fit=fit, require_limits=require_limits)))
+        command=command or [], profile=profile, framework=framework, processes=processes,
+        runtime=runtime, image=image, gpus=gpus, env=env or [], volumes=volume or [],
+        workdir=workdir, user=user, mount_cwd=not no_mount_cwd, name=name, resume=resume,
+        dry_run=dry_run, as_json=json, interval=interval, host_root=host_root,
+        write_profile=write_profile, fit=fit, require_limits=require_limits)))
 
 
 @app.command()

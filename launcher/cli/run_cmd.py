@@ -32,7 +32,7 @@ def runs_dir() -> Path:
     return Path(os.environ.get("LAUNCHER_RUNS_DIR") or "runs")
 
 
-@dataclass
+@dataclass(kw_only=True)
 class RunOptions:
     command: list[str]
     profile: str = "auto"
@@ -99,9 +99,9 @@ def run(o: RunOptions) -> int:
         _check_framework(workload.name, workload.framework)
     command = workload.argv(o.command[1:], engine.python) if workload else o.command
     facts = probe_host(o.host_root or "/")
-    r = resolve(prof, facts, fw, o.processes, overrides, o.gpus,
-                facts.env if engine.inherits_environment else {}, clamp=True,
-                extra_threads=workload.extra_threads if workload else 0)
+    r = resolve(prof, facts, framework=fw, processes=o.processes, overrides=overrides,
+                gpus=o.gpus, inherited=facts.env if engine.inherits_environment else {},
+                clamp=True, extra_threads=workload.extra_threads if workload else 0)
     r, fitted = fit_or_advise(r, o.fit)
     run_id = _run_id(o, workload.name if workload else command[0])
     run_dir = runs_dir() / run_id

@@ -39,9 +39,11 @@ def prepare(spec_path: Path, profile: str | None = None, framework: str | None =
     nodes, a Kubernetes cluster), so the GPUs are the profile's, not this host's."""
     spec = load_job(spec_path)
     facts = probe_host(host_root or "/")
-    r = resolve(load_profile(profile or spec.profile), facts, framework or spec.framework, 1,
-                env or {}, gpus, facts.env if inherit_shell else {}, on_this_host,
-                clamp=True, gpus_per_process=1)  # each chunk sees its own GPU
+    r = resolve(load_profile(profile or spec.profile), facts,
+                framework=framework or spec.framework, processes=1, overrides=env or {},
+                gpus=gpus, inherited=facts.env if inherit_shell else {},
+                for_this_host=on_this_host, clamp=True,
+                gpus_per_process=1)  # each chunk sees its own GPU
     if running and r.selection.shortfall:
         raise LauncherError(r.selection.shortfall)
     if r.caps.verdict.level == "refuse":

@@ -176,7 +176,8 @@ class DockerEngine(Engine):
             DockerAPI().request("DELETE", f"/containers/{leftover.ident}",
                                 query={"force": "1"})
         except ApiError as exc:
-            if exc.status != 404:
+            going = exc.status == 409 and "already in progress" in str(exc)  # --rm's own removal
+            if exc.status != 404 and not going:
                 raise EngineError(f"cannot remove container {leftover.ident}: {exc}") from None
 
     def build(self, context: Path, tag: str, labels: dict[str, str],
