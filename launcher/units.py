@@ -72,3 +72,10 @@ def term(n: float, unit: str) -> str:
 def kib(n: int) -> str:
     """An OpenMP stack size in KiB with its suffix, e.g. 524288 -> '512k'."""
     return f"{max(1, n // 1024)}k"
+
+
+def format_rlimit(name: str, value: int) -> str:
+    """An rlimit as `ulimit` shows it: -1 unlimited, sizes (stack, memlock) with units."""
+    if value < 0:
+        return "unlimited"
+    return format_size(value) if name in ("stack", "memlock") else str(value)

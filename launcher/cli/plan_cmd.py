@@ -7,7 +7,7 @@ from typing import Any
 
 from launcher.cli.common import fit_or_advise, resolve_profile
 from launcher.cli.output import print_json, table
-from launcher.units import format_size
+from launcher.units import format_rlimit, format_size
 
 
 def plan(profile_ref: str, framework: str | None, processes: int | None,
@@ -34,19 +34,14 @@ def plan(profile_ref: str, framework: str | None, processes: int | None,
         rows.append((name, value, note))
     print(table(rows))
     print("ulimits as `launcher run` sets them on this host (soft/hard):")
-    print(table([(n, f"{_rl(n, u['soft'])}/{_rl(n, u['hard'])}", u["source"])
+    print(table([(n, f"{format_rlimit(n, u['soft'])}/{format_rlimit(n, u['hard'])}",
+                  u["source"])
                  for n, u in data["ulimits"].items()]))
     print("container limits:")
     print(table([(n, _fmt_limit(n, lim["value"]), lim["source"])
                  for n, lim in data["limits"].items()]))
     print_verdict(data)
     return 0
-
-
-def _rl(name: str, value: int) -> str:
-    if value < 0:
-        return "unlimited"
-    return format_size(value) if name in ("stack", "memlock") else str(value)
 
 
 def _fmt_limit(name: str, value: Any) -> str:

@@ -72,12 +72,7 @@ def target_of(command: str | None, workload: str | None, volumes: list[str],
         t.framework = w.framework
         t.env = {"PYTHONPATH": IN_IMAGE, "LAUNCHER_RUNS_DIR": RESULTS}
         t.mounts.append(Mount("./runs", RESULTS))
-    for v in volumes:
-        parts = v.split(":")
-        if len(parts) not in (2, 3) or not all(parts[:2]) or parts[2:] not in ([], ["ro"],
-                                                                                 ["rw"]):
-            raise LauncherError(f"--volume: expected SRC:DST or SRC:DST:ro (got {v!r})")
-        t.mounts.append(Mount(parts[0], parts[1], parts[2:] == ["ro"]))
+    t.mounts += [Mount.parse(v) for v in volumes]
     for p in ports:
         if not _PORT.match(p):
             raise LauncherError(f"--port: expected PORT/http, PORT/tcp or PORT/udp (got {p!r})")

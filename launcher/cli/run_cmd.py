@@ -24,7 +24,7 @@ from launcher.runtime.engine import BuildEvent, Engine, ImageNotFound, RunResult
 from launcher.runtime.engines import choose_engine
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
-from launcher.units import format_size
+from launcher.units import format_rlimit, format_size
 from launcher.workloads.catalog import Workload
 
 
@@ -296,16 +296,13 @@ def _mounts(o: RunOptions) -> list[Mount]:
     if o.mount_cwd and cwd != "/":
         mounts.append(Mount(cwd, cwd))
     for v in o.volumes:
-        parts = v.split(":")
-        if len(parts) not in (2, 3) or not all(parts[:2]) or parts[2:] not in ([], ["ro"],
-                                                                                 ["rw"]):
-            raise LauncherError(f"--volume: expected SRC:DST or SRC:DST:ro (got {v!r})")
-        src = os.path.abspath(os.path.expanduser(parts[0]))
+        m = Mount.parse(v)
+        src = os.path.abspath(os.path.expanduser(m.source))
         if not os.path.exists(src):
             raise LauncherError(f"--volume {v}: no such file or folder {src!r}")
-        if not parts[1].startswith("/"):
+        if not m.target.startswith("/"):
             raise LauncherError(f"--volume {v}: the target must be an absolute path")
-        mounts.append(Mount(src, parts[1], parts[2:] == ["ro"]))
+        mounts.append(Mount(src, m.target, m.read_only))
     return mounts
 
 
@@ -476,7 +473,8 @@ def describe_spec(runtime: str, spec: RunSpec) -> str:
     lines.append(f"  limits: {', '.join(x for x in limits if x) or 'none of ours'}")
     if spec.ulimits:
         lines.append("  ulimits: " + ", ".join(
-            f"{n} {_rlimit(n, u.soft)}/{_rlimit(n, u.hard)}" for n, u in spec.ulimits.items()))
+            f"{n} {format_rlimit(n, u.soft)}/{format_rlimit(n, u.hard)}"
+            for n, u in spec.ulimits.items()))
     if spec.gpus.ids:
         a = spec.gpu_access
         access = [f"devices {', '.join(a.devices)}" if a.devices else "",
@@ -498,12 +496,6 @@ def describe_spec(runtime: str, spec: RunSpec) -> str:
     lines += [f"    {k}={v}" for k, v in spec.supervisor_env().items()]
     lines.append("  (the exact request: add --json)")
     return "\n".join(lines)
-
-
-def _rlimit(name: str, value: int) -> str:
-    if value < 0:
-        return "unlimited"
-    return format_size(value) if name in ("stack", "memlock") else str(value)
 
 
 def _or_unlimited(n: int | None) -> str:

@@ -9,6 +9,7 @@ from typing import Any
 
 from launcher import contract as c
 from launcher.caps.resolve import Resolved
+from launcher.errors import LauncherError
 from launcher.variables import DEPRECATED
 from launcher.vendors import get as get_vendor
 from launcher.vendors.base import GpuAccess, GpuSelection
@@ -19,6 +20,15 @@ class Mount:
     source: str  # a path on the host
     target: str  # where the workload sees it
     read_only: bool = False
+
+    @classmethod
+    def parse(cls, text: str) -> Mount:
+        """`--volume SRC:DST[:ro|rw]`, as docker writes it."""
+        parts = text.split(":")
+        if len(parts) not in (2, 3) or not all(parts[:2]) or parts[2:] not in ([], ["ro"],
+                                                                                 ["rw"]):
+            raise LauncherError(f"--volume: expected SRC:DST or SRC:DST:ro (got {text!r})")
+        return cls(parts[0], parts[1], parts[2:] == ["ro"])
 
 
 @dataclass(frozen=True)
