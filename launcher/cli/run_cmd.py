@@ -110,7 +110,7 @@ def run(o: RunOptions) -> int:
     spec.labels.update({RUN_LABEL: run_id, OWNER_LABEL: owner()})
     if workload is not None and workload.module:
         _workload_paths(spec, run_dir)
-    if chose and o.image and engine.name == "native":  # after every argument was checked
+    if chose and o.image and engine.runs_host_processes:  # after every argument was checked
         say(f"warning: --image {o.image} is not used: {chose}{_why_no_container()}")
     elif chose:
         note(chose)
@@ -163,7 +163,7 @@ def _why_no_container() -> str:
     reasons = []
     for name in AUTO_ORDER:
         engine = get_engine(name)
-        if engine.name != "native":
+        if not engine.runs_host_processes:
             try:
                 engine.ping()
             except LauncherError as exc:

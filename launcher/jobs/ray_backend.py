@@ -23,6 +23,7 @@ from launcher.jobs.execute import Outcome
 from launcher.jobs.job import Prepared
 from launcher.jobs.ledger import Chunk
 from launcher.jobs.runner import Slot
+from launcher.runtime.engines import get_engine
 
 SLOT = "launcher_slot"  # the custom resource each node declares: its cap
 
@@ -89,9 +90,11 @@ class RayBackend:
 
     def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
                  options: dict[str, Any]) -> None:
-        if options.get("runtime") not in (None, "native"):
-            raise LauncherError("--backend ray runs each chunk natively on its node under "
-                                "launcher's supervisor; --runtime docker is for --backend local")
+        runtime = options.get("runtime")
+        if runtime is not None and not get_engine(runtime).runs_host_processes:
+            raise LauncherError(f"--backend ray runs each chunk natively on its node under "
+                                f"launcher's supervisor; --runtime {runtime} is for --backend "
+                                f"local")
         try:
             import ray
         except ImportError:
