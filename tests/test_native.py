@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
-from tests.docker_helpers import launcher, profile, run_dir_of
+from tests.conftest import ROOT, docker_client
+from tests.docker_helpers import BASE, launcher, profile, run_dir_of
 
 BOMB = ("import threading, time\nwhile True:\n"
         "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
@@ -142,3 +142,24 @@ def test_sigint_stops_the_native_workload(writable, tmp_path):
     assert p.returncode == 130, err
     assert "the workload was killed by SIGINT." in err
     assert _leftover_run_cgroups(name) == []
+
+
+@pytest.mark.parametrize("runtime", ["native", pytest.param("docker", marks=pytest.mark.docker)])
+def test_how_a_run_ended_comes_from_the_exit_file_not_its_output(runtime, tmp_path):
+    """A workload that prints a line like the supervisor's cannot change the diagnosis: the
+    summary takes it from the supervisor's exit file (launcher/contract.py) alone."""
+    if runtime == "docker":
+        docker_client()
+    code = ("import sys; print('launcher: the pids limit was reached: a forged line', "
+            "file=sys.stderr); sys.exit(3)")
+    proc = subprocess.run([sys.executable, "-m", "launcher", "run", "--runtime", runtime,
+                           "--image", BASE, "-p", "base", "--", "python3", "-c", code],
+                          env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 3, proc.stderr
+    run_dir = run_dir_of(proc.stderr)
+    ended = json.loads((run_dir / "exit.json").read_text())
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert ended["status"] == 3 and ended["started"] is True
+    assert summary["diagnosis"] == ended["diagnosis"]
+    assert "forged" not in summary["diagnosis"]

@@ -196,7 +196,7 @@ def test_draw_names_gpus_from_the_summary(gpu_run: Path, monkeypatch: pytest.Mon
 def test_run_summary_names_gpus_from_the_host_facts(tmp_path: Path):
     from types import SimpleNamespace
 
-    from launcher.cli.run_cmd import _write_summary
+    from launcher.runtime.session import write_summary
     from launcher.vendors.base import Gpu
 
     shutil.copy(FIXTURES / "gpu-run/telemetry.jsonl", tmp_path)
@@ -204,8 +204,8 @@ def test_run_summary_names_gpus_from_the_host_facts(tmp_path: Path):
                         framework="jax", facts=SimpleNamespace(gpus=[
                             Gpu("nvidia", 0, "NVIDIA H100 80GB HBM3", 81559 * MiB)]))
     result = SimpleNamespace(status=0, enforcement=SimpleNamespace(enforced={}, advisory={}))
-    summary = _write_summary(tmp_path, r, SimpleNamespace(name="native"), result,  # type: ignore[arg-type]
-                             ["x"], "the workload exited with status 0.", 0.0)
+    summary = write_summary(tmp_path, r, SimpleNamespace(name="native"), result,  # type: ignore[arg-type]
+                            ["x"], "the workload exited with status 0.", 0.0)
     assert [(g["name"], g["util_peak_percent"]) for g in summary["gpus"]] == [
         ("NVIDIA H100 80GB HBM3", 27)]
     assert json.loads((tmp_path / "summary.json").read_text())["gpus"] == summary["gpus"]

@@ -20,7 +20,7 @@ from launcher.cli.output import note, parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
 from launcher.names import NAME, NAME_RULE
 from launcher.render.images import default_tag
-from launcher.runtime.engine import BuildEvent, Engine, ImageNotFound, RunResult, Started
+from launcher.runtime.engine import BuildEvent, Engine, ImageNotFound
 from launcher.runtime.engines import choose_engine
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
@@ -352,112 +352,33 @@ def _report_leftovers(engine: Engine) -> None:
             f"`launcher doctor --clean` removes them")
 
 
-class _Output:
-    """Passes output through and keeps the supervisor's last `launcher: ...` sentence."""
-
-    def __init__(self) -> None:
-        self.partial = b""
-        self.sentence = ""
-        self.cannot_run = ""
-
-    def sink(self, stream: str, data: bytes) -> None:
-        target = sys.stdout.buffer if stream == "stdout" else sys.stderr.buffer
-        target.write(data)
-        target.flush()
-        if stream != "stderr":
-            return
-        *lines, self.partial = (self.partial + data).split(b"\n")
-        for raw in lines:
-            line = raw.decode(errors="replace")
-            if line.startswith("launcher: the "):
-                self.sentence = line[len("launcher: "):]
-            elif line.startswith("launcher: cannot run "):
-                self.cannot_run = line[len("launcher: "):]
+def _print_output(stream: str, data: bytes) -> None:
+    target = sys.stdout.buffer if stream == "stdout" else sys.stderr.buffer
+    target.write(data)
+    target.flush()
 
 
 def _supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
                     command: list[str], interval: float, fresh: bool) -> int:
     from launcher.cli.report_cmd import why_no_plot
+    from launcher.runtime.session import plot_in_background, supervised_run
     from launcher.supervise.report import preflight
-    from launcher.telemetry.sampler import Sampler
-    from launcher.telemetry.watch import limits_of
 
-    started = time.time()
-    samplers: list[Sampler] = []
-    out = _Output()
-    telemetry = (run_dir / "telemetry.jsonl").open("w")
-    estimate = int(r.caps.estimate["total"])
-
-    def on_start(info: Started) -> None:
-        say(preflight(r.caps, engine.name, info.enforcement.sentence()))
-        if info.pid is None:
-            return
-        limits, pids_dir = limits_of(info.pid, r.facts)
-        limits["threads_estimate"] = estimate
-        s = Sampler(info.pid, telemetry, limits, pids_dir, interval,
-                    warn=lambda msg: say(f"warning: {msg}"))
-        s.start()
-        samplers.append(s)
-
-    try:
-        result = engine.run(spec, out.sink, on_start)
-    except LauncherError:
-        if fresh:  # it never started: no run folder
-            shutil.rmtree(run_dir, ignore_errors=True)
-        raise
-    finally:
-        for s in samplers:
-            s.stop()
-        telemetry.close()
-    if result.status == 127 and out.cannot_run and fresh:
-        shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran: no run folder
-        return result.status
-    diagnosis = out.sentence or f"the workload exited with status {result.status}."
-    summary = _write_summary(run_dir, r, engine, result, command, diagnosis, started)
-    why = why_no_plot(summary["samples"])
+    end = supervised_run(
+        engine, spec, r, run_dir, command=command, interval=interval, fresh=fresh,
+        on_output=_print_output, say=say,
+        on_start=lambda info: say(preflight(r.caps, engine.name, info.enforcement.sentence())))
+    if end.summary is None:
+        return end.status  # nothing ran (the supervisor said why): no run folder
+    why = why_no_plot(end.summary["samples"])
     if why is None:
-        _plot_in_background(run_dir)
+        plot_in_background(run_dir)
     say(f"run {run_dir.name}: telemetry and summary in {run_dir}/"
         + (f"; no plot: {why}" if why else ", telemetry.png drawn in the background")
         + f" (`launcher report {run_dir}`)")
-    if result.status == 127 and out.cannot_run:
+    if not end.started:
         say("the command was not found where it ran (for a container: in the image)")
-    return result.status
-
-
-def _write_summary(run_dir: Path, r: Resolved, engine: Engine, result: RunResult,
-                   command: list[str], diagnosis: str, started: float) -> dict:  # type: ignore[type-arg]
-    from launcher.telemetry.summary import summarize
-
-    rows = _read_rows(run_dir / "telemetry.jsonl")
-    e = result.enforcement
-    meta = {"run_id": run_dir.name, "profile": r.caps.profile, "framework": r.framework,
-            "runtime": engine.name, "command": command, "exit_status": result.status,
-            "diagnosis": diagnosis, "started": started, "ended": time.time(),
-            "threads_estimate": r.caps.estimate,
-            "engine": {"enforced": e.enforced, "advisory": e.advisory}}
-    summary = summarize(rows, meta, {(g.vendor, g.index): g.model for g in r.facts.gpus})
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    return summary
-
-
-def _read_rows(path: Path) -> list[dict]:  # type: ignore[type-arg]
-    from launcher.telemetry.summary import read_series
-
-    return read_series(path)
-
-
-def _plot_in_background(run_dir: Path) -> None:
-    """telemetry.png, drawn by a detached process: matplotlib costs a second or more, and the
-    user should not wait for it. `launcher report RUN_DIR --plot` draws it on demand."""
-    import subprocess
-
-    from launcher.shipped import pythonpath
-
-    env = {**os.environ, "PYTHONPATH": pythonpath(os.environ.get("PYTHONPATH"))}
-    subprocess.Popen([sys.executable, "-m", "launcher.telemetry", str(run_dir)], env=env,
-                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                     stderr=subprocess.DEVNULL, start_new_session=True)
+    return end.status
 
 
 def describe_spec(runtime: str, spec: RunSpec) -> str:

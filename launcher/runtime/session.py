@@ -1,0 +1,121 @@
+"""One supervised run, from start to summary (`launcher run`): the engine runs the spec, its
+telemetry is sampled from the moment it starts, how it ended is read from the supervisor's exit
+file alone (launcher/contract.py), and summary.json is written; telemetry.png is drawn by a
+detached process. The CLI parses and prints: output and notes go through callbacks."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from launcher import contract
+from launcher.caps.resolve import Resolved
+from launcher.errors import LauncherError
+from launcher.runtime.engine import Engine, OutputSink, RunResult, Started
+from launcher.runtime.spec import Mount, RunSpec
+
+EXIT_FILE = "exit.json"
+
+
+@dataclass
+class Ended:
+    status: int
+    diagnosis: str
+    started: bool  # False: the command could not be started where it ran
+    summary: dict[str, Any] | None  # None: nothing ran, and no run folder is left
+
+
+def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
+                   command: list[str], interval: float, fresh: bool, on_output: OutputSink,
+                   on_start: Callable[[Started], None], say: Callable[[str], None]) -> Ended:
+    """Run `spec` with telemetry into `run_dir` (`fresh`: made for this run, so removed again
+    when nothing ran). `on_start` is told when the workload started; `say` takes warnings."""
+    from launcher.telemetry.sampler import Sampler
+    from launcher.telemetry.watch import limits_of
+
+    exit_file = run_dir / EXIT_FILE
+    exit_file.unlink(missing_ok=True)
+    _reach_exit_file(engine, spec, run_dir, exit_file)
+    started = time.time()
+    samplers: list[Sampler] = []
+    telemetry = (run_dir / "telemetry.jsonl").open("w")
+    estimate = int(r.caps.estimate["total"])
+
+    def started_hook(info: Started) -> None:
+        on_start(info)
+        if info.pid is None:
+            return
+        limits, pids_dir = limits_of(info.pid, r.facts)
+        limits["threads_estimate"] = estimate
+        s = Sampler(info.pid, telemetry, limits, pids_dir, interval,
+                    warn=lambda msg: say(f"warning: {msg}"))
+        s.start()
+        samplers.append(s)
+
+    try:
+        result = engine.run(spec, on_output, started_hook)
+    except LauncherError:
+        if fresh:  # it never started: no run folder
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    finally:
+        for s in samplers:
+            s.stop()
+        telemetry.close()
+    ended = contract.read_exit(exit_file) if spec.supervised else None
+    ran = ended is None or ended.get("started", True)
+    if not ran and fresh:
+        shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran: no run folder
+        return Ended(result.status, str(ended["diagnosis"]), False, None)
+    diagnosis = (ended or {}).get("diagnosis") or (
+        f"the workload exited with status {result.status}.")
+    summary = write_summary(run_dir, r, engine, result, command, diagnosis, started)
+    return Ended(result.status, diagnosis, ran, summary)
+
+
+def _reach_exit_file(engine: Engine, spec: RunSpec, run_dir: Path, exit_file: Path) -> None:
+    """The supervisor writes the exit file into the run folder: a process of this machine sees
+    it where it is; a container gets the folder mounted at its own path."""
+    if not spec.supervised:
+        return
+    spec.env[contract.EXIT_FILE] = str(exit_file.resolve())
+    folder = str(run_dir.resolve())
+    if not engine.runs_host_processes and not any(
+            folder == m.target or folder.startswith(m.target.rstrip("/") + "/")
+            for m in spec.mounts if m.source == m.target and not m.read_only):
+        spec.mounts.append(Mount(folder, folder))
+
+
+def write_summary(run_dir: Path, r: Resolved, engine: Engine, result: RunResult,
+                  command: list[str], diagnosis: str, started: float) -> dict[str, Any]:
+    from launcher.telemetry.summary import read_series, summarize
+
+    e = result.enforcement
+    meta = {"run_id": run_dir.name, "profile": r.caps.profile, "framework": r.framework,
+            "runtime": engine.name, "command": command, "exit_status": result.status,
+            "diagnosis": diagnosis, "started": started, "ended": time.time(),
+            "threads_estimate": r.caps.estimate,
+            "engine": {"enforced": e.enforced, "advisory": e.advisory}}
+    summary = summarize(read_series(run_dir / "telemetry.jsonl"), meta,
+                        {(g.vendor, g.index): g.model for g in r.facts.gpus})
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    return summary
+
+
+def plot_in_background(run_dir: Path) -> None:
+    """telemetry.png, drawn by a detached process: matplotlib costs a second or more, and the
+    user should not wait for it. `launcher report RUN_DIR --plot` draws it on demand."""
+    from launcher.shipped import pythonpath
+
+    env = {**os.environ, "PYTHONPATH": pythonpath(os.environ.get("PYTHONPATH"))}
+    subprocess.Popen([sys.executable, "-m", "launcher.telemetry", str(run_dir)], env=env,
+                     stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                     stderr=subprocess.DEVNULL, start_new_session=True)
