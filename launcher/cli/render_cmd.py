@@ -16,11 +16,11 @@ from launcher.caps.resolve import Resolved
 from launcher.cli.common import resolve_profile
 from launcher.contract import IN_IMAGE
 from launcher.errors import LauncherError
-from launcher.render.compose import render_compose
+from launcher.render.compose import render_compose, service_specs
 from launcher.render.dockerfile import context_files, copy_package, image_spec
 from launcher.render.images import default_tag
 from launcher.render.runpod import render_runpod
-from launcher.runtime.spec import Mount, RunSpec, service_specs
+from launcher.runtime.spec import Mount, RunSpec
 from launcher.units import format_size
 
 RESULTS = "/workspace/runs"  # where a rendered workload writes (RunPod's volume, compose's ./runs)

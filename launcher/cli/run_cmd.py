@@ -400,7 +400,7 @@ def describe_spec(runtime: str, spec: RunSpec) -> str:
         a = spec.gpu_access
         access = [f"devices {', '.join(a.devices)}" if a.devices else "",
                   f"groups {', '.join(a.groups)}" if a.groups else "",
-                  f"security {', '.join(a.security_opt)}" if a.security_opt else "",
+                  "seccomp unconfined" if a.unconfined_syscalls else "",
                   (f"device request {a.request.driver} "
                    f"{'all' if a.request.ids is None else ','.join(a.request.ids)}")
                   if a.request else ""]

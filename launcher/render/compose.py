@@ -7,10 +7,13 @@ because Compose interpolates it.
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
-from launcher.runtime.spec import RunSpec
+from launcher.caps.resolve import Resolved
+from launcher.runtime.spec import Limits, RunSpec, build_spec
+from launcher.vendors.base import GpuSelection
 
 # Limits (runtime/spec.py) -> compose service keys, after pids_limit and ulimits.
 _SERVICE = {"memory": "mem_limit", "memory_swap": "memswap_limit", "shm": "shm_size",
@@ -68,8 +71,8 @@ def service(spec: RunSpec, env: dict[str, str]) -> dict[str, Any]:
         svc["devices"] = [f"{d}:{d}:rwm" for d in access.devices]
     if access.groups:
         svc["group_add"] = list(access.groups)
-    if access.security_opt:
-        svc["security_opt"] = list(access.security_opt)
+    if access.unconfined_syscalls:
+        svc["security_opt"] = ["seccomp=unconfined"]
     return svc
 
 
@@ -87,3 +90,40 @@ def render_compose(profile: str, services: dict[str, RunSpec],
               f"# the thread and allocator caps; this file carries the container limits.\n")
     header += "".join(f"# {line}\n" for note in notes or [] for line in note.splitlines())
     return header + yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=100)
+
+
+HEADROOM = 1.25  # a service's memory limit over its expected peak (workers.memory)
+
+
+def service_specs(r: Resolved, command: list[str], image: str) -> dict[str, RunSpec]:
+    """The services of a deployable stack (compose, later Kubernetes): one per GPU (`gpuN`)
+    for multi-GPU profiles, else one (`main`). Each gets its share of CPUs and memory; where
+    the profile gives `workers.memory` (the measured peak), a service's limit is that peak
+    plus 25% headroom and the peak is its reservation."""
+    sel = r.selection
+    per_gpu = sel.vendor != "none" and sel.count > 1
+    n = sel.count if per_gpu else 1
+    procs = max(1, (r.caps.processes // n) if per_gpu else r.caps.processes)
+    specs = ({f"gpu{i}": build_spec(r, command, image, selection=GpuSelection(sel.vendor, (i,)),
+                                    share=n) for i in sel.ids} if per_gpu
+             else {"main": build_spec(r, command, image)})
+    peak = r.profile.get("workers.memory")
+    cpus = _service_cpus(r, n, procs)
+    for spec in specs.values():
+        lim = spec.limits
+        memory = lim.memory
+        if peak and per_gpu:
+            memory = max(memory or 0, math.ceil(peak * procs * HEADROOM / 2**20) * 2**20)
+        spec.limits = Limits(lim.pids, memory, lim.swap, peak * procs if peak else None,
+                             lim.shm, lim.cpus or cpus, lim.cpuset)
+    return specs
+
+
+def _service_cpus(r: Resolved, n: int, procs: int) -> float | None:
+    """CPUs of one of `n` services: the profile's limits.cpus or hardware.cpus shared out,
+    else what its thread pools are sized for (an explicit threads.intra_op x processes)."""
+    hw = r.profile.get("hardware.cpus")
+    if isinstance(hw, int):
+        return round(hw / n, 3)
+    intra = r.profile.get("threads.intra_op")
+    return float(intra * procs) if isinstance(intra, int) else None

@@ -62,8 +62,8 @@ def create_request(spec: RunSpec) -> dict[str, Any]:
                            for d in access.devices]
     if access.groups:
         host["GroupAdd"] = list(access.groups)
-    if access.security_opt:
-        host["SecurityOpt"] = list(access.security_opt)
+    if access.unconfined_syscalls:
+        host["SecurityOpt"] = ["seccomp=unconfined"]
     binds = [f"{m.source}:{m.target}:{'ro' if m.read_only else 'rw'}" for m in spec.mounts]
     env = spec.supervisor_env()
     if spec.supervised:

@@ -99,8 +99,8 @@ def gpu_args(spec: RunSpec, as_rootless: bool) -> list[str]:
     if access.groups:  # rootless: host groups are not mapped; keep the caller's own
         for group in ("keep-groups",) if as_rootless else access.groups:
             args += ["--group-add", group]
-    for opt in access.security_opt:
-        args += ["--security-opt", opt]
+    if access.unconfined_syscalls:
+        args += ["--security-opt", "seccomp=unconfined"]
     return args
 
 

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -133,40 +132,3 @@ def build_spec(r: Resolved, command: list[str], image: str | None = None,
         labels={"launcher.profile": caps.profile, "launcher.framework": caps.framework},
         name=name,
     )
-
-
-HEADROOM = 1.25  # a service's memory limit over its expected peak (workers.memory)
-
-
-def service_specs(r: Resolved, command: list[str], image: str) -> dict[str, RunSpec]:
-    """The services of a deployable stack (compose, later Kubernetes): one per GPU (`gpuN`)
-    for multi-GPU profiles, else one (`main`). Each gets its share of CPUs and memory; where
-    the profile gives `workers.memory` (the measured peak), a service's limit is that peak
-    plus 25% headroom and the peak is its reservation."""
-    sel = r.selection
-    per_gpu = sel.vendor != "none" and sel.count > 1
-    n = sel.count if per_gpu else 1
-    procs = max(1, (r.caps.processes // n) if per_gpu else r.caps.processes)
-    specs = ({f"gpu{i}": build_spec(r, command, image, selection=GpuSelection(sel.vendor, (i,)),
-                                    share=n) for i in sel.ids} if per_gpu
-             else {"main": build_spec(r, command, image)})
-    peak = r.profile.get("workers.memory")
-    cpus = _service_cpus(r, n, procs)
-    for spec in specs.values():
-        lim = spec.limits
-        memory = lim.memory
-        if peak and per_gpu:
-            memory = max(memory or 0, math.ceil(peak * procs * HEADROOM / 2**20) * 2**20)
-        spec.limits = Limits(lim.pids, memory, lim.swap, peak * procs if peak else None,
-                             lim.shm, lim.cpus or cpus, lim.cpuset)
-    return specs
-
-
-def _service_cpus(r: Resolved, n: int, procs: int) -> float | None:
-    """CPUs of one of `n` services: the profile's limits.cpus or hardware.cpus shared out,
-    else what its thread pools are sized for (an explicit threads.intra_op x processes)."""
-    hw = r.profile.get("hardware.cpus")
-    if isinstance(hw, int):
-        return round(hw / n, 3)
-    intra = r.profile.get("threads.intra_op")
-    return float(intra * procs) if isinstance(intra, int) else None

@@ -75,7 +75,7 @@ class Amd(Vendor):
             devices += [nodes.get(i) or f"/dev/dri/renderD{128 + i}" for i in selection.ids]
         render = host.groups.get("render")
         groups = ("video", *((str(render),) if render is not None else ()))
-        return GpuAccess(tuple(devices), groups, ("seccomp=unconfined",))
+        return GpuAccess(tuple(devices), groups, unconfined_syscalls=True)
 
     def sample(self, root: Path) -> list[dict[str, Any]]:
         out = []

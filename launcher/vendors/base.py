@@ -48,12 +48,14 @@ class DeviceRequest:
 
 @dataclass(frozen=True)
 class GpuAccess:
-    """What a container needs to use the selected GPUs: device files mapped at the same path
-    (read, write, mknod), supplementary groups, security options and a device request."""
+    """What a container needs to use the selected GPUs, in neutral terms that each engine and
+    renderer translates: device files mapped at the same path (read, write, mknod),
+    supplementary groups, whether the syscall filter must be off (ROCm's kfd ioctls), and a
+    request for the vendor's toolkit to inject GPUs."""
 
     devices: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
-    security_opt: tuple[str, ...] = ()
+    unconfined_syscalls: bool = False
     request: DeviceRequest | None = None
 
 
