@@ -366,7 +366,10 @@ def test_items_from_a_file_and_a_second_launcher_refused(tmp_path):
     first = subprocess.Popen([sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p",
                               "base"], env={**os.environ, "PYTHONPATH": str(ROOT)},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    time.sleep(0.8)
+    deadline = time.time() + 60  # until a chunk runs: the first launcher holds the job's lock
+    while not list((tmp_path / "out/chunks").glob("*/attempt-*")):
+        assert time.time() < deadline and first.poll() is None, "the first run never started"
+        time.sleep(0.05)
     second = launcher("jobs", "run", str(spec), "-p", "base")
     first.communicate(timeout=120)
     assert first.returncode == 0
