@@ -41,7 +41,7 @@ def memory_budget(profile: Profile, limits: dict[str, Limit], facts: HostFacts) 
     """What the workload's processes share: the memory limit, else the smaller of the profile's
     hardware.memory (the target's RAM) and this host's (its cgroup's limit, or its RAM)."""
     hw = profile.get("hardware.memory", AUTO)
-    host = facts.memory_budget()
+    host = facts.host_memory()
     if limits["memory"].value:
         return int(limits["memory"].value)
     if hw != AUTO:

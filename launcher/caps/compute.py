@@ -256,7 +256,7 @@ def _limits(profile: Profile, facts: HostFacts) -> dict[str, Limit]:
     else:
         hw = profile.get("hardware.memory", AUTO)
         reserved = profile.get("hardware.reserved_memory", 0)
-        total = hw if hw != AUTO else facts.memory_budget()
+        total = hw if hw != AUTO else facts.host_memory()
         if reserved and total:
             where = ("profile hardware.memory" if hw != AUTO else "host memory")
             out["memory"] = Limit(max(0, total - reserved),

@@ -18,6 +18,9 @@ typer.core.HAS_RICH = typer.main.HAS_RICH = False
 
 from launcher.cli.errors import run_guarded  # noqa: E402
 from launcher.cli.run_args import RunCommand  # noqa: E402
+from launcher.runtime.engines import REGISTRY as ENGINES  # noqa: E402 - names only, no import
+
+RUNTIMES = " | ".join(ENGINES)  # the built-in engines, as the registry lists them
 
 app = typer.Typer(
     help="Run ML workloads (JAX, PyTorch, TensorFlow) inside correctly capped containers.\n\n"
@@ -253,7 +256,7 @@ def run(
                                          "profile's workers.processes).")] = None,
     runtime: Annotated[str, typer.Option(
         "--runtime", help="auto (docker when a daemon answers and the image exists, else "
-                          "native) | docker | native | podman")] = "auto",
+                          f"native) | {RUNTIMES}")] = "auto",
     image: Annotated[str | None, typer.Option(
         "--image", help="Image to run (default: launcher/PROFILE:FRAMEWORK).")] = None,
     gpus: Gpus = None,
@@ -373,10 +376,10 @@ def jobs_run(
     gpus: Gpus = None,
     env: EnvOpt = None,
     runtime: Annotated[str, typer.Option(
-        "--runtime", help="native (a fresh process per chunk) | docker (a container per "
-                          "chunk) | podman")] = "native",
+        "--runtime", help=f"{RUNTIMES}: native runs a fresh process per chunk, the others a "
+                          "container per chunk")] = "native",
     image: Annotated[str | None, typer.Option(
-        "--image", help="Image for --runtime docker or podman (default: the spec's, else "
+        "--image", help="Image for a container runtime (default: the spec's, else "
                         "launcher/PROFILE:FRAMEWORK).")] = None,
     backend: Annotated[str, typer.Option(
         "--backend", help="local (this machine) | ray (a Ray cluster)")] = "local",

@@ -45,7 +45,7 @@ def chunk_dir(folder: Path, chunk_id: int) -> Path:
     return folder / "chunks" / f"{chunk_id:05d}"
 
 
-def prepare(spec: JobSpec, chunk: Chunk, folder: Path,
+def prepare_attempt(spec: JobSpec, chunk: Chunk, folder: Path,
             items: list[str] | None) -> tuple[list[str], dict[str, str], Path]:
     """A fresh attempt folder for the chunk (`{out}`: committed as `out` when it succeeds,
     earlier attempts' partial results gone); its command and variables."""
@@ -112,7 +112,7 @@ class LocalExecutor:
 
     def execute(self, chunk: Chunk, gpu: int | None, stopping: threading.Event,
                 observe: Callable[[Started], None] | None = None) -> Outcome:
-        argv, env, exit_file = prepare(self.spec, chunk, self.folder, self.items)
+        argv, env, exit_file = prepare_attempt(self.spec, chunk, self.folder, self.items)
         rs = self.run_spec(chunk, gpu, argv, env)
         cdir = exit_file.parent
         tail: collections.deque[str] = collections.deque(maxlen=TAIL_LINES)

@@ -49,7 +49,7 @@ class HostFacts:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
-    def memory_budget(self) -> int | None:
+    def host_memory(self) -> int | None:
         """The memory a workload may use: the cgroup limit, else the host's RAM."""
         return self.cgroup.memory_limit or self.mem_total
 

@@ -3,9 +3,13 @@ import must not slow `launcher --help`). A new backend is one module and one lin
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from launcher.errors import LauncherError
 from launcher.registry import Registry
-from launcher.runtime.engine import Engine
+
+if TYPE_CHECKING:  # not at import: `launcher --help` lists the names without loading engines
+    from launcher.runtime.engine import Engine
 
 REGISTRY: dict[str, str] = {
     "docker": "launcher.runtime.docker_engine:DockerEngine",
