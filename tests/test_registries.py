@@ -132,3 +132,19 @@ def test_fake_framework_probe_runs_through_the_registry(onnx, monkeypatch):
     before = threading.active_count()
     threadprobe.first_op("onnx")
     assert threading.active_count() == before + 3
+
+
+def test_fake_backend_runs_a_job_through_the_ledger(monkeypatch, tmp_path):
+    from launcher.jobs import backends
+
+    monkeypatch.setitem(backends.REGISTRY, "inline", "tests.fake_backend:InlineBackend")  # line
+    spec = tmp_path / "job.yaml"
+    spec.write_text("name: inline\ncommand: ['true']\nitems: 10\nchunk_size: 4\noutput: out\n")
+    result = runner.invoke(app, ["jobs", "run", str(spec), "-p", "base", "--backend", "inline",
+                                 "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["counts"]["done"] == 3
+    got = sorted((tmp_path / "out/inline").glob("*.txt"))
+    assert [p.read_text() for p in got] == ["0 4\n", "4 8\n", "8 10\n"]
+    bad = runner.invoke(app, ["jobs", "run", str(spec), "-p", "base", "--backend", "inlin"])
+    assert bad.exit_code == 1 and "--backend must be one of local, ray, inline" in bad.stderr
