@@ -163,3 +163,19 @@ def test_how_a_run_ended_comes_from_the_exit_file_not_its_output(runtime, tmp_pa
     assert ended["status"] == 3 and ended["started"] is True
     assert summary["diagnosis"] == ended["diagnosis"]
     assert "forged" not in summary["diagnosis"]
+
+
+def test_a_run_piped_into_head_ends_as_a_shell_pipeline_does(tmp_path):
+    """`launcher run -- yes | head -1`: once head is gone, the workload meets a closed pipe and
+    dies of SIGPIPE (which the supervisor no longer leaves ignored), and launcher ends too."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    cmd = f"{sys.executable} -m launcher run --runtime native -p base -- yes | head -1"
+    proc = subprocess.run(["bash", "-c", f"{cmd}; echo ${{PIPESTATUS[0]}}"], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert proc.stdout.split() == ["y", "141"], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "the workload was killed by SIGPIPE." in proc.stderr
+    sigs = launcher("run", "--runtime", "native", "-p", "base", "--", "grep", "SigIgn",
+                    "/proc/self/status", cwd=tmp_path)
+    ignored = int(sigs.stdout.split()[-1], 16)
+    assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1))

@@ -4,6 +4,7 @@ streamed, watched by telemetry, its exit status passed on."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -20,7 +21,7 @@ from launcher.cli.output import note, parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
 from launcher.names import NAME, NAME_RULE
 from launcher.render.images import default_tag
-from launcher.runtime.engine import BuildEvent, Engine, ImageNotFound
+from launcher.runtime.engine import BuildEvent, Engine, ImageNotFound, OutputClosed
 from launcher.runtime.engines import choose_engine
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
@@ -353,9 +354,14 @@ def _report_leftovers(engine: Engine) -> None:
 
 
 def _print_output(stream: str, data: bytes) -> None:
-    target = sys.stdout.buffer if stream == "stdout" else sys.stderr.buffer
-    target.write(data)
-    target.flush()
+    target = sys.stdout if stream == "stdout" else sys.stderr
+    try:
+        target.buffer.write(data)
+        target.buffer.flush()
+    except BrokenPipeError:  # `launcher run ... | head`: the reader is gone
+        with contextlib.suppress(OSError):  # nothing more to write there, nor at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), target.fileno())
+        raise OutputClosed(stream) from None
 
 
 def _supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,

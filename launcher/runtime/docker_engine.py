@@ -22,6 +22,7 @@ from launcher.runtime.engine import (
     Engine,
     ImageNotFound,
     Leftover,
+    OutputClosed,
     OutputSink,
     RunResult,
     Started,
@@ -276,8 +277,14 @@ class DockerEngine(Engine):
                 starter = threading.Thread(target=_announce, args=(api, cid, enforcement,
                                                                    on_start), daemon=True)
                 starter.start()
-            for stream, data in frames:
-                on_output("stderr" if stream == 2 else "stdout", data)
+            closed: set[int] = set()
+            for stream, data in frames:  # drained to the end: the container must not block
+                if stream in closed:
+                    continue
+                try:
+                    on_output("stderr" if stream == 2 else "stdout", data)
+                except OutputClosed:  # the reader is gone: the rest of the stream is dropped
+                    closed.add(stream)
             result = json.loads(waiter.read() or b"{}")
             if starter is not None:
                 starter.join()

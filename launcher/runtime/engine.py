@@ -78,6 +78,12 @@ class ImageNotFound(EngineError):
 
 
 OutputSink = Callable[[str, bytes], None]  # ("stdout" | "stderr", data)
+
+
+class OutputClosed(Exception):  # noqa: N818 - a condition, not a failure
+    """Raised by an OutputSink whose reader is gone (`launcher run ... | head`): the engine
+    stops passing that stream on and, where it can, closes the workload's end, so the workload
+    meets a closed pipe as it would in a shell pipeline."""
 StartHook = Callable[[Started], None]
 
 

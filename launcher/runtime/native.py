@@ -23,6 +23,7 @@ from launcher.runtime.engine import (
     Enforcement,
     Engine,
     Leftover,
+    OutputClosed,
     OutputSink,
     RunResult,
     Started,
@@ -222,8 +223,11 @@ def _hard_limit(res: int) -> int | None:
 def _pump(stream: IO[bytes] | None, name: str, sink: OutputSink) -> threading.Thread:
     def loop() -> None:
         assert stream is not None
-        for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
-            sink(name, chunk)
+        try:
+            for chunk in iter(lambda: stream.read1(65536), b""):  # type: ignore[attr-defined]
+                sink(name, chunk)
+        except OutputClosed:
+            stream.close()  # the workload's next write meets a closed pipe (SIGPIPE)
 
     t = threading.Thread(target=loop, daemon=True, name=f"launcher-{name}")
     t.start()

@@ -33,6 +33,7 @@ from launcher.runtime.engine import (
     Enforcement,
     Engine,
     Leftover,
+    OutputClosed,
     OutputSink,
     RunResult,
     Started,
@@ -304,10 +305,13 @@ def _pump(proc: subprocess.Popen[bytes], on_output: OutputSink) -> None:
         while sel.get_map():
             for key, _ in sel.select():
                 data = os.read(key.fd, 65536)
-                if data:
-                    on_output(key.data, data)
-                else:
-                    sel.unregister(key.fileobj)
+                try:
+                    if data:
+                        on_output(key.data, data)
+                        continue
+                except OutputClosed:  # the reader is gone: so is the workload's pipe
+                    key.fileobj.close()  # type: ignore[union-attr]
+                sel.unregister(key.fileobj)
 
 
 def _pid(cid: str) -> int | None:

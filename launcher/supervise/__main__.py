@@ -88,7 +88,11 @@ def run(cmd: list[str]) -> int:
     before = read_counters()
     try:  # posix_spawnp: no subprocess import (~10 ms of every container start)
         actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)] if watch else []
-        pid = os.posix_spawnp(cmd[0], cmd, env, file_actions=actions)
+        # the signals Python ignores go back to their defaults, as subprocess's
+        # restore_signals does: a workload in a pipeline dies of SIGPIPE, one past
+        # RLIMIT_FSIZE of SIGXFSZ
+        pid = os.posix_spawnp(cmd[0], cmd, env, file_actions=actions,
+                              setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
     except OSError as exc:
         return not_started(exit_file, 127 if isinstance(exc, FileNotFoundError) else 126,
                            f"cannot run {cmd[0]!r}: {exc.strerror}")
