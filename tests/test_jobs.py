@@ -503,3 +503,18 @@ def test_kill_9_of_launcher_during_the_commit_then_a_rerun_commits_once(tmp_path
         assert _committed(tmp_path / f"out/chunks/{i:05d}")
         assert (tmp_path / f"out/chunks/{i:05d}/out/part.txt").read_text() == str(i)
     assert not list((tmp_path / "out/chunks").glob("*/attempt-*"))
+
+
+def test_a_profile_path_in_a_spec_is_the_specs_folders(tmp_path):
+    job = tmp_path / "job2"
+    job.mkdir()
+    (job / "small.yaml").write_text("extends: base\nworkers: {memory: 100MiB}\n")
+    (job / "job.yaml").write_text("name: j\ncommand: ['true']\nitems: 4\nprofile: ./small.yaml\n")
+    plan = launcher("jobs", "plan", "job2/job.yaml", "--json", cwd=tmp_path)
+    assert plan.returncode == 0, plan.stderr
+    assert json.loads(plan.stdout)["profile"] == "small"
+    (job / "bad.yaml").write_text("name: j\ncommand: ['true']\nitems: 4\nprofile: ./nope.yaml\n")
+    bad = launcher("jobs", "plan", "job2/bad.yaml", cwd=tmp_path)
+    assert bad.returncode == 1
+    assert bad.stderr == (f"error: job2/bad.yaml:4: profile: no such profile file "
+                          f"'{job / 'nope.yaml'}' (got './nope.yaml')\n")

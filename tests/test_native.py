@@ -179,3 +179,19 @@ def test_a_run_piped_into_head_ends_as_a_shell_pipeline_does(tmp_path):
                     "/proc/self/status", cwd=tmp_path)
     ignored = int(sigs.stdout.split()[-1], 16)
     assert not ignored & (1 << (signal.SIGPIPE - 1)) and not ignored & (1 << (signal.SIGXFSZ - 1))
+
+
+def test_a_workload_that_survives_the_pids_limit_is_still_told(writable, tmp_path):
+    """Threads refused at the limit, a workload that carries on and exits 0: the diagnosis
+    still says the kernel refused creations (report 002's crash, survived)."""
+    prof = profile(tmp_path, "p30", "extends: base\nlimits: {pids: 30}\n")
+    code = ("import threading, time\nn = 0\ntry:\n    for _ in range(200):\n"
+            "        threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
+            "        n += 1\nexcept RuntimeError:\n    print('stopped at', n)\n")
+    proc = launcher("run", "--runtime", "native", "-p", prof, "--", "python3", "-c", code,
+                    cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "stopped at" in proc.stdout
+    summary = json.loads((run_dir_of(proc.stderr) / "summary.json").read_text())
+    assert summary["diagnosis"].startswith("the workload exited with status 0, but the pids "
+                                           "limit was reached on the way: pids.current hit 30/30")

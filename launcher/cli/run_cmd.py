@@ -63,6 +63,10 @@ def run(o: RunOptions) -> int:
     from launcher.profiles import load_profile
     from launcher.workloads.catalog import catalog
 
+    if o.as_json and not o.dry_run:
+        raise LauncherError("--json describes a dry run (--dry-run --json); a run's summary is "
+                            "runs/RUN-ID/summary.json, and `launcher report RUN_DIR --json` "
+                            "prints it")
     if not o.command:
         raise LauncherError("nothing to run: give a workload (see `launcher workloads`) or a "
                             "command after --, e.g. `launcher run -- python3 -c 'import numpy'`")

@@ -122,13 +122,19 @@ def load_job(path: Path) -> JobSpec:
     name = data.get("name", path.stem)
     if isinstance(name, str) and name.strip() and not NAME.match(name):
         fail("name", f"must be {NAME_RULE} (it names the job's folder and containers)", name)
+    profile = str(data.get("profile", "auto"))
+    if "/" in profile or profile.endswith((".yaml", ".yml")):  # a path: the spec's folder's
+        found = (path.parent / profile).resolve()
+        if not found.is_file():
+            fail("profile", f"no such profile file {str(found)!r}", data.get("profile"))
+        profile = str(found)
     if errors:
         raise JobSpecError("\n".join(errors))
     output = data.get("output")
     return JobSpec(
         path=path, name=str(data.get("name", path.stem)), command=command, items=items,
         items_file=items_file, chunk_size=None if chunk == "auto" else int(chunk),
-        min_chunk_size=min_chunk, framework=framework, profile=str(data.get("profile", "auto")),
+        min_chunk_size=min_chunk, framework=framework, profile=profile,
         retries=int(retries), timeout=timeout,
         output=(path.parent / output).resolve() if output else None, env=env,
         image=data.get("image"))

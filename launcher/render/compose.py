@@ -112,7 +112,7 @@ def service_specs(r: Resolved, command: list[str], image: str) -> dict[str, RunS
     for spec in specs.values():
         lim = spec.limits
         memory = lim.memory
-        if peak and per_gpu:
+        if peak:  # the measured peak, with headroom, is the limit; the peak the reservation
             memory = max(memory or 0, math.ceil(peak * procs * HEADROOM / 2**20) * 2**20)
         spec.limits = Limits(lim.pids, memory, lim.swap, peak * procs if peak else None,
                              lim.shm, lim.cpus or cpus, lim.cpuset)

@@ -84,6 +84,11 @@ def explain(returncode: int, before: Counters, after: Counters) -> str:
         except ValueError:
             name = f"signal {-returncode}"
         return f"the workload was killed by {name}."
-    if returncode == 0:
-        return "the workload exited with status 0."
-    return f"the workload exited with its own status {returncode}."
+    end = ("the workload exited with status 0" if returncode == 0 else
+           f"the workload exited with its own status {returncode}")
+    if refused > 0:  # it survived the refusals (a thread it did without): still worth saying
+        peak = after.pids_peak if after.pids_peak is not None else after.pids_max
+        return (f"{end}, but the pids limit was reached on the way: pids.current hit "
+                f"{peak}/{after.pids_max} and the kernel refused {refused} thread or process "
+                f"creation(s) (EAGAIN).")
+    return f"{end}."
