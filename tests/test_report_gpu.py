@@ -209,3 +209,19 @@ def test_run_summary_names_gpus_from_the_host_facts(tmp_path: Path):
     assert [(g["name"], g["util_peak_percent"]) for g in summary["gpus"]] == [
         ("NVIDIA H100 80GB HBM3", 27)]
     assert json.loads((tmp_path / "summary.json").read_text())["gpus"] == summary["gpus"]
+
+
+def test_report_of_a_run_whose_launcher_was_killed(tmp_path: Path):
+    """kill -9 of launcher leaves telemetry.jsonl but no summary.json: report still shows the
+    peaks, and says why there is no summary."""
+    from typer.testing import CliRunner
+
+    from launcher.cli.main import app
+
+    run_dir = tmp_path / "k9"
+    run_dir.mkdir()
+    shutil.copy(FIXTURES / "cpu-run/telemetry.jsonl", run_dir)
+    result = CliRunner().invoke(app, ["report", str(run_dir)])
+    assert result.exit_code == 0, result.output
+    assert "launcher ended before the run did (killed?): no summary.json" in result.stdout
+    assert CliRunner().invoke(app, ["report", str(tmp_path)]).exit_code == 1  # not a run

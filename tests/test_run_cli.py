@@ -255,3 +255,8 @@ def test_a_broken_user_workload_file_is_one_line_even_while_routing(monkeypatch,
                                  "--dry-run"])
     assert result.exit_code == 1
     assert result.stderr.startswith(f"error: {tmp_path / 'bad.yaml'}:1: comand: unknown key")
+
+
+def test_dash_h_is_help_for_run_too():
+    result = runner.invoke(app, ["run", "-h"])
+    assert result.exit_code == 0 and "--require-limits" in result.stdout

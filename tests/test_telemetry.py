@@ -58,7 +58,7 @@ def test_sampler_rows_and_warning():
     assert len(rows) >= 3
     assert set(rows[0]) == set(KEYS)
     assert rows[0]["threads"] == 6 and rows[0]["pids_max"] == 7
-    assert warnings == ["threads at 6 is past 80% of pids_max 7"]  # once, not every sample
+    assert warnings == ["threads at 6 reached 85% of pids.max 7"]  # once, not every sample
 
 
 def test_summary_plot_and_report(tmp_path):

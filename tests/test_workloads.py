@@ -168,8 +168,11 @@ def test_a_stress_run_writes_the_profile_that_the_next_run_uses(tmp_path):
     assert text.startswith("# Written by `launcher run stress-jax --write-profile` on ")
     assert "# recommended.num_envs: the largest that ran within the limits" in text
     assert "\nworkers:\n  memory: " in text and "\nthreads:\n  intra_op: " in text
+    memory = text.split("\nworkers:\n  memory: ")[1].split("\n")[0].strip('"')
+    assert f"+ 25% = {memory}." in text  # the note says the value written
     assert launcher("profiles", "validate", str(prof)).returncode == 0
     plan = json.loads(launcher("plan", "-p", str(prof), "--json").stdout)
+    assert plan["framework"] == "jax"  # what it measured, not the base's `none`
     assert plan["env"]["LAUNCHER_NUM_ENVS"]["value"] == "256"
     assert plan["env"]["LAUNCHER_NUM_ENVS"]["source"].startswith(
         f"profile recommended.num_envs ({prof}:")

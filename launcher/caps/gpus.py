@@ -33,8 +33,12 @@ def select_gpus(profile: Profile, facts: HostFacts, selection: str | None,
         selection = selection.strip().lower()
     if selection == "none" or vendor == "none":
         if selection not in (None, "none"):
-            raise LauncherError(f"--gpus {selection}: profile {profile.name} uses no GPU vendor "
-                                f"(gpu.vendor: {vendor}); only --gpus none applies")
+            asked = profile.get("gpu.vendor", "none")
+            why = (f"profile {profile.name} uses no GPU vendor (gpu.vendor: {asked})"
+                   if asked != "auto" else
+                   f"this host shows no GPU, and profile {profile.name} takes its vendor from "
+                   f"the host (gpu.vendor: auto)")
+            raise LauncherError(f"--gpus {selection}: {why}; only --gpus none applies")
         return GpuSelection("none", ())
     if not for_this_host and isinstance(count, int):
         found = sorted(set(found) | set(range(count)))

@@ -38,13 +38,16 @@ def plan(spec: Path, profile: str | None, framework: str | None, max_concurrent:
     pl = p.plan
     print(f"job {p.spec.name}: {pl.sentence()}")
     print(table([(name, str(n)) for name, n in pl.bounds.items()]))
-    peak = format_size(pl.peak_bytes) if pl.peak_bytes else "no workers.memory in the profile"
-    print(f"each chunk: its own memory limit {peak}, ~{pl.tasks_per_chunk} tasks, one GPU"
-          if pl.gpus[0] is not None else
-          f"each chunk: its own memory limit {peak}, ~{pl.tasks_per_chunk} tasks")
-    print(f"folder: {p.spec.folder()} (ledger.sqlite, chunks/)")
+    memory = (f"its own memory limit {format_size(pl.peak_bytes)}" if pl.peak_bytes else
+              "no memory limit of its own (the profile has no workers.memory; `launcher "
+              "bench-memory` measures one)")
+    print(f"each chunk: {memory}, ~{pl.tasks_per_chunk} tasks"
+          + (", one GPU" if pl.gpus[0] is not None else ""))
+    print(f"folder: {p.spec.folder()} (ledger.sqlite, chunks/NNNNN/out)")
+    shortfall = p.resolved.selection.shortfall
     for r in p.resolved.caps.verdict.reasons:
-        print(f"  - {r}")
+        if not (shortfall and "this host shows" in r):  # said once, at the top
+            print(f"  - {r}")
     return 0
 
 

@@ -243,7 +243,8 @@ def build(
                                  no_cache, push))
 
 
-@app.command(cls=RunCommand, context_settings={"allow_interspersed_args": False})
+@app.command(cls=RunCommand, context_settings={"allow_interspersed_args": False,
+                                                  "help_option_names": ["-h", "--help"]})
 def run(
     command: Annotated[list[str] | None, typer.Argument(
         help="A workload and its flags (`launcher workloads`), or -- a command and its "

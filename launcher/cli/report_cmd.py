@@ -30,8 +30,7 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
     try:
         summary = json.loads(path.read_text())
     except FileNotFoundError:
-        raise LauncherError(f"{path}: no such file; is {run_dir} a run directory "
-                            f"(runs/RUN-ID)?") from None
+        summary = _unfinished(run_dir)
     except ValueError as exc:
         raise LauncherError(f"{path}: not valid JSON: {exc}") from None
     if as_json:
@@ -66,16 +65,32 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
             print(f"{what}: " + ", ".join(f"{k} {v}" for k, v in notes[what].items()))
     print(f"exit status {summary['exit_status']}: {summary['diagnosis']}")
     png = run_dir / "telemetry.png"
+    why = None if png.exists() else why_no_plot(summary["samples"])
     if plot and not png.exists():
-        why = why_no_plot(summary["samples"])
         if why:
             raise LauncherError(f"no telemetry.png: {why}")
         from launcher.telemetry.plot import draw
 
         draw(run_dir)
-    print(f"plot: {png}" if png.exists() else
+    print(f"plot: {png}" if png.exists() else f"plot: none ({why})" if why else
           f"plot: none yet (`launcher report {run_dir} --plot`)")
     return 0
+
+
+def _unfinished(run_dir: Path) -> dict[str, Any]:
+    """A run whose launcher ended before it could write summary.json (kill -9): its peaks
+    from the telemetry it left."""
+    from launcher.telemetry.summary import read_series, summarize
+
+    series = run_dir / "telemetry.jsonl"
+    if not series.is_file():
+        raise LauncherError(f"{run_dir / 'summary.json'}: no such file; is {run_dir} a run "
+                            f"directory (runs/RUN-ID)?")
+    return summarize(read_series(series), {
+        "run_id": run_dir.name, "profile": "?", "framework": "?", "runtime": "?",
+        "command": ["?"], "exit_status": "?", "engine": {},
+        "diagnosis": "launcher ended before the run did (killed?): no summary.json, so these "
+                     "are the peaks of the telemetry it left"})
 
 
 def gpu_rows(gpus: list[dict[str, Any]]) -> list[tuple[str, ...]]:

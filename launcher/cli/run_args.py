@@ -18,13 +18,15 @@ class RunCommand(typer.core.TyperCommand):
     """The `run` command: routes launcher's options given after a built-in workload's name."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        return super().parse_args(ctx, route(args, launcher_options(self)))
+        return super().parse_args(ctx, route(args, launcher_options(self, ctx)))
 
 
-def launcher_options(command: click.Command) -> dict[str, bool]:
-    """Every option string of `command` -> whether it takes a value."""
+def launcher_options(command: click.Command,
+                     ctx: click.Context | None = None) -> dict[str, bool]:
+    """Every option string of `command` (its help option's names as `ctx` has them) ->
+    whether it takes a value."""
     out: dict[str, bool] = {}
-    for p in command.get_params(click.Context(command)):
+    for p in command.get_params(ctx or click.Context(command)):
         if isinstance(p, click.Option):
             for name in (*p.opts, *p.secondary_opts):
                 out[name] = not (p.is_flag or p.count)

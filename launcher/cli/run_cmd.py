@@ -25,7 +25,7 @@ from launcher.runtime.engine import BuildEvent, Engine, ImageNotFound, OutputClo
 from launcher.runtime.engines import choose_engine
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
-from launcher.units import format_rlimit, format_size
+from launcher.units import format_rlimit, format_size, mib_up
 from launcher.workloads.catalog import Workload
 
 
@@ -251,13 +251,14 @@ def _write_profile(path: Path, workload: Workload, r: Resolved, run_dir: Path) -
     rss = (summary["peaks"].get("rss_bytes") or {}).get("peak")
     threads = summary["peaks"].get("threads") or {}
     t = r.caps.threads
-    sections: dict[str, dict[str, object]] = {"recommended": found,
-                                              "threads": {"intra_op": t["intra_op"],
-                                                          "inter_op": t["inter_op"],
-                                                          "omp": t["omp"]}}
+    sections: dict[str, object] = {"framework": r.framework, "recommended": found,
+                                   "threads": {"intra_op": t["intra_op"],
+                                               "inter_op": t["inter_op"], "omp": t["omp"]}}
     if rss:
-        sections["workers"] = {"memory": f"{-(-rss * 5 // 4) >> 20}MiB"}
-        notes.append(f"workers.memory: the run's peak RSS {format_size(rss)} + 25%.")
+        memory = -(-rss * 5 // 4)
+        sections["workers"] = {"memory": mib_up(memory)}
+        notes.append(f"workers.memory: the run's peak RSS {format_size(rss)} + 25% = "
+                     f"{mib_up(memory)}.")
     notes.append(f"threads: the pools this run had ({r.caps.estimate['source']}); peak "
                  f"{threads.get('peak')} threads observed, {threads.get('estimate')} "
                  f"estimated, run {run_dir.name}.")

@@ -54,7 +54,7 @@ def extends_ref(base: Profile, path: Path) -> str:
     return os.path.relpath(base.path.resolve(), path.resolve().parent)
 
 
-def profile_text(path: Path, base: Profile, by: str, sections: dict[str, dict[str, Any]],
+def profile_text(path: Path, base: Profile, by: str, sections: dict[str, Any],
                  notes: list[str]) -> str:
     lines = [f"{MARK}{by.removeprefix('launcher')}` on {socket.gethostname()}, "
              f"{time.strftime('%Y-%m-%d %H:%M')}, under profile {base.name}.",
@@ -62,12 +62,15 @@ def profile_text(path: Path, base: Profile, by: str, sections: dict[str, dict[st
              f"name: {json.dumps(path.stem)}",
              f"extends: {json.dumps(extends_ref(base, path))}"]
     for section, values in sections.items():
+        if not isinstance(values, dict):  # a top-level value (framework: jax)
+            lines.append(f"{section}: {json.dumps(values)}")
+            continue
         lines.append(f"{section}:")
         lines += [f"  {k}: {json.dumps(v)}" for k, v in values.items()]
     return "\n".join(lines) + "\n"
 
 
-def write_profile(path: Path, base: Profile, by: str, sections: dict[str, dict[str, Any]],
+def write_profile(path: Path, base: Profile, by: str, sections: dict[str, Any],
                   notes: list[str]) -> None:
     """Whole or not at all, and only if it loads: a copy is loaded first (in a folder of its
     own, so the file at `path` stays as it was until the new one replaces it)."""

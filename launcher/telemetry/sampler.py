@@ -19,6 +19,10 @@ KEYS = ("t", "threads", "pids_current", "pids_max", "maps", "max_map_count", "rs
         "memory_limit_bytes")
 LIMIT_OF = {"threads": "pids_max", "pids_current": "pids_max", "maps": "max_map_count",
             "rss_bytes": "memory_limit_bytes"}
+# the series and limits in words, for warnings
+WORDS = {"threads": "threads", "pids_current": "pids.current", "maps": "memory maps",
+         "rss_bytes": "RSS", "pids_max": "pids.max", "max_map_count": "vm.max_map_count",
+         "memory_limit_bytes": "the memory limit"}
 
 
 def tree(pid: int) -> list[Any]:
@@ -101,9 +105,12 @@ class Sampler(threading.Thread):
             self.warn(f"threads at {row['threads']} passed the plan's estimate of {estimate}")
         for key, limit_key in LIMIT_OF.items():
             value, limit = row.get(key), row.get(limit_key)
-            if value and limit and value > 0.8 * limit and key not in self.warned:
-                self.warned.add(key)
-                self.warn(f"{key} at {value} is past 80% of {limit_key} {limit}")
+            # one warning per limit: threads and pids.current near pids.max say the same
+            if value and limit and value > 0.8 * limit and limit_key not in self.warned:
+                self.warned.add(limit_key)
+                self.warn(f"{WORDS[key]} at {_shown(key, value)} reached "
+                          f"{100 * value // limit}% of {WORDS[limit_key]} "
+                          f"{_shown(limit_key, limit)}")
 
     def run(self) -> None:
         while not self.stop_event.is_set():
@@ -113,3 +120,9 @@ class Sampler(threading.Thread):
     def stop(self) -> None:
         self.stop_event.set()
         self.join(timeout=5)
+
+
+def _shown(key: str, value: int) -> str:
+    from launcher.units import format_size
+
+    return format_size(value) if key.endswith("bytes") else f"{value:,}"
