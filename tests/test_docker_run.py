@@ -12,7 +12,7 @@ import time
 import uuid
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import ROOT, docker_client
@@ -181,6 +181,9 @@ def test_nasty_value_through_entrypoint_image_and_compose(client, tmp_path):
 
 @settings(max_examples=40, deadline=None)
 @given(value=ENV_VALUES)
+@example(value="0E0").via("found by hypothesis: YAML 1.2 reads it as a float")
+@example(value="0o17").via("an octal int in YAML 1.2, a string in 1.1")
+@example(value=".inf")
 def test_env_value_round_trips_through_compose_config(value, tmp_path_factory):
     """compose-go reads back exactly the value once its `$$` escapes are undone."""
     out = tmp_path_factory.mktemp("c")
