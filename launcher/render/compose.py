@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from launcher.caps.resolve import Resolved
+from launcher.render.yamltext import yaml_dumper
 from launcher.runtime.spec import Limits, RunSpec, build_spec
 from launcher.vendors.base import GpuSelection
 
@@ -89,32 +90,8 @@ def render_compose(profile: str, services: dict[str, RunSpec],
               f"entrypoint applies\n"
               f"# the thread and allocator caps; this file carries the container limits.\n")
     header += "".join(f"# {line}\n" for note in notes or [] for line in note.splitlines())
-    return header + yaml.dump(doc, Dumper=_dumper(), sort_keys=False, default_flow_style=False,
+    return header + yaml.dump(doc, Dumper=yaml_dumper(), sort_keys=False, default_flow_style=False,
                               width=100)
-
-
-# What YAML 1.2's core schema (compose-go's parser) reads as a number, a bool or null, while
-# PyYAML (YAML 1.1) would write it plain: `0E0`, `1e5`, `0o17`, `.inf`, `True`, `~`.
-_NOT_A_STRING_IN_1_2 = re.compile(
-    r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)"
-    r"|0o[0-7]+|0x[0-9a-fA-F]+|true|True|TRUE|false|False|FALSE|null|Null|NULL|~|")
-
-
-def _dumper() -> Any:
-    """PyYAML's safe dumper, quoting every string a YAML 1.2 reader would take for another
-    type: a value from a profile stays the string it was."""
-    import yaml
-
-    class Dumper(yaml.SafeDumper):
-        pass
-
-    def text(dumper: Any, value: str) -> Any:
-        quoted = _NOT_A_STRING_IN_1_2.fullmatch(value) is not None
-        return dumper.represent_scalar("tag:yaml.org,2002:str", value,
-                                       style='"' if quoted else None)
-
-    Dumper.add_representer(str, text)
-    return Dumper
 
 
 HEADROOM = 1.25  # a service's memory limit over its expected peak (workers.memory)

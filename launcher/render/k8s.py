@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from launcher.contract import ITEMS_DIR as ITEMS
+from launcher.render.yamltext import yaml_dumper
 
 RESULTS = "/results"
 MIN_VERSION = "1.29"
@@ -185,5 +186,5 @@ def render_indexed_job(j: IndexedJob) -> str:
               f"pod when its chunk succeeded).\n"
               f"# Apply with `kubectl apply -f {name}.yaml`; a pod's pids limit is the "
               f"kubelet's podPidsLimit.\n")
-    return header + yaml.safe_dump_all(docs, sort_keys=False, default_flow_style=False,
-                                       width=100)
+    return header + yaml.dump_all(docs, Dumper=yaml_dumper(), sort_keys=False,
+                                  default_flow_style=False, width=100)
