@@ -76,7 +76,8 @@ def decode_names(text: str) -> list[str]:
 
 # The exit file: {"status": int (the run's exit status: 128+N for a signal), "diagnosis": the
 # one sentence, "started": False when the command could not be started at all, "oom": bool,
-# "memory_peak": bytes or None, "maxrss": bytes}.
+# "memory_peak": bytes or None, "pids_peak": the nearest pids.peak (tasks) or None,
+# "maxrss": bytes}.
 def write_exit(path: str, record: dict[str, Any]) -> None:
     """Written whole (it may outlive launcher: a rerun reads it to tell a finished chunk from
     an interrupted one); silently not at all when the folder is gone."""

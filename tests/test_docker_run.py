@@ -212,6 +212,7 @@ def test_docker_run_has_telemetry_against_the_container_limits(tmp_path):
     assert max(r["pids_current"] or 0 for r in rows) >= 9
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["runtime"] == "docker" and summary["exit_status"] == 0
+    assert summary["peaks"]["pids_current"]["kernel_peak"] >= 9  # the container's pids.peak
 
 
 def test_no_daemon_is_one_clear_line(tmp_path):

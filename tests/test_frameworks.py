@@ -28,20 +28,47 @@ def auto(cpus: int) -> Settings:
     return Settings(omp=cpus, blas=cpus, intra=cpus, inter=min(2, cpus), private_pool=cpus)
 
 
-@pytest.mark.parametrize("framework", ["jax", "torch"])
-def test_the_cpu_side_is_the_measured_peak(framework):
-    m = H100["probe"][framework]
+def test_the_cpu_side_is_the_measured_peak():
+    m = H100["probe"]["torch"]
     for cpus, seen in zip(m["cpus"], m["no_gpu"], strict=True):
-        est = estimate_threads(framework, auto(cpus), cpus, 0, BUILD[framework])
+        est = estimate_threads("torch", auto(cpus), cpus, 0, BUILD["torch"], probe_only=True)
         assert est.per_process == seen, (cpus, est.breakdown)
+    m = H100["probe"]["jax"]  # JAX_PLATFORMS=cpu: the CUDA plugin never starts
+    for cpus, seen in zip(m["cpus"], m["no_gpu"], strict=True):
+        est = estimate_threads("jax", auto(cpus), cpus, 0, Installed("0.11.2", "cpu"),
+                               probe_only=True)
+        assert est.per_process == seen, (cpus, est.breakdown)
+
+
+@pytest.mark.parametrize("framework", ["jax", "torch"])
+def test_the_gpu_side_of_the_probe_is_what_calibrate_measured(framework):
+    m = H100["probe"][framework]
+    for cpus, seen in zip(m["cpus"], m["calibrate_one_gpu"], strict=True):
+        est = estimate_threads(framework, auto(cpus), cpus, 1, BUILD[framework],
+                               probe_only=True)
+        assert est.per_process == seen, (cpus, est.breakdown)
+
+
+def test_a_cuda_build_of_jax_with_its_gpus_hidden_starts_its_cuda_thread():
+    """As a run hides GPUs (CUDA_VISIBLE_DEVICES=""), the default settings and every thread
+    variable at 1: one more thread than JAX_PLATFORMS=cpu, counted by the model."""
+    m = H100["probe"]["jax_hidden"]
+    for cpus, default, ones in zip(m["cpus"], m["defaults"], m["thread_vars_1"], strict=True):
+        probe = estimate_threads("jax", auto(cpus), cpus, 0, BUILD["jax"], probe_only=True)
+        assert probe.per_process == default
+        probe = estimate_threads("jax", Settings(), cpus, 0, BUILD["jax"], probe_only=True)
+        assert probe.per_process == ones
+    with_gpu = estimate_threads("jax", auto(16), 16, 1, BUILD["jax"]).breakdown
+    assert "gpu_build" not in with_gpu  # one GPU's 10 threads include `cuda`
 
 
 @pytest.mark.parametrize("framework", ["jax", "torch"])
 def test_the_gpu_side_is_never_below_the_measured_peak(framework):
     m = H100["probe"][framework]
-    for cpus, seen in zip(m["cpus"], m["one_gpu"], strict=True):
-        est = estimate_threads(framework, auto(cpus), cpus, 1, BUILD[framework])
-        assert seen <= est.per_process, (cpus, est.breakdown)
+    for key in ("one_gpu", "calibrate_one_gpu"):
+        for cpus, seen in zip(m["cpus"], m[key], strict=True):
+            est = estimate_threads(framework, auto(cpus), cpus, 1, BUILD[framework])
+            assert seen <= est.per_process, (key, cpus, est.breakdown)
 
 
 @pytest.mark.parametrize("workload", sorted(H100["workloads"]))
@@ -54,10 +81,21 @@ def test_the_reference_workloads_peak_within_08_to_10_of_the_estimate(workload):
         assert 0.8 <= peak / total <= 1.0, (peak, total, est.breakdown)
 
 
+@pytest.mark.parametrize("run", H100["runs"]["stress-jax"], ids=lambda r: f"{r['cpus']}cpu-"
+                         f"{r['gpus']}gpu")
+def test_stress_jax_on_a_cpu_set_peaks_within_08_to_10_of_the_estimate(run):
+    """What a pids limit is set from: the probe's terms and the pools only a real program
+    grows (llvm-worker one per CPU), against the run cgroup's own pids.peak."""
+    est = estimate_threads("jax", auto(run["cpus"]), run["cpus"], run["gpus"], BUILD["jax"])
+    total = est.per_process + 1 + 1  # + the supervisor, + stress-jax's sampler
+    assert 0.8 <= run["peak"] / total <= 1.0, (run, total, est.breakdown)
+
+
 def test_jax_gpu_terms_name_the_pools():
     parts = estimate_threads("jax", auto(16), 16, 1, BUILD["jax"]).breakdown
     assert parts["gpu_runtime"] == 10  # cuda, cuda-EvtHandlr, py_xla_*, tf_cuda_driver, 4 more
-    assert parts["xla_gpu_compile"] == 16  # pjrt_compile_thread_pool: max(CPUs, GPUs)
+    assert parts["xla_gpu_compile"] == 4  # the GPU compile's llvm-workers the probe reaches
+    assert parts["xla_codegen"] == 24  # llvm-worker to one per CPU, CPU and GPU compiles
     assert estimate_threads("jax", auto(2), 2, 4, BUILD["jax"]).breakdown["gpu_runtime"] == 40
 
 
@@ -106,13 +144,14 @@ def _entry(peak: int, gpus: int, cpus: int = 16) -> dict:  # type: ignore[type-a
 def test_a_gpu_calibration_raises_the_gpu_terms_and_never_lowers_them():
     facts = probe_host(HOSTS / "v2-limited", environ={})
     model = estimate_threads("jax", auto(16), 16, 1, BUILD["jax"]).per_process
-    below = dataclasses.replace(facts, calibration=[_entry(85, 0), _entry(95, 1)])
+    below = dataclasses.replace(facts, calibration=[_entry(86, 0), _entry(99, 1)])
     est = calibrated("jax", auto(16), 16, 1, below, BUILD["jax"])
     assert est.per_process == model  # the probe saw fewer GPU threads: the model stands
     assert "GPU side with 1 nvidia GPU (driver 580.95)" in est.source
-    above = dataclasses.replace(facts, calibration=[_entry(85, 0), _entry(85 + 10 + 40, 1)])
+    above = dataclasses.replace(facts, calibration=[_entry(86, 0), _entry(99 + 40, 1)])
     raised = calibrated("jax", auto(16), 16, 1, above, BUILD["jax"])
-    assert raised.per_process == 85 + 10 + 40
-    assert raised.breakdown["gpu calibration"] == 8
-    # a run that sees no GPU takes the CPU side only
-    assert calibrated("jax", auto(16), 16, 0, above, BUILD["jax"]).per_process == 85
+    assert raised.per_process == model + 40  # the probe's GPU side was 99: 40 more seen
+    assert raised.breakdown["gpu calibration"] == 40
+    # a run that sees no GPU takes the CPU side only, and what only a real program grows
+    no_gpu = estimate_threads("jax", auto(16), 16, 0, BUILD["jax"]).per_process
+    assert calibrated("jax", auto(16), 16, 0, above, BUILD["jax"]).per_process == no_gpu == 99

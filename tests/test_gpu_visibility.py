@@ -49,3 +49,20 @@ def test_a_real_native_run_inherits_no_gpu_and_keeps_a_pods_nvidia_value(tmp_pat
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip().splitlines()[-1] == "'' 0"
     assert os.environ.get("CUDA_VISIBLE_DEVICES") != ""  # ours untouched
+
+
+def test_dry_run_states_the_estimate_the_run_checks():
+    """The estimate a pids limit must cover: the plan's for the framework, plus the
+    workload's own threads (stress-jax's sampler), as the real run checks it."""
+    args = ["-p", "docker-5gpu", "--host-root", str(HOSTS / "docker-5gpu")]
+    dry = runner.invoke(app, ["run", "--runtime", "native", "--dry-run", "--json", *args,
+                              "stress-jax", "--phase", "1"])
+    assert dry.exit_code == 0, dry.output
+    est = json.loads(dry.stdout)["threads_estimate"]
+    plan = runner.invoke(app, ["plan", "-f", "jax", "--json", *args])
+    assert plan.exit_code == 0, plan.output
+    assert est["extra"] == 1
+    assert est["total"] == json.loads(plan.stdout)["estimate"]["total"] + 1
+    text = runner.invoke(app, ["run", "--runtime", "native", "--dry-run", *args,
+                               "stress-jax", "--phase", "1"])
+    assert f"threads: ~{est['total']} estimated for the whole run" in text.stdout

@@ -73,6 +73,7 @@ def test_thread_bomb_stopped_by_the_kernel_at_40(writable, tmp_path):
     assert summary["diagnosis"].startswith(sentence)
     assert summary["engine"]["enforced"]["pids"].startswith("40 (cgroup")
     assert summary["peaks"]["pids_current"]["limit"] == 40  # telemetry read the run's cgroup
+    assert summary["peaks"]["pids_current"]["kernel_peak"] == 40  # the run cgroup's pids.peak
     assert _leftover_run_cgroups(name) == []
 
 

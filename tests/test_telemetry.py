@@ -81,7 +81,8 @@ def test_summary_plot_and_report(tmp_path):
     rows_out = {line.split()[0]: line.split()[1:] for line in result.stdout.splitlines()
                 if line.startswith("  ")}
     assert rows_out["threads"] == ["7", "40", "33", "17.5%"]
-    assert rows_out["rss_bytes"] == ["14MiB", "64MiB", "50MiB", "21.9%"]
+    assert rows_out["RSS"] == ["14MiB", "64MiB", "50MiB", "21.9%"]
+    assert rows_out["pids.current"] == ["8", "40", "32", "20.0%"]
     assert "exit status 0: the workload exited with status 0." in result.stdout
     missing = runner.invoke(app, ["report", str(tmp_path / "nope")])
     assert missing.exit_code == 1 and "no such file" in missing.stderr

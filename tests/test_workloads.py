@@ -194,3 +194,19 @@ def test_a_stress_run_writes_the_profile_that_the_next_run_uses(tmp_path):
         assert refused.returncode == 1 and why in refused.stderr, refused.stderr
         assert "OMP/MKL" not in refused.stderr  # refused before anything ran
     assert theirs.read_text() == "name: theirs\n"
+
+
+def test_stress_jax_runs_every_configuration_that_fits_its_pids_limit():
+    """A limit set to launcher's estimate (peaks at 0.8-1.0 of it) must not cut the sweep:
+    only a next configuration whose threads could pass pids.max is skipped."""
+    from launcher.workloads.stress_jax import threads_would_pass
+
+    lim = {"pids_max": 126, "pids_current": 110}
+    first = [{"peak_threads": 119}]
+    assert threads_would_pass(first, lim, threads=108) is None  # 2 others: 124 left
+    assert threads_would_pass(first, {**lim, "pids_current": 114}, threads=108)  # 6 others
+    growing = [{"peak_threads": 105}, {"peak_threads": 115}]  # +10 from one to the next
+    why = threads_would_pass(growing, lim, threads=108)
+    assert why and "+ up to 10 more" in why and "pids.max 126" in why
+    assert threads_would_pass(first, {"pids_max": None, "pids_current": 3}, 108) is None
+    assert threads_would_pass([], lim, 108) is None

@@ -16,7 +16,8 @@ def calibrated(framework: str, settings: Settings, cpus: int, gpus: int, facts: 
     the settings it was measured under is added to the model at these settings. The CPU side
     (measured with no GPU visible) moves the estimate either way; a GPU-side measurement only
     raises the GPU terms, never lowers them: the probe's few steps do not start every pool a
-    GPU workload grows (jax's compile pool, its async work runner)."""
+    GPU workload grows. Each is compared with the model's terms for what the probe reaches;
+    the pools only a real program grows (the model's beyond_probe) stay in either way."""
     model = estimate_threads(framework, settings, cpus, gpus, installed)
     entries = [e for e in facts.calibration if e.get("framework") == framework and
                e.get("cpus") == cpus]
@@ -40,7 +41,7 @@ def calibrated(framework: str, settings: Settings, cpus: int, gpus: int, facts: 
 
     def offset(entry: dict[str, Any], seen: int) -> int:
         at = estimate_threads(framework, Settings.of(entry.get("settings", {})), cpus, seen,
-                              installed)
+                              installed, probe_only=True)
         return int(entry["peak"]) - at.per_process
 
     parts, said = dict(model.breakdown), []

@@ -23,9 +23,10 @@ class ThreadEstimate:
 
 
 def estimate_threads(framework: str, settings: Settings, cpus: int, gpus: int = 0,
-                     installed: Installed = NOT_HERE) -> ThreadEstimate:
+                     installed: Installed = NOT_HERE, probe_only: bool = False) -> ThreadEstimate:
     """Peak threads of one process; `cpus` is the CPU affinity the process will have, `gpus`
     the GPUs it sees, `installed` the framework's version and build where it will run (unknown:
-    the model errs high)."""
-    est = get_framework(framework).estimate(settings, cpus, gpus, installed)
+    the model errs high); `probe_only`: what the calibration probe reaches, to compare a
+    calibration with."""
+    est = get_framework(framework).estimate(settings, cpus, gpus, installed, probe_only)
     return ThreadEstimate(sum(est.parts.values()), est.parts, est.source)

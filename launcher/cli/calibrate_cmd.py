@@ -55,7 +55,8 @@ def calibrate(frameworks: list[str] | None, cpus: str | None, as_json: bool,
     for e in entries:
         model = estimate_threads(e["framework"], Settings.of(e["settings"]), e["cpus"],
                                  e.get("gpus", 0), Installed(e["version"],
-                                                             e.get("build", "unknown")))
+                                                             e.get("build", "unknown")),
+                                 probe_only=True)  # what the probe reaches, as it ran
         e["model"] = model.per_process
         gpu = f"{e['gpus']} {e.get('vendor', '')}".strip() if e.get("gpus") else "-"
         rows.append((e["framework"], str(e["version"]), str(e["cpus"]), gpu, str(e["peak"]),
@@ -66,5 +67,7 @@ def calibrate(frameworks: list[str] | None, cpus: str | None, as_json: bool,
     print(table([("framework", "version", "CPUs", "GPU", "peak", "model", "offset", "date"),
                  *rows]))
     print(f"saved in {out}: `launcher plan` and `run` use it for these versions and CPU counts "
-          f"(source: calibrated on this host)")
+          f"(source: calibrated on this host); model: the built-in model's figure for the probe, "
+          f"whose few steps never grow some pools a real program does (those stay in every "
+          f"estimate)")
     return 0

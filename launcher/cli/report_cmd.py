@@ -43,10 +43,12 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
     print(f"profile {summary['profile']} ({summary['framework']}), runtime "
           f"{summary['runtime']}, {took:.1f}s, {summary['samples']} telemetry sample"
           f"{'' if summary['samples'] == 1 else 's'}")
+    from launcher.telemetry.sampler import WORDS
+
     rows = [("series", "peak", "limit", "headroom", "use")]
     for key, v in summary["peaks"].items():
         fmt = format_size if key == "rss_bytes" else str
-        rows.append((key, "-" if v["peak"] is None else fmt(v["peak"]),
+        rows.append((WORDS.get(key, key), "-" if v["peak"] is None else fmt(v["peak"]),
                      "-" if not v["limit"] else fmt(v["limit"]),
                      "-" if v["headroom"] is None else fmt(v["headroom"]),
                      "-" if v["percent"] is None else f"{v['percent']}%"))
@@ -55,10 +57,7 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
         print(table(gpu_rows(summary["gpus"])))
     threads = summary["peaks"].get("threads", {})
     if threads.get("estimate") is not None:
-        peak, est = threads.get("peak"), threads["estimate"]
-        verdict = ("within" if peak is not None and peak <= est else "ABOVE")
-        print(f"threads: peak {peak if peak is not None else '-'} observed, {est} estimated "
-              f"by the plan ({verdict} the estimate)")
+        print(threads_line(threads, summary["peaks"].get("pids_current", {})))
     notes = summary.get("engine") or {}
     for what in ("enforced", "advisory"):
         if notes.get(what):
@@ -91,6 +90,17 @@ def _unfinished(run_dir: Path) -> dict[str, Any]:
         "command": ["?"], "exit_status": "?", "engine": {},
         "diagnosis": "launcher ended before the run did (killed?): no summary.json, so these "
                      "are the peaks of the telemetry it left"})
+
+
+def threads_line(threads: dict[str, Any], pids: dict[str, Any]) -> str:
+    """The observed peak against the plan's estimate; the kernel's own pids.peak of the run's
+    cgroup, where there is one, is exact and counts too."""
+    sampled, kernel, est = threads.get("peak"), pids.get("kernel_peak"), threads["estimate"]
+    seen = [p for p in (sampled, kernel) if p is not None]
+    verdict = "within" if seen and max(seen) <= est else "ABOVE"
+    exact = f" (the cgroup's pids.peak: {kernel})" if kernel is not None else ""
+    return (f"threads: peak {sampled if sampled is not None else '-'} sampled{exact}, {est} "
+            f"estimated by the plan ({verdict} the estimate)")
 
 
 def gpu_rows(gpus: list[dict[str, Any]]) -> list[tuple[str, ...]]:

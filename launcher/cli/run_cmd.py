@@ -126,9 +126,12 @@ def run(o: RunOptions) -> int:
             say(f"warning: {r.selection.shortfall} (a real run refuses)")
         request = engine.describe(spec)
         if o.as_json:
-            print_json({"runtime": engine.name, "spec": spec.to_json(), "request": request})
+            print_json({"runtime": engine.name, "spec": spec.to_json(), "request": request,
+                        "threads_estimate": r.caps.estimate})
         else:
             print(describe_spec(engine.name, spec))
+            print(f"threads: ~{r.caps.estimate['total']} estimated for the whole run "
+                  f"({r.caps.estimate['source']})")
         return 0
     if r.selection.shortfall:
         raise LauncherError(r.selection.shortfall)

@@ -46,6 +46,9 @@ class Model:
     measured: str  # on what, where, when
     cpu: Callable[[Settings, int, Installed], Parts]  # (settings, CPUs, build) -> parts
     gpu: Callable[[int, int], Parts]  # (CPUs, GPUs seen) -> parts added when GPUs > 0
+    # (CPUs, GPUs seen) -> pools a real program grows that the calibration probe's few steps
+    # never reach: in every estimate, never in what a calibration is compared with
+    beyond_probe: Callable[[int, int], Parts] = lambda _cpus, _gpus: {}
 
     def covers(self, version: str | None) -> bool:
         return version is not None and (version == self.series or
@@ -84,14 +87,16 @@ class Framework:
         return NOT_HERE
 
     def estimate(self, settings: Settings, cpus: int, gpus: int,
-                 installed: Installed = NOT_HERE) -> Estimate:
-        """Peak threads of one process. A version the model was not measured on (or none
-        known, as for an image) takes the largest of the measured models: it errs high."""
+                 installed: Installed = NOT_HERE, probe_only: bool = False) -> Estimate:
+        """Peak threads of one process (`probe_only`: of the calibration probe, which a real
+        program exceeds). A version the model was not measured on (or none known, as for an
+        image) takes the largest of the measured models: it errs high."""
         model = next((m for m in self.models if m.covers(installed.version)), None)
         if model is not None:
-            return Estimate(_parts(model, settings, cpus, gpus, installed),
+            return Estimate(_parts(model, settings, cpus, gpus, installed, probe_only),
                             f"built-in model ({model.measured})")
-        tried = [(_parts(m, settings, cpus, gpus, installed), m) for m in self.models]
+        tried = [(_parts(m, settings, cpus, gpus, installed, probe_only), m)
+                 for m in self.models]
         parts, m = max(tried, key=lambda pm: sum(pm[0].values()))
         what = (f"{self.label} {installed.version} is not a version the model was measured on"
                 if installed.version else f"{self.label} is not installed here")
@@ -100,10 +105,13 @@ class Framework:
                                f"({series}: {m.measured}); {what}, so it errs high")
 
 
-def _parts(model: Model, s: Settings, cpus: int, gpus: int, installed: Installed) -> Parts:
+def _parts(model: Model, s: Settings, cpus: int, gpus: int, installed: Installed,
+           probe_only: bool = False) -> Parts:
     parts = {"main": 1, **model.cpu(s, cpus, installed)}
     if gpus:
         parts.update(model.gpu(cpus, gpus))
+    if not probe_only:
+        parts.update(model.beyond_probe(cpus, gpus))
     return {k: v for k, v in parts.items() if v > 0 or k == "main"}
 
 

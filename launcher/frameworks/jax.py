@@ -8,32 +8,50 @@ from collections.abc import Callable
 from launcher.frameworks.base import Framework, Installed, Model, Parts, Settings, openblas
 
 
-def _cpu_0_10(s: Settings, cpus: int, _: Installed) -> Parts:
+def _gpu_build(installed: Installed) -> Parts:
+    # A CUDA build with no GPU visible (CUDA_VISIBLE_DEVICES="", as a run hides them) still
+    # starts its plugin's `cuda` thread: 86 where JAX_PLATFORMS=cpu gives 85 (jax 0.11.2,
+    # 16 CPUs of an H100 host, 2026-11-23). A build whose kind is unknown counts it: errs high.
+    return {"gpu_build": 1} if installed.build in ("cuda", "rocm", "unknown") else {}
+
+
+def _cpu_0_10(s: Settings, cpus: int, installed: Installed) -> Parts:
     # jax 0.10.2, 1 and 2 CPUs (this project's CPU machines, 2026-11): the CPU client starts
     # 9 + 3 x CPUs threads; compiling a real program adds llvm-worker-N and tf_foreach, one
     # each per CPU.
     return {**openblas(s, cpus), "xla_runtime": 9 + 3 * cpus, "xla_compile": cpus,
-            "xla_foreach": cpus}
+            "xla_foreach": cpus, **_gpu_build(installed)}
 
 
-def _cpu_0_11(s: Settings, cpus: int, _: Installed) -> Parts:
-    # jax 0.11.2 on 1/2/4/8/16 CPUs of an H100 host (issue 14, 2026-11): 7/13/25/45/85 =
-    # 1 + 5 x CPUs + min(CPUs, 4): the client 2 x CPUs + 1 beside OpenBLAS's pool, tf_XLAEigen
-    # and tf_foreach one per CPU, llvm-worker at most 4.
+def _cpu_0_11(s: Settings, cpus: int, installed: Installed) -> Parts:
+    # jax 0.11.2 on 1/2/4/8/16 CPUs of an H100 host (issue 14, 2026-11): the probe peaks at
+    # 7/13/25/45/85 = 1 + 5 x CPUs + min(CPUs, 4): the client 2 x CPUs + 1 beside OpenBLAS's
+    # pool, tf_XLAEigen and tf_foreach one per CPU, llvm-worker at most 4 for its small program.
     return {**openblas(s, cpus), "xla_runtime": 2 * cpus + 1, "xla_eigen": cpus,
-            "xla_compile": min(cpus, 4), "xla_foreach": cpus}
+            "xla_compile": min(cpus, 4), "xla_foreach": cpus, **_gpu_build(installed)}
 
 
 def _gpu(cpus: int, gpus: int) -> Parts:
     # One H100, jax 0.11.2 (CUDA 13): +10 at every CPU count (cuda, cuda-EvtHandlr,
     # py_xla_callback, py_xla_cleanup, py_xla_execute, tf_cuda_driver and 4 unnamed), counted
-    # per GPU (more GPUs not measured: errs high). Pools the first steps of a probe do not
-    # reach but a real GPU workload does (report 002's crash names the first; stress-jax
-    # peaked at 116-119 where the probe saw 95): pjrt_compile_thread_pool, max(CPUs, GPUs)
-    # threads (xla/pjrt/pjrt_stream_executor_client.cc), and pjrt_async_work_runner, unbounded,
-    # counted as one per CPU.
-    return {"gpu_runtime": 10 * gpus, "xla_gpu_compile": max(cpus, gpus),
-            "xla_gpu_async": cpus}
+    # per GPU (more GPUs not measured: errs high); the build's `cuda` thread is one of them.
+    # Compiling for the GPU starts its own llvm-workers: the probe peaks at 18/25/39/59/99.
+    return {"gpu_build": 0, "gpu_runtime": 10 * gpus, "xla_gpu_compile": min(cpus, 4)}
+
+
+def _beyond_probe_0_11(cpus: int, gpus: int) -> Parts:
+    # stress-jax --phase 1 on the same host (2026-11-23, thread names at its peak, sampled
+    # every 2 ms; the run cgroup's pids.peak): a real program's codegen grows llvm-worker to
+    # one per CPU (4/8/13 at 4/8/16 CPUs; 26 with a GPU at 16), and the client one more thread.
+    # Peaks 29/53/98 with no GPU against 29/53/101 estimated, 119 with one against 126.
+    extra = cpus - min(cpus, 4)
+    return {"xla_codegen": extra + (extra if gpus else 0), "xla_program": 1}
+
+
+def _beyond_probe_0_10(cpus: int, gpus: int) -> Parts:
+    # jax 0.10's CPU terms already count llvm-worker one per CPU; its GPU side is 0.11's
+    # (not measured on 0.10): the GPU compile's llvm-workers grow to one per CPU too
+    return {"xla_codegen": cpus - min(cpus, 4)} if gpus else {}
 
 
 def detect_build() -> str:
@@ -89,9 +107,10 @@ def matmul(n: int) -> Callable[[], object]:
 
 FRAMEWORK = Framework(
     name="jax", label="jax", module="jax", distributions=("jax",), install="jax",
-    models=(Model("0.10", "jax 0.10.2, 1-2 CPUs, 2026-11", _cpu_0_10, _gpu),
+    models=(Model("0.10", "jax 0.10.2, 1-2 CPUs, 2026-11", _cpu_0_10, _gpu,
+                  _beyond_probe_0_10),
             Model("0.11", "jax 0.11.2 with CUDA 13, 1-16 CPUs, one H100, 2026-11",
-                  _cpu_0_11, _gpu)),
+                  _cpu_0_11, _gpu, _beyond_probe_0_11)),
     # 0.10.2: the newest on PyPI that the model covers (0.11.2 was measured from a GPU host's
     # own install); it needs Python 3.11 or newer
     requirements={"nvidia": ["jax[cuda13]==0.10.2"], "amd": ["jax[rocm]==0.10.2"],

@@ -77,7 +77,8 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
         return Ended(result.status, str(ended["diagnosis"]), False, None)
     diagnosis = (ended or {}).get("diagnosis") or (
         f"the workload exited with status {result.status}.")
-    summary = write_summary(run_dir, r, engine, result, command, diagnosis, started)
+    summary = write_summary(run_dir, r, engine, result, command, diagnosis, started,
+                            own_pids_peak(engine, result, ended))
     return Ended(result.status, diagnosis, ran, summary)
 
 
@@ -94,8 +95,18 @@ def _reach_exit_file(engine: Engine, spec: RunSpec, run_dir: Path, exit_file: Pa
         spec.mounts.append(Mount(folder, folder))
 
 
+def own_pids_peak(engine: Engine, result: RunResult, ended: dict[str, Any] | None) -> int | None:
+    """The supervisor's pids.peak, where its nearest pids cgroup is the run's own: a
+    container's, or the run cgroup of a native run that enforces pids (else an ancestor
+    shared with other processes)."""
+    peak = (ended or {}).get("pids_peak")
+    own = not engine.runs_host_processes or "pids" in result.enforcement.enforced
+    return peak if own and isinstance(peak, int) else None
+
+
 def write_summary(run_dir: Path, r: Resolved, engine: Engine, result: RunResult,
-                  command: list[str], diagnosis: str, started: float) -> dict[str, Any]:
+                  command: list[str], diagnosis: str, started: float,
+                  pids_peak: int | None = None) -> dict[str, Any]:
     from launcher.telemetry.summary import read_series, summarize
 
     e = result.enforcement
@@ -105,7 +116,7 @@ def write_summary(run_dir: Path, r: Resolved, engine: Engine, result: RunResult,
             "threads_estimate": r.caps.estimate,
             "engine": {"enforced": e.enforced, "advisory": e.advisory}}
     summary = summarize(read_series(run_dir / "telemetry.jsonl"), meta,
-                        {(g.vendor, g.index): g.model for g in r.facts.gpus})
+                        {(g.vendor, g.index): g.model for g in r.facts.gpus}, pids_peak)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     return summary
 

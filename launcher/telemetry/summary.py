@@ -21,9 +21,12 @@ def read_series(path: Path) -> list[dict[str, Any]]:
 
 
 def summarize(rows: list[dict[str, Any]], meta: dict[str, Any],
-              gpu_names: Mapping[GpuKey, str] | None = None) -> dict[str, Any]:
+              gpu_names: Mapping[GpuKey, str] | None = None,
+              pids_peak: int | None = None) -> dict[str, Any]:
     """The summary of a run's samples; `gpu_names` ({(vendor, index): model}, from the host's
-    facts) names the GPUs, which the samples identify by index only."""
+    facts) names the GPUs, which the samples identify by index only. `pids_peak` is the
+    kernel's own pids.peak of the run's cgroup: exact, where the samples may miss a burst
+    of threads between two of them."""
     peaks: dict[str, Any] = {}
     estimate = (meta.get("threads_estimate") or {}).get("total")
     for key, limit_key in LIMIT_OF.items():
@@ -35,6 +38,13 @@ def summarize(rows: list[dict[str, Any]], meta: dict[str, Any],
                       "headroom": (limit - peak) if peak is not None and limit else None,
                       "percent": round(100 * peak / limit, 1) if peak and limit else None}
     peaks["threads"]["estimate"] = estimate  # the plan's, for the whole container or tree
+    if pids_peak is not None:
+        p = peaks["pids_current"]
+        sampled, p["kernel_peak"] = p["peak"], pids_peak
+        p["peak"] = max(sampled or 0, pids_peak)
+        if p["limit"]:
+            p["headroom"] = p["limit"] - p["peak"]
+            p["percent"] = round(100 * p["peak"] / p["limit"], 1)
     return {**meta, "samples": len(rows), "duration_s": rows[-1]["t"] if rows else 0.0,
             "peaks": peaks, "gpus": gpu_peaks(rows, gpu_names or {})}
 

@@ -26,9 +26,9 @@ from launcher.shipped import pythonpath
 from launcher.vendors import gpu_vendors
 from launcher.vendors.base import Gpu, Vendor
 
-# the CPU side: no GPU of any vendor visible
-HIDDEN = {**{k: v for vendor in gpu_vendors() for k, v in vendor.hidden().items()},
-          "JAX_PLATFORMS": "cpu"}
+# the CPU side: no GPU of any vendor visible, hidden as a run hides them (not JAX_PLATFORMS=cpu,
+# which also keeps a CUDA build's plugin, and its `cuda` thread, from starting)
+HIDDEN = {k: v for vendor in gpu_vendors() for k, v in vendor.hidden().items()}
 
 
 def settings_for(cpus: int) -> dict[str, int]:

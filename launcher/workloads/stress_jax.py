@@ -16,6 +16,7 @@ import argparse
 import sys
 import threading
 import time
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,24 @@ from launcher.workloads.common import (
     write_json,
 )
 
+
+def threads_would_pass(runs: list[dict[str, Any]], lim: dict[str, int | None],
+                       threads: int) -> str | None:
+    """Why the next configuration is not run: its threads, the last one's peak grown by the
+    most seen from one configuration to the next (at least 2), would not fit under pids.max
+    beside the cgroup's other tasks; None when they fit. (XLA's pools follow the CPUs, not
+    num_envs: a budget set to launcher's estimate fits every configuration.)"""
+    if not lim["pids_max"] or not runs:
+        return None
+    room = lim["pids_max"] - (lim["pids_current"] or threads) + threads
+    peaks = [r["peak_threads"] for r in runs]
+    grow = max([2, *(b - a for a, b in pairwise(peaks))])
+    if peaks[-1] + grow <= room:
+        return None
+    return (f"threads ({peaks[-1]}, + up to {grow} more) would not fit the {room} that "
+            f"pids.max {lim['pids_max']} leaves this process")
+
+
 GRAVITY, CART, POLE, LENGTH, FORCE, DT = 9.8, 1.0, 0.1, 0.5, 10.0, 0.02
 
 
@@ -40,7 +59,7 @@ class ThreadPeak(threading.Thread):
         self.peak, self.done = threads_now(), threading.Event()
 
     def run(self) -> None:
-        while not self.done.wait(0.05):
+        while not self.done.wait(0.002):  # compilation's bursts last milliseconds
             self.peak = max(self.peak, threads_now())
 
     def stop(self) -> int:
@@ -185,9 +204,8 @@ def main(argv: list[str] | None = None) -> int:
                 stopped = (f"num_envs={n} would need ~{need >> 20} MiB of the "
                            f"{left >> 20} MiB left under the memory limit")
                 break
-        if lim["pids_max"] and runs and runs[-1]["peak_threads"] > 0.8 * (
-                lim["pids_max"] - (lim["pids_current"] or 0) + runs[-1]["peak_threads"]):
-            stopped = f"threads ({runs[-1]['peak_threads']}) are near pids.max {lim['pids_max']}"
+        stopped = threads_would_pass(runs, lim, threads_now())
+        if stopped:
             break
         peak = ThreadPeak()
         peak.start()
