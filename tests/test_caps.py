@@ -150,7 +150,7 @@ def test_a_calibration_corrects_the_cpu_side_and_keeps_the_gpu_terms(limited):
     model = resolve(rig, limited, for_this_host=False).caps.estimate
     entry = {"framework": "torch", "version": "2.13.0", "cpus": limited.affinity_cpus,
              "settings": {"omp": 1, "blas": 1, "intra": 1, "inter": 1, "private_pool": 1},
-             "peak": 4, "gpus": 0, "date": "2026-11-22"}  # 2 more than the model's 2 there
+             "peak": 4, "gpus": 0, "date": "2026-11-22", "method": 2}  # the model's 2, + 2
     facts = dataclasses.replace(limited, calibration=[entry])
     est = resolve(rig, facts, for_this_host=False).caps.estimate
     assert est["source"] == "calibrated on this host, torch 2.13.0, 2026-11-22"

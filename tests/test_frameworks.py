@@ -77,7 +77,7 @@ def test_the_reference_workloads_peak_within_08_to_10_of_the_estimate(workload):
     est = estimate_threads(w["framework"], auto(w["cpus"]), w["cpus"], w["gpus"],
                            BUILD[w["framework"]])
     total = est.per_process + 1 + w["extra_threads"]  # + the supervisor, + its own
-    for peak in w["peaks"]:
+    for peak in w["peaks"] + w.get("kernel_pids_peak", []):
         assert 0.8 <= peak / total <= 1.0, (peak, total, est.breakdown)
 
 
@@ -88,7 +88,10 @@ def test_stress_jax_on_a_cpu_set_peaks_within_08_to_10_of_the_estimate(run):
     grows (llvm-worker one per CPU), against the run cgroup's own pids.peak."""
     est = estimate_threads("jax", auto(run["cpus"]), run["cpus"], run["gpus"], BUILD["jax"])
     total = est.per_process + 1 + 1  # + the supervisor, + stress-jax's sampler
-    assert 0.8 <= run["peak"] / total <= 1.0, (run, total, est.breakdown)
+    if run["how"] == "sampled":  # samples 50 ms apart: a lower bound of the peak
+        assert run["peak"] <= total, (run, total, est.breakdown)
+    else:
+        assert 0.8 <= run["peak"] / total <= 1.0, (run, total, est.breakdown)
 
 
 def test_jax_gpu_terms_name_the_pools():
@@ -138,7 +141,7 @@ def test_every_framework_names_its_module_and_pins_its_images():
 def _entry(peak: int, gpus: int, cpus: int = 16) -> dict:  # type: ignore[type-arg]
     return {"framework": "jax", "version": "0.11.2", "cpus": cpus, "peak": peak, "gpus": gpus,
             "settings": dataclasses.asdict(auto(cpus)), "date": "2026-11-22",
-            "vendor": "nvidia", "driver": "580.95"}
+            "vendor": "nvidia", "driver": "580.95", "build": "cuda", "method": 2}
 
 
 def test_a_gpu_calibration_raises_the_gpu_terms_and_never_lowers_them():
@@ -155,3 +158,17 @@ def test_a_gpu_calibration_raises_the_gpu_terms_and_never_lowers_them():
     # a run that sees no GPU takes the CPU side only, and what only a real program grows
     no_gpu = estimate_threads("jax", auto(16), 16, 0, BUILD["jax"]).per_process
     assert calibrated("jax", auto(16), 16, 0, above, BUILD["jax"]).per_process == no_gpu == 99
+
+
+def test_a_calibration_never_cancels_what_only_a_real_program_grows():
+    """An image's calibration (the version unknown where the estimate is made) is applied to
+    its own version's model, not the largest one; a CPU side measured by the older method
+    (JAX_PLATFORMS=cpu: no `cuda` thread) is not used."""
+    facts = probe_host(HOSTS / "v2-limited", environ={})
+    image = dataclasses.replace(facts, calibration=[_entry(86, 0), _entry(99, 1)])
+    for gpus, stress_jax_peak in ((0, 98), (1, 119)):
+        est = calibrated("jax", auto(16), 16, gpus, image, Installed(None)).per_process
+        assert est + 2 >= stress_jax_peak  # + the supervisor, + stress-jax's sampler
+    old = dataclasses.replace(facts, calibration=[{**_entry(85, 0), "method": 1}])
+    model = estimate_threads("jax", auto(16), 16, 0, BUILD["jax"])
+    assert calibrated("jax", auto(16), 16, 0, old, BUILD["jax"]) == model

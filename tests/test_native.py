@@ -130,13 +130,21 @@ def _wait_for_descendant(p: subprocess.Popen, cmdline: list[str], within: float 
         time.sleep(0.05)
 
 
-def test_sigint_stops_the_native_workload(writable, tmp_path):
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("inherited", ["default", "ignored"])
+def test_sigint_stops_the_native_workload(writable, tmp_path, inherited):
+    """Also when launcher starts with SIGINT ignored, as a script's background job
+    (`launcher run ... &`) does: the workload gets its default action back."""
     prof = profile(tmp_path, "s", "extends: base\nlimits: {pids: 50}\n")
     name = f"sigint-{uuid.uuid4().hex[:8]}"
     p = subprocess.Popen([sys.executable, "-m", "launcher", "run", "--runtime", "native", "-p",
                           prof, "--name", name, "--", "sleep", "60"],
                          env={**os.environ, "PYTHONPATH": str(ROOT)},
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=_ignore_sigint if inherited == "ignored" else None)
     _wait_for_descendant(p, ["sleep", "60"])  # the supervisor started it: its handlers are set
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=30)

@@ -14,16 +14,17 @@ def calibrated(framework: str, settings: Settings, cpus: int, gpus: int, facts: 
     """The built-in model, corrected by this host's calibration when one was measured for this
     framework, its installed version and this many CPUs: the measured peak minus the model at
     the settings it was measured under is added to the model at these settings. The CPU side
-    (measured with no GPU visible) moves the estimate either way; a GPU-side measurement only
-    raises the GPU terms, never lowers them: the probe's few steps do not start every pool a
-    GPU workload grows. Each is compared with the model's terms for what the probe reaches;
-    the pools only a real program grows (the model's beyond_probe) stay in either way."""
+    (measured with no GPU visible, by the current method) moves the estimate either way; a
+    GPU-side measurement only raises the GPU terms, never lowers them. Each is compared with
+    the model's figure for what the probe reaches: the pools only a real program grows (the
+    model's beyond_probe) stay in either way."""
+    from launcher.probe.calibration import METHOD, user_path
+
     model = estimate_threads(framework, settings, cpus, gpus, installed)
     entries = [e for e in facts.calibration if e.get("framework") == framework and
-               e.get("cpus") == cpus]
+               e.get("cpus") == cpus and (e.get("gpus") or e.get("method", 1) >= METHOD)]
     if not entries:
         return model
-    from launcher.probe.calibration import user_path
 
     # An image's calibration was measured with the framework it holds, and where the version
     # cannot be read (a fixture root, the supervisor's isolated interpreter) none is refused.
@@ -39,13 +40,20 @@ def calibrated(framework: str, settings: Settings, cpus: int, gpus: int, facts: 
         side = [f for f in fits if bool(f[3].get("gpus", 0)) == on_gpu]
         return max(side, key=lambda f: f[:3])[3] if side else None  # this host's, the newest
 
+    cpu_side = newest(on_gpu=False)
+    if version is None and (cpu_side or newest(on_gpu=True) or {}).get("version"):
+        # the version is unknown here but the calibration names it: its model is the basis,
+        # not the largest one (whose probe figure would cancel what only a real program grows)
+        named = cpu_side or newest(on_gpu=True) or {}
+        installed = Installed(str(named["version"]), str(named.get("build", installed.build)))
+        model = estimate_threads(framework, settings, cpus, gpus, installed)
+
     def offset(entry: dict[str, Any], seen: int) -> int:
         at = estimate_threads(framework, Settings.of(entry.get("settings", {})), cpus, seen,
                               installed, probe_only=True)
         return int(entry["peak"]) - at.per_process
 
     parts, said = dict(model.breakdown), []
-    cpu_side = newest(on_gpu=False)
     cpu_offset = offset(cpu_side, 0) if cpu_side else 0
     if cpu_side:
         parts["calibration"] = cpu_offset

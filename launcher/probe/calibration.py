@@ -13,6 +13,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+# How the peaks were measured; an entry of an older method is not used for the CPU side.
+# 2: GPUs hidden as a run hides them (the vendors' visible-device variables alone; method 1
+# also set JAX_PLATFORMS=cpu, which keeps a CUDA build of jax from starting its `cuda` thread).
+METHOD = 2
+
 
 def user_path() -> Path:
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")

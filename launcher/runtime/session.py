@@ -100,7 +100,9 @@ def own_pids_peak(engine: Engine, result: RunResult, ended: dict[str, Any] | Non
     container's, or the run cgroup of a native run that enforces pids (else an ancestor
     shared with other processes)."""
     peak = (ended or {}).get("pids_peak")
-    own = not engine.runs_host_processes or "pids" in result.enforcement.enforced
+    enforcement = result.enforcement
+    own = "pids" in enforcement.enforced or (  # a container without a pids cgroup: no
+        not engine.runs_host_processes and "pids" not in enforcement.advisory)
     return peak if own and isinstance(peak, int) else None
 
 

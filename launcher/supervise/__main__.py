@@ -90,9 +90,12 @@ def run(cmd: list[str]) -> int:
         actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)] if watch else []
         # the signals Python ignores go back to their defaults, as subprocess's
         # restore_signals does: a workload in a pipeline dies of SIGPIPE, one past
-        # RLIMIT_FSIZE of SIGXFSZ
+        # RLIMIT_FSIZE of SIGXFSZ; and so do the stop signals launcher forwards, which a
+        # background job of a script (`launcher run ... &`) inherits ignored: Ctrl-C and kill
+        # must still stop the workload
         pid = os.posix_spawnp(cmd[0], cmd, env, file_actions=actions,
-                              setsigdef=(signal.SIGPIPE, signal.SIGXFSZ))
+                              setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT,
+                                         signal.SIGQUIT, signal.SIGTERM))
     except OSError as exc:
         return not_started(exit_file, 127 if isinstance(exc, FileNotFoundError) else 126,
                            f"cannot run {cmd[0]!r}: {exc.strerror}")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from launcher.frameworks import get as get_framework
 from launcher.frameworks import names as framework_names
+from launcher.probe.calibration import METHOD
 from launcher.shipped import pythonpath
 from launcher.vendors import gpu_vendors
 from launcher.vendors.base import Gpu, Vendor
@@ -75,7 +76,7 @@ def measure(framework: str, cpus: list[int],
         "framework": framework, "version": installed.version, "build": installed.build,
         "cpus": len(cpus), "peak": out["peak"], "peak_names": out["peak_names"],
         "settings": s, "gpus": 0, "host": socket.gethostname(),
-        "date": time.strftime("%Y-%m-%d")}
+        "date": time.strftime("%Y-%m-%d"), "method": METHOD}
     if gpu:
         entry.update(gpus=1, vendor=gpu[0].name, model=gpu[1].model,
                      driver=gpu[0].driver_version(Path("/")))
