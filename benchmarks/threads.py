@@ -35,7 +35,7 @@ from launcher.probe import probe_host  # noqa: E402
 from launcher.profiles import load_profile  # noqa: E402
 from launcher.runtime.run_cgroup import make_run_cgroup  # noqa: E402
 from launcher.variables import managed  # noqa: E402
-from launcher.vendors import gpu_vendors  # noqa: E402
+from launcher.vendors import every_gpu_hidden  # noqa: E402
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
                "NUMEXPR_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
@@ -44,8 +44,7 @@ THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GO
 def probe(framework: str, env: dict[str, str], rc, seconds: float | None,  # type: ignore[no-untyped-def]
           peak: bool = False) -> dict:  # type: ignore[type-arg]
     base = {k: v for k, v in os.environ.items() if k not in managed()}
-    for vendor in gpu_vendors():  # as a native run of a profile with no GPU: none visible
-        base.update(vendor.hidden())
+    base.update(every_gpu_hidden())  # as a native run of a profile with no GPU: none visible
     args = [framework, *([str(seconds)] if seconds else [])]
     proc = subprocess.run(
         [sys.executable, "-m", "launcher.workloads.threadprobe", *(["--peak"] if peak else []),

@@ -32,21 +32,21 @@ def summarize(rows: list[dict[str, Any]], meta: dict[str, Any],
     for key, limit_key in LIMIT_OF.items():
         values = [r[key] for r in rows if r.get(key) is not None]
         limits = [r[limit_key] for r in rows if r.get(limit_key)]
-        peak = max(values) if values else None
-        limit = limits[-1] if limits else None
-        peaks[key] = {"peak": peak, "limit": limit,
-                      "headroom": (limit - peak) if peak is not None and limit else None,
-                      "percent": round(100 * peak / limit, 1) if peak and limit else None}
+        peaks[key] = _against(max(values) if values else None, limits[-1] if limits else None)
     peaks["threads"]["estimate"] = estimate  # the plan's, for the whole container or tree
     if pids_peak is not None:
-        p = peaks["pids_current"]
-        sampled, p["kernel_peak"] = p["peak"], pids_peak
-        p["peak"] = max(sampled or 0, pids_peak)
-        if p["limit"]:
-            p["headroom"] = p["limit"] - p["peak"]
-            p["percent"] = round(100 * p["peak"] / p["limit"], 1)
+        sampled = peaks["pids_current"]
+        peaks["pids_current"] = {**_against(max(sampled["peak"] or 0, pids_peak),
+                                            sampled["limit"]), "kernel_peak": pids_peak}
     return {**meta, "samples": len(rows), "duration_s": rows[-1]["t"] if rows else 0.0,
             "peaks": peaks, "gpus": gpu_peaks(rows, gpu_names or {})}
+
+
+def _against(peak: int | None, limit: int | None) -> dict[str, Any]:
+    """A peak with its limit, headroom and the share of the limit it used."""
+    return {"peak": peak, "limit": limit,
+            "headroom": (limit - peak) if peak is not None and limit else None,
+            "percent": round(100 * peak / limit, 1) if peak and limit else None}
 
 
 def gpu_series(rows: list[dict[str, Any]]) -> dict[GpuKey, list[dict[str, Any] | None]]:

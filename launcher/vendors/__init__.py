@@ -40,6 +40,11 @@ def gpu_vendors() -> list[Vendor]:
     return [v for v in all_vendors() if v.name != "none"]
 
 
+def every_gpu_hidden() -> dict[str, str]:
+    """Each vendor's variables that hide its GPUs from a process (a native run with none)."""
+    return {k: v for vendor in gpu_vendors() for k, v in vendor.hidden().items()}
+
+
 def resolve(name: str, found_vendors: list[str]) -> str:
     """The profile's gpu.vendor, with `auto` resolved to the first vendor whose GPUs the host
     shows (else `none`). The one place `auto` is resolved."""

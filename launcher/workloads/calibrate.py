@@ -24,12 +24,12 @@ from launcher.frameworks import get as get_framework
 from launcher.frameworks import names as framework_names
 from launcher.probe.calibration import METHOD
 from launcher.shipped import pythonpath
-from launcher.vendors import gpu_vendors
+from launcher.vendors import every_gpu_hidden, gpu_vendors
 from launcher.vendors.base import Gpu, Vendor
 
 # the CPU side: no GPU of any vendor visible, hidden as a run hides them (not JAX_PLATFORMS=cpu,
 # which also keeps a CUDA build's plugin, and its `cuda` thread, from starting)
-HIDDEN = {k: v for vendor in gpu_vendors() for k, v in vendor.hidden().items()}
+HIDDEN = every_gpu_hidden()
 
 
 def settings_for(cpus: int) -> dict[str, int]:
