@@ -29,14 +29,16 @@ RESOLVED = "LAUNCHER_RESOLVED"  # "1": the caps were resolved by launcher; take 
 REMOVE = "LAUNCHER_REMOVE"  # stale variable names to remove (encode_names)
 WATCH_STDIN = "LAUNCHER_WATCH_STDIN"  # "1": stdin is the lifeline; its end means launcher died
 RUN_CGROUPS = "LAUNCHER_RUN_CGROUPS"  # a native run's cgroup directories (encode_paths)
+# the leaf moves to undo should launcher die first: JSON [[caller, [controllers], leaf], ...]
+CGROUP_UNDO = "LAUNCHER_CGROUP_UNDO"
 CPUSET = "LAUNCHER_CPUSET"  # a native run's CPUs, a CPU list ("" for all of the caller's)
 RLIMITS = "LAUNCHER_RLIMITS"  # a native run's rlimits (encode_rlimits)
 EXIT_FILE = "LAUNCHER_EXIT_FILE"  # where the supervisor writes how the run ended
-PRIVATE = (RESOLVED, REMOVE, WATCH_STDIN, RUN_CGROUPS, CPUSET, RLIMITS, EXIT_FILE)
+PRIVATE = (RESOLVED, REMOVE, WATCH_STDIN, RUN_CGROUPS, CGROUP_UNDO, CPUSET, RLIMITS,
+           EXIT_FILE)
 # Variables a user or an image sets for the supervisor.
 CAPS = "LAUNCHER_CAPS"  # another caps.json than CAPS_FILE
 QUIET = "LAUNCHER_QUIET"  # say only warnings and a failure's diagnosis
-STRICT = "LAUNCHER_STRICT"  # refuse to start when the pre-flight refuses
 
 
 def flag(env: dict[str, str], name: str) -> bool:

@@ -19,3 +19,16 @@ def cpu_ids(text: str) -> set[int]:
             raise ValueError(f"bad CPU range {part!r}")
         ids.update(range(first, last + 1))
     return ids
+
+
+def format_cpu_list(ids: list[int]) -> str:
+    """[1, 2, 3, 5] -> '1-3,5' (sorted ids)."""
+    out: list[str] = []
+    start: int | None = None
+    for i, c in enumerate(ids):
+        if start is None:
+            start = c
+        if i + 1 == len(ids) or ids[i + 1] != c + 1:
+            out.append(str(start) if start == c else f"{start}-{c}")
+            start = None
+    return ",".join(out)

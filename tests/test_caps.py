@@ -84,7 +84,7 @@ def test_cgroup_pids_headroom_binds(limited):
                                                                      pids_current=70))
     caps = resolve(load_profile("runpod"), facts, framework="jax").caps
     assert caps.budget["available"] == 7
-    assert caps.budget["binding"] == "pids.max 77 (pids.current 70)"
+    assert caps.budget["binding"] == "pids.max 77 of /sys/fs/cgroup/job (pids.current 70)"
     assert caps.verdict.level == "refuse"
 
 

@@ -1,4 +1,4 @@
-"""Where a native run's cgroup goes (launcher/runtime/cgroup_placement.py): the rule on fixture
+"""Where a native run's cgroup goes (launcher/cgroups/placement.py): the rule on fixture
 trees for each v1/v2 case, the CLI's sentence and --require-limits, and the v2 mechanics on a
 real cgroup2 mount (hugetlb standing in for pids, memory and cpu).
 
@@ -26,8 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from launcher.runtime.cgroup_placement import FIX, Decision, Placement, place
-from launcher.runtime.run_cgroup import make_placed, make_run_cgroup
+from launcher.cgroups.placement import FIX, Carried, Decision, Placement, place
+from launcher.cgroups.run_cgroup import make_placed, make_run_cgroup
 from tests.conftest import FIXTURES, ROOT
 from tests.docker_helpers import launcher, profile
 
@@ -49,15 +49,17 @@ def _place(case: str, root: Path | None = None) -> tuple[Path, Decision]:
 def test_v1_a_child_of_the_callers_cgroup_in_each_hierarchy():
     root, d = _place("v1")
     cg = root / "sys/fs/cgroup"
-    assert d == Decision((Placement("v1", cg / "pids/user.slice", ("pids",)),
-                          Placement("v1", cg / "memory/user.slice", ("memory",)),
-                          Placement("v1", cg / "cpu,cpuacct/user.slice", ("cpu",))), {})
+    assert d == Decision(tuple(Placement("v1", cg / h / "user.slice", (c,), caller=cg / h /
+                                         "user.slice")
+                               for h, c in (("pids", "pids"), ("memory", "memory"),
+                                            ("cpu,cpuacct", "cpu"))), {})
 
 
 def test_v2_root_a_child_of_the_root_which_may_hold_processes():
     root, d = _place("v2-root")
     cg = root / "sys/fs/cgroup"
-    assert d == Decision((Placement("v2", cg, WANTED, ((cg, ("pids", "cpu")),)),), {})
+    assert d == Decision((Placement("v2", cg, WANTED, ((cg, ("pids", "cpu")),), mode="root",
+                                    caller=cg),), {})
 
 
 def test_v2_a_controller_the_kernel_lacks_is_said_so_and_the_others_kept():
@@ -72,20 +74,24 @@ def test_v2_delegated_and_alone_launcher_moves_into_a_leaf_first():
     scope = root / ("sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/"
                     "run-r1.scope")
     assert d == Decision((Placement("v2", scope, WANTED, ((scope, WANTED),),
-                                    scope / "launcher-leaf", (100,)),), {})
+                                    scope / "launcher-leaf", (100,), mode="leaf",
+                                    caller=scope),), {})
 
 
 def test_v2_with_other_processes_a_sibling_under_the_ancestor_enabled_top_down():
     root, d = _place("v2-siblings")
     cg = root / "sys/fs/cgroup"
     assert d == Decision((Placement("v2", cg / "user.slice", WANTED,
-                                    ((cg, ("cpu",)), (cg / "user.slice", ("cpu",)))),), {})
+                                    ((cg, ("cpu",)), (cg / "user.slice", ("cpu",))),
+                                    mode="beside", caller=cg / "user.slice/session-1.scope"),),
+                         {})
 
 
 def test_v2_an_ancestor_that_holds_processes_is_passed_over():
     root, d = _place("v2-ancestor-holds-processes")
     cg = root / "sys/fs/cgroup/system.slice"
-    assert d == Decision((Placement("v2", cg, WANTED, ((cg, ("cpu",)),)),), {})
+    assert d == Decision((Placement("v2", cg, WANTED, ((cg, ("cpu",)),), mode="beside",
+                                    caller=cg / "app.service/worker"),), {})
 
 
 def test_v2_parent_not_delegating_memory_enforced_pids_and_cpu_explained():
@@ -93,7 +99,8 @@ def test_v2_parent_not_delegating_memory_enforced_pids_and_cpu_explained():
     cg = root / "sys/fs/cgroup"
     why = (f"{cg / 'session-3.scope'} holds other processes (PID 812), and {cg} does not offer "
            "{c} (the cgroup above it does not delegate it)")
-    assert d == Decision((Placement("v2", cg, ("memory",), ((cg, ("memory",)),)),),
+    assert d == Decision((Placement("v2", cg, ("memory",), ((cg, ("memory",)),),
+                                    mode="beside", caller=cg / "session-3.scope"),),
                          {c: f"cgroup v2 {c}: {why.format(c=c)}; {FIX}" for c in ("pids", "cpu")})
 
 
@@ -114,6 +121,74 @@ def test_one_controller_missing_leaves_the_others_enforced(tmp_path):
     assert (cg / "launcher-100-r" / "memory.max").read_text() == str(64 << 20)
     assert (cg / "cgroup.subtree_control").read_text() == "+memory"
     assert not (cg / "launcher-100-r" / "pids.max").exists()
+
+
+def test_v2_beside_a_limited_scope_carries_every_limit_it_leaves():
+    """FIELD.md 34: asking only for a CPU quota must not take the run out from under the
+    scope's pids.max 60 and memory.max 300M; the tightest of each is carried, and the
+    controllers to carry them are enabled beside it."""
+    root = CASES / "v2-limited-scope"
+    d = place(("cpu",), root, writable=_writable(root), ours=LAUNCHER)
+    cg = root / "sys/fs/cgroup"
+    scope = cg / "user.slice/session-1.scope"
+    assert d == Decision((Placement(
+        "v2", cg / "user.slice", ("cpu",),
+        ((cg, ("cpu",)), (cg / "user.slice", ("cpu",))), mode="beside", caller=scope,
+        carry=(Carried("pids.max", "60", scope), Carried("memory.max", "314572800", scope),
+               Carried("memory.high", "268435456", scope))),), {})
+
+
+def test_v2_the_tightest_along_every_level_left_is_carried(tmp_path):
+    root = tmp_path / "host"
+    shutil.copytree(CASES / "v2-limited-scope", root)
+    scope = root / "sys/fs/cgroup/user.slice/session-1.scope"
+    (scope.parent / "pids.max").write_text("50")  # the slice is left too when it is passed
+    (scope.parent / "cgroup.procs").write_text("4242")  # over: it holds a process now
+    d = place(("cpu",), root, writable=_writable(root), ours=LAUNCHER)
+    [p] = d.placements
+    assert (p.parent, p.mode) == (root / "sys/fs/cgroup", "beside")
+    assert {k.file: (k.value, k.source) for k in p.carry} == {
+        "pids.max": ("50", scope.parent), "memory.max": ("314572800", scope),
+        "memory.high": ("268435456", scope)}
+    assert p.enable == ((root / "sys/fs/cgroup", ("cpu",)),)  # pids, memory: on there already
+
+
+def test_v2_an_outer_pids_max_that_holds_a_process_is_carried_to_the_root():
+    """The trial's outer 115: the caller's cgroup and its parent both hold processes, so the
+    run goes to the root, carrying pids.max 115."""
+    root = CASES / "v2-outer-pids"
+    d = place(("memory",), root, writable=_writable(root), ours=LAUNCHER)
+    cg = root / "sys/fs/cgroup"
+    [p] = d.placements
+    assert (p.parent, p.mode, p.carry) == (cg, "beside", (Carried("pids.max", "115",
+                                                                   cg / "outer"),))
+
+
+def test_carried_limits_are_written_and_an_asked_one_never_loosens_them(tmp_path):
+    root = tmp_path / "host"
+    shutil.copytree(CASES / "v2-limited-scope", root)
+    rc = make_run_cgroup("launcher-100-r", 150, 1 << 30, 0.5, root, _writable(root), LAUNCHER)
+    run = root / "sys/fs/cgroup/user.slice/launcher-100-r"
+    assert (run / "pids.max").read_text() == "60"  # 150 asked, 60 left behind: 60
+    assert (run / "memory.max").read_text() == "314572800"
+    assert (run / "memory.high").read_text() == "268435456"
+    assert (run / "cpu.max").read_text() == "50000 100000"
+    assert rc.placed[0]["mode"] == "beside"
+    assert any("carries pids.max 60" in n and "no longer shared" in n for n in rc.notes)
+
+
+def test_v2_a_namespace_seeing_a_cgroupfs_from_outside_places_nothing(tmp_path):
+    """`unshare --cgroup` without a new cgroup2 mount: /proc/self/cgroup says 0::/ while the
+    mount shows the host's whole tree (its root /..): the top of that mount is not ours, and
+    a run there would leave every limit of the real cgroup (seen in the v2 lab)."""
+    root = tmp_path / "host"
+    shutil.copytree(CASES / "v2-root", root)
+    mi = root / "proc/self/mountinfo"
+    mi.write_text(mi.read_text().replace(" / /sys/fs/cgroup ", " /.. /sys/fs/cgroup "))
+    d = place(("pids",), root, writable=_writable(root), ours=LAUNCHER)
+    assert d.placements == ()
+    assert d.advisory["pids"].startswith("cgroup v2 pids: this process's cgroup namespace sees "
+                                         "/sys/fs/cgroup mounted from outside it (its root is /..)")
 
 
 # The CLI: the sentence before the start, and --require-limits
@@ -200,8 +275,8 @@ HELPER = r"""
 import json, sys
 from pathlib import Path
 sys.stdin.readline()  # until the test has moved this process into its cgroup
-from launcher.runtime.cgroup_placement import place
-from launcher.runtime.run_cgroup import make_placed
+from launcher.cgroups.placement import place
+from launcher.cgroups.run_cgroup import make_placed
 d = place(["hugetlb"], Path("/"))
 made = [str(make_placed(p, sys.argv[1])) for p in d.placements]
 print(json.dumps({"placements": [[str(p.parent), [[str(x), list(c)] for x, c in p.enable],

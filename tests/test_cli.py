@@ -72,7 +72,7 @@ def test_doctor_json_on_fixture_host():
     data = json.loads(result.stdout)
     assert data["host"]["cgroup"]["pids_max"] == 77
     assert data["host"]["cgroup"]["cpu_quota"] == 1.5
-    assert data["first_limit"]["binding"] == "pids.max 77 (pids.current 3)"
+    assert data["first_limit"]["binding"] == "pids.max 77 of /sys/fs/cgroup/job (pids.current 3)"
     assert any(w.startswith("OMP_NUM_THREADS=32 inherited from the shell") for w in
                data["warnings"])
 
@@ -81,10 +81,29 @@ def test_doctor_text_and_profile_verdict():
     result = runner.invoke(app, ["doctor", "--profile", "rig-6600",
                                  "--host-root", str(HOSTS / "v1-docker")])
     assert result.exit_code == 0, result.output
-    assert "max 77, current 1" in result.stdout
+    assert "max 77 (set at /sys/fs/cgroup/pids), current 1" in result.stdout
     # 12 torch processes, each seeing the 12 GPUs (autograd's device threads): over pids.max
     assert "verdict: REFUSE" in result.stdout
     assert "12 processes x ~26 threads would exceed the pids.max 77" in result.stdout
+
+
+def test_doctor_names_only_the_controllers_present(tmp_path):
+    """The GPU host's layout: the parent delegates only memory, so the caller's cgroup has no
+    pids controller; doctor says so rather than `pids max unlimited` at a cgroup without it."""
+    import shutil
+
+    host = tmp_path / "h"
+    shutil.copytree(HOSTS / "v2-limited", host)
+    job = host / "sys/fs/cgroup/job"
+    (job / "cgroup.controllers").write_text("memory\n")
+    for name in ("pids.max", "pids.current", "cpu.max", "cpuset.cpus.effective"):
+        (job / name).unlink()
+    result = runner.invoke(app, ["doctor", "--host-root", str(host)])
+    assert result.exit_code == 0, result.output
+    rows = {line.split()[0]: line for line in result.stdout.splitlines() if line.strip()}
+    assert rows["cgroup"].split(None, 1)[1] == "v2 (memory: /sys/fs/cgroup/job)"
+    assert rows["pids"].split(None, 1)[1] == "no pids controller on this cgroup or above it"
+    assert "set at /sys/fs/cgroup/job" in rows["memory"]
 
 
 def test_plan_text_and_bad_framework():
@@ -121,8 +140,9 @@ def test_doctor_capture_round_trip(tmp_path):
     def strip(text: str, root: Path) -> dict:  # type: ignore[type-arg]
         host = json.loads(text)["host"]
         host.pop("root")
-        host["cgroup"]["dirs"] = {k: str(Path(v).relative_to(root))
-                                  for k, v in host["cgroup"]["dirs"].items()}
+        for key in ("dirs", "binding"):
+            host["cgroup"][key] = {k: str(Path(v).relative_to(root))
+                                   for k, v in host["cgroup"][key].items()}
         return host
 
     assert strip(back.stdout, tmp_path / "cap") == strip(orig.stdout, HOSTS / "v2-limited")

@@ -188,7 +188,7 @@ RANKS = {
     "variables": 3,
     "probe": 4, "profiles": 4,
     "caps": 5,
-    "supervise": 6, "telemetry": 6, "workloads": 6,
+    "supervise": 6, "telemetry": 6, "workloads": 6, "cgroups": 6,
     "runtime": 7, "render": 7,
     "jobs": 8,
     "cli": 9,

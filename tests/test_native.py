@@ -31,7 +31,7 @@ def _leftover_run_cgroups(name: str = "") -> list[Path]:
 
 def test_leftover_check_sees_a_run_cgroup():
     """The check below can fail: a run cgroup made and not removed is found."""
-    from launcher.runtime.run_cgroup import make_run_cgroup
+    from launcher.cgroups.run_cgroup import make_run_cgroup
 
     rc = make_run_cgroup("launcher-leftover-probe", 10, None, None)
     if not rc.dirs:
@@ -44,7 +44,7 @@ def test_leftover_check_sees_a_run_cgroup():
 
 
 def _cgroups_writable() -> bool:
-    from launcher.runtime.run_cgroup import make_run_cgroup
+    from launcher.cgroups.run_cgroup import make_run_cgroup
 
     rc = make_run_cgroup("launcher-writable-check", 10, None, None)
     rc.cleanup()

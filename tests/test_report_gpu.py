@@ -196,6 +196,7 @@ def test_draw_names_gpus_from_the_summary(gpu_run: Path, monkeypatch: pytest.Mon
 def test_run_summary_names_gpus_from_the_host_facts(tmp_path: Path):
     from types import SimpleNamespace
 
+    from launcher.runtime.engine import Enforcement
     from launcher.runtime.session import write_summary
     from launcher.vendors.base import Gpu
 
@@ -203,7 +204,7 @@ def test_run_summary_names_gpus_from_the_host_facts(tmp_path: Path):
     r = SimpleNamespace(caps=SimpleNamespace(profile="base", estimate={"total": 110}),
                         framework="jax", facts=SimpleNamespace(gpus=[
                             Gpu("nvidia", 0, "NVIDIA H100 80GB HBM3", 81559 * MiB)]))
-    result = SimpleNamespace(status=0, enforcement=SimpleNamespace(enforced={}, advisory={}))
+    result = SimpleNamespace(status=0, enforcement=Enforcement())
     summary = write_summary(tmp_path, r, SimpleNamespace(name="native"), result,  # type: ignore[arg-type]
                             ["x"], "the workload exited with status 0.", 0.0)
     assert [(g["name"], g["util_peak_percent"]) for g in summary["gpus"]] == [

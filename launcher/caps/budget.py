@@ -19,8 +19,9 @@ def pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
         cands.append((int(limits["pids"].value), f"pids limit {limits['pids'].value}"))
     cg = facts.cgroup
     if cg.pids_max is not None:
+        where = f" of {facts.host_path(cg.binding['pids'])}" if "pids" in cg.binding else ""
         cands.append((cg.pids_max - (cg.pids_current or 0),
-                      f"pids.max {cg.pids_max} (pids.current {cg.pids_current or 0})"))
+                      f"pids.max {cg.pids_max}{where} (pids.current {cg.pids_current or 0})"))
     nproc = ulimits.get("nproc")
     soft = nproc.soft if nproc else (facts.rlimits["nproc"].soft if "nproc" in facts.rlimits
                                      else None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from launcher.caps.resolve import Resolved
-from launcher.cpulist import cpu_ids
+from launcher.cpulist import cpu_ids, format_cpu_list
 
 HEADROOM = 0.8  # the estimate at most this share of the budget: the verdict's own "ok"
 AFFINITY_BOUND = ("jax",)  # frameworks no thread variable caps (jax#1539)
@@ -49,22 +49,10 @@ def _candidates(r: Resolved) -> list[tuple[str, int | str, str]]:
         allowed = sorted(cpu_ids(r.profile.get("limits.cpuset") or r.facts.affinity_list or
                                  f"0-{r.facts.affinity_cpus - 1}"))
         return [(
-            "limits.cpuset", _cpu_list(allowed[:n]),
+            "limits.cpuset", format_cpu_list(allowed[:n]),
             f"{label}'s compute runs on {n} of the {len(allowed)} CPUs it could use",
         ) for n in range(len(allowed) - 1, 0, -1)]
     now = r.caps.threads["intra_op"]
     return [("threads.intra_op", n, f"its CPU pools shrink from {now} to {n} threads (CPU-bound "
                                     f"work scales with them)")
             for n in range(now - 1, 0, -1)]
-
-
-def _cpu_list(ids: list[int]) -> str:
-    """1,2,3,5 -> '1-3,5'."""
-    out, start = [], None
-    for i, c in enumerate(ids):
-        if start is None:
-            start = c
-        if i + 1 == len(ids) or ids[i + 1] != c + 1:
-            out.append(str(start) if start == c else f"{start}-{c}")
-            start = None
-    return ",".join(out)

@@ -70,8 +70,30 @@ def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Thread
             say("warn", f"{total} threads x {format_size(per)} stacks exceed RLIMIT_AS "
                         f"{format_size(address_space.soft)}: thread creation would fail with "
                         f"ENOMEM.")
+    for reason in above_outer(limits, facts):
+        say("warn", reason)
     for name, value in sorted(inherited.items()):
         if name in DEPRECATED:
             say("warn", f"{name}={value} is deprecated; launcher removes it "
                         f"(use {DEPRECATED[name]}).")
     return v
+
+
+def above_outer(limits: dict[str, Limit], facts: HostFacts) -> list[str]:
+    """A limit asked for above one the workload is already under (its cgroup or an ancestor):
+    the outer one binds, as a ulimit above the hard limit is lowered."""
+    cg = facts.cgroup
+    out = []
+    for cap, outer, file in (("pids", cg.pids_max, "pids.max"),
+                             ("memory", cg.memory_limit, "memory limit"),
+                             ("cpus", cg.cpu_quota, "CPU quota")):
+        asked = limits[cap].value if cap in limits else None
+        if (not isinstance(asked, int | float) or outer is None or asked <= outer
+                or limits[cap].source.startswith("auto")):  # asked for, not derived
+            continue
+        where = facts.host_path(cg.binding[cap]) if cap in cg.binding else None
+        shown = (lambda v: format_size(int(v))) if cap == "memory" else (lambda v: f"{v:g}")
+        out.append(f"limits.{cap} {shown(asked)} is above the {file} {shown(outer)}"
+                   f"{f' of {where}' if where else ''}, which binds: the run gets at most "
+                   f"{shown(outer)}.")
+    return out

@@ -16,6 +16,11 @@ from launcher.profiles.schema import AUTO
 from launcher.units import format_size
 
 
+def _at(facts: HostFacts, controller: str) -> str:
+    where = facts.cgroup.binding.get(controller)
+    return f" (set at {facts.host_path(where)})" if where else ""
+
+
 def _lim(v: int | None) -> str:
     return "unlimited" if v is None else str(v)
 
@@ -100,10 +105,13 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
                  f"{cg.cpuset_cpus or '-'}, quota {quota} -> {facts.effective_cpus} effective"),
         ("pools", "sized for " + ", ".join(f"{fw} {n}" for fw, n in report["pool_cpus"].items())
          + " CPU(s) (quota rounded down for OpenBLAS and JAX, half up for torch and TF)"),
-        ("cgroup", f"{cg.version} ({', '.join(f'{k}: {v}' for k, v in cg.dirs.items()) or '-'})"),
-        ("pids", f"max {_lim(cg.pids_max)}, current "
-                 f"{'-' if cg.pids_current is None else cg.pids_current}"),
-        ("memory", f"limit {format_size(cg.memory_limit) if cg.memory_limit else 'none'}, usage "
+        ("cgroup", f"{cg.version} ("
+                   f"{', '.join(f'{k}: {facts.host_path(v)}' for k, v in cg.dirs.items()) or '-'})"),
+        ("pids", f"max {_lim(cg.pids_max)}{_at(facts, 'pids')}, current "
+                 f"{'-' if cg.pids_current is None else cg.pids_current}"
+         if "pids" in cg.dirs else "no pids controller on this cgroup or above it"),
+        ("memory", f"limit {format_size(cg.memory_limit) if cg.memory_limit else 'none'}"
+                   f"{_at(facts, 'memory')}, usage "
                    f"{format_size(cg.memory_usage) if cg.memory_usage else '-'}, OOM kills "
                    f"{cg.oom_kills if cg.oom_kills is not None else '-'}"),
     ]

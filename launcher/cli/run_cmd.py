@@ -107,7 +107,7 @@ def run(o: RunOptions) -> int:
     r = resolve(prof, facts, framework=fw, processes=o.processes, overrides=overrides,
                 gpus=o.gpus, inherited=facts.env if engine.inherits_environment else {},
                 clamp=True, extra_threads=workload.extra_threads if workload else 0)
-    r, fitted = fit_or_advise(r, o.fit)
+    r, fitted = fit_or_advise(r, o.fit or bool(r.profile.get("limits.fit")))
     run_id = _run_id(o, workload.name if workload else command[0])
     run_dir = runs_dir() / run_id
     spec = build_spec(r, command, image, name=o.name if o.dry_run else run_id,
@@ -138,7 +138,7 @@ def run(o: RunOptions) -> int:
     if r.caps.verdict.level == "refuse":
         raise LauncherError("refused: " + " ".join(r.caps.verdict.reasons) +
                             " (see `launcher plan`)")
-    _check_limits(engine, spec, o.require_limits)
+    _check_limits(engine, spec, o.require_limits or bool(r.profile.get("limits.require")))
     leftovers = threading.Thread(target=_report_leftovers, args=(engine,), daemon=True)
     leftovers.start()
     from launcher.supervise.report import report, thread_summary

@@ -189,6 +189,27 @@ def read_cpuset(chain: Chain) -> int | None:
     return None
 
 
+def present_dir(chain: Chain, controller: str) -> Path | None:
+    """The cgroup nearest the leaf where `controller` is present (v2: listed in its
+    cgroup.controllers, so it has the interface files); None when it is nowhere along the
+    chain but at the root, which holds no limit."""
+    if chain.version == "v1":
+        return chain.dirs[0]
+    top = chain.dirs[-1]
+    return next((d for d in chain.dirs if controller in _v2_controllers(d)
+                 and (d != top or (d / "cgroup.type").exists())), None)
+
+
+def limit_dir(chain: Chain, name: str) -> Path | None:
+    """The cgroup whose `name` (pids.max, memory.max, ...) is the tightest along the chain."""
+    best: tuple[int, Path] | None = None
+    for d in chain.dirs:
+        value = read_int_or_none(d / name)
+        if value is not None and value < V1_UNLIMITED and (best is None or value < best[0]):
+            best = (value, d)
+    return best[1] if best else None
+
+
 def read_pids(chain: Chain) -> tuple[int | None, int | None]:
     """(max, current) at the ancestor with the least headroom; max None when unlimited."""
     best: tuple[int, int] | None = None

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from launcher.probe.cgroup import (
     find_chains,
+    limit_dir,
+    present_dir,
     read_cpu_quota,
     read_cpuset,
     read_memory,
@@ -26,6 +28,7 @@ class CgroupFacts:
     memory_limit: int | None = None
     memory_usage: int | None = None
     oom_kills: int | None = None
+    binding: dict[str, str] = field(default_factory=dict)  # pids | memory -> the dir that limits
 
 
 
@@ -39,13 +42,21 @@ def read_cgroup(root: Path) -> CgroupFacts:
     if facts.version == "v1" and any(m.fstype == "cgroup2" for m in parse_mountinfo(
             root / "proc/self/mountinfo")):
         facts.version = "hybrid"
-    facts.dirs = {c: str(ch.dirs[0]) for c, ch in chains.items()}
+    present = {c: present_dir(ch, c) for c, ch in chains.items()}
+    facts.dirs = {c: str(d) for c, d in present.items() if d is not None}
     if "cpu" in chains:
         facts.cpu_quota = read_cpu_quota(chains["cpu"])
     if "cpuset" in chains:
         facts.cpuset_cpus = read_cpuset(chains["cpuset"])
     if "pids" in chains:
         facts.pids_max, facts.pids_current = read_pids(chains["pids"])
+        where = limit_dir(chains["pids"], "pids.max")
+        if where is not None:
+            facts.binding["pids"] = str(where)
     if "memory" in chains:
         facts.memory_limit, facts.memory_usage, facts.oom_kills = read_memory(chains["memory"])
+        ch = chains["memory"]
+        where = limit_dir(ch, "memory.max" if ch.version == "v2" else "memory.limit_in_bytes")
+        if where is not None:
+            facts.binding["memory"] = str(where)
     return facts

@@ -53,6 +53,12 @@ class HostFacts:
         """The memory a workload may use: the cgroup limit, else the host's RAM."""
         return self.cgroup.memory_limit or self.mem_total
 
+    def host_path(self, path: str) -> str:
+        """A path read under `root`, as the host itself names it (a fixture root dropped)."""
+        if self.root not in ("", "/") and path.startswith(self.root):
+            return "/" + path[len(self.root):].lstrip("/")
+        return path
+
     def host_gpus(self) -> HostGpus:
         return HostGpus(tuple(self.gpus), dict(self.groups))
 

@@ -88,6 +88,11 @@ SCHEMA: dict[str, Key | dict[str, Key]] = {
         "cpus": Key("float", "CPU quota in CPUs", auto=True, minimum=0.01),
         "cpuset": Key("cpulist", "CPUs the workload may run on, e.g. 0-3 or 0,2 (its "
                                  "affinity; the pools are sized for them)"),
+        "require": Key("bool", "every pids, memory and CPU limit asked for is enforced by the "
+                               "kernel, or nothing runs (as run --require-limits; an image's "
+                               "entrypoint too)"),
+        "fit": Key("bool", "where the pre-flight refuses, shrink the pools to fit (as run "
+                           "--fit) instead of refusing; an image's entrypoint too"),
     },
     "threads": {
         "intra_op": Key("int", "threads per op pool: OMP, MKL, OpenBLAS, TF intra, torch",

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 # Parts of the package an image needs: the standard-library-only supervisor and what it imports.
 IMAGE_MODULES = ("__init__.py", "errors.py", "units.py", "variables.py", "cpulist.py",
                  "shipped.py", "registry.py", "dists.py", "contract.py", "probe", "caps",
-                 "profiles", "vendors", "frameworks", "supervise", "workloads")
+                 "profiles", "vendors", "frameworks", "supervise", "workloads", "cgroups")
 
 
 @dataclass(frozen=True)

@@ -25,6 +25,8 @@ class Enforcement:
 
     enforced: dict[str, str] = field(default_factory=dict)  # cap -> how
     advisory: dict[str, str] = field(default_factory=dict)  # cap -> why not
+    notes: list[str] = field(default_factory=list)  # limits carried or above an outer one
+    cgroup: dict[str, Any] = field(default_factory=dict)  # where the run's cgroup went
 
     def sentence(self) -> str:
         parts = []
@@ -34,6 +36,7 @@ class Enforcement:
         if self.advisory:
             parts.append("advisory only: " + ", ".join(
                 f"{k} ({v})" for k, v in self.advisory.items()))
+        parts += self.notes  # carried limits, a limit above an outer one
         return "; ".join(parts) or "no pids, memory or CPU limit asked for"
 
     def shortfall(self) -> str:

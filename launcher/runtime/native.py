@@ -5,6 +5,7 @@ pids, memory and CPU limits go into a cgroup of the run's own when the host allo
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import resource
 import signal
@@ -18,6 +19,7 @@ from typing import IO, Any
 
 from launcher import contract as c
 from launcher.caps.clamp import fit_rlimit
+from launcher.cgroups.run_cgroup import advisory_of, decide, make_run_cgroup, wanted_caps
 from launcher.errors import EngineError
 from launcher.runtime.engine import (
     Enforcement,
@@ -31,10 +33,10 @@ from launcher.runtime.engine import (
     forward_signals,
     restore_signals,
 )
-from launcher.runtime.run_cgroup import advisory_of, decide, make_run_cgroup, wanted_caps
 from launcher.runtime.spec import RunSpec
 from launcher.shipped import pythonpath
 from launcher.supervise.apply import RLIMITS
+from launcher.supervise.lifeline import LEAF, undo_leaf
 from launcher.vendors import get as get_vendor
 from launcher.vendors import gpu_vendors
 
@@ -91,7 +93,8 @@ class NativeEngine(Engine):
         rc = make_run_cgroup(f"launcher-{os.getpid()}-{spec.name or uuid.uuid4().hex[:12]}",
                              spec.limits.pids, spec.limits.memory, spec.limits.cpus,
                              self.cgroup_root)
-        enforcement = Enforcement(rc.enforced, rc.advisory)
+        enforcement = Enforcement(rc.enforced, rc.advisory, rc.notes,
+                                  {"placed": rc.placed, "binding": rc.binding})
         if self.require_limits and rc.advisory:
             rc.cleanup()
             raise EngineError(enforcement.refusal())
@@ -99,6 +102,8 @@ class NativeEngine(Engine):
             enforcement.enforced["cpuset"] = f"{spec.limits.cpuset} (affinity)"
         # the supervisor removes the run's cgroups itself if launcher dies (kill -9)
         plan["env"][c.RUN_CGROUPS] = c.encode_paths(sorted({str(d) for d in rc.dirs.values()}))
+        plan["env"][c.CGROUP_UNDO] = json.dumps([[str(a), list(cs), str(b)]
+                                                 for a, cs, b in rc.undo])
         # the supervisor takes the rlimits and CPUs itself before it starts the workload (no
         # pre-exec hook: not safe in a process with threads), within this process's own hard
         # limits (the caps were clamped to the host's facts, which --host-root may not match)
@@ -141,9 +146,16 @@ class NativeEngine(Engine):
         return RunResult(128 - code if code < 0 else code, enforcement)
 
     def leftovers(self) -> list[Leftover]:
-        """Run cgroups (`launcher-PID-RUN`) whose launcher is gone."""
+        """Run cgroups (`launcher-PID-RUN`) whose launcher is gone, and empty leaves
+        (`launcher-leaf`) a launcher moved its processes into and could not undo."""
         out = []
         for d in _run_cgroup_dirs(self.cgroup_root):
+            if d.name == LEAF:
+                if not _read_procs(d):
+                    out.append(Leftover("cgroup-leaf", str(d), f"empty; {d.parent} keeps "
+                                        f"controllers on for it, so no process can join "
+                                        f"{d.parent}", idle=True))
+                continue
             pid = d.name.split("-")[1]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
                 procs = _read_procs(d)
@@ -153,6 +165,12 @@ class NativeEngine(Engine):
 
     def remove(self, leftover: Leftover) -> None:
         d = Path(leftover.ident)
+        if leftover.kind == "cgroup-leaf":  # the caller's cgroup held only launcher: as found
+            on = (d.parent / "cgroup.subtree_control").read_text().split()
+            if not undo_leaf(d.parent, on, d):
+                raise EngineError(f"cannot undo the leaf move into {d}: another cgroup below "
+                                  f"{d.parent} needs its controllers, or it is not writable")
+            return
         for _ in range(100):
             procs = _read_procs(d)
             for p in procs:
@@ -187,13 +205,14 @@ def gpu_environment(spec: RunSpec) -> dict[str, str]:
 def _run_cgroup_dirs(root: Path) -> list[Path]:
     """Run cgroups wherever the placement rule may have put them: beside the caller's cgroup
     or its leaf, or under any of its ancestors, in every hierarchy."""
-    from launcher.runtime.cgroup_placement import search_dirs
+    from launcher.cgroups.placement import search_dirs
 
     try:
         parents = search_dirs(root)
     except Exception:  # noqa: BLE001 - no readable cgroups: nothing left behind there
         return []
-    found = {d for p in parents for d in p.glob("launcher-*-*") if d.is_dir()}
+    found = {d for p in parents for pattern in ("launcher-*-*", LEAF) for d in p.glob(pattern)
+             if d.is_dir()}
     return sorted(found)
 
 

@@ -116,7 +116,8 @@ def write_summary(run_dir: Path, r: Resolved, engine: Engine, result: RunResult,
             "runtime": engine.name, "command": command, "exit_status": result.status,
             "diagnosis": diagnosis, "started": started, "ended": time.time(),
             "threads_estimate": r.caps.estimate,
-            "engine": {"enforced": e.enforced, "advisory": e.advisory}}
+            "engine": {"enforced": e.enforced, "advisory": e.advisory, "notes": e.notes,
+                       "cgroup": e.cgroup}}
     summary = summarize(read_series(run_dir / "telemetry.jsonl"), meta,
                         {(g.vendor, g.index): g.model for g in r.facts.gpus}, pids_peak)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -28,9 +28,12 @@ def say(msg: str) -> None:
         print(f"launcher: {msg}", file=sys.stderr, flush=True)
 
 
-def prepare_env() -> dict[str, str] | tuple[int, str]:
+def prepare_env() -> tuple[dict[str, str], list[str]] | tuple[int, str]:
     """Resolve the caps here (image started by docker, compose or a cloud) and return the
-    child's environment, or an exit status and why when the workload must not start."""
+    child's environment and the cgroups it must join, or an exit status and why when the
+    workload must not start (the profile decides: `limits.require`, `limits.fit`)."""
+    from launcher.caps.fit import apply as apply_fit
+    from launcher.caps.fit import fit_to_budget
     from launcher.errors import LauncherError
     from launcher.supervise.apply import (
         apply_rlimits,
@@ -39,20 +42,54 @@ def prepare_env() -> dict[str, str] | tuple[int, str]:
         read_base_env,
         resolve,
     )
+    from launcher.supervise.enforce import enforce
     from launcher.supervise.report import report
 
     quiet = c.flag(dict(os.environ), c.QUIET)
     try:
         environ = dict(os.environ)
-        caps = resolve(load_recipe(CAPS), environ, base_env=read_base_env(BASE_ENV))
+        r = resolve(load_recipe(CAPS), environ, base_env=read_base_env(BASE_ENV))
     except (OSError, ValueError, LauncherError) as exc:
         return 1, f"error: cannot apply the caps from {CAPS}: {exc}"
-    report(caps, quiet, say)
-    if caps.verdict.level == "refuse" and c.flag(dict(os.environ), c.STRICT):
-        return 1, "LAUNCHER_STRICT is set: not starting the workload."
-    for note in apply_rlimits(caps):
+    entry = enforce(r.caps, r.facts.cgroup)
+    if entry.advisory and r.profile.get("limits.require"):
+        entry.release()
+        return 1, (f"refused (limits.require): {entry.shortfall()} cannot be enforced here; "
+                   f"not started")
+    if entry.advisory:
+        _advisory_budget(r.caps, entry.advisory)
+    if r.caps.verdict.level == "refuse" and r.profile.get("limits.fit"):
+        fit = fit_to_budget(r)
+        if fit is not None:
+            r = apply_fit(r, fit)
+            say(f"limits.fit: {fit.describe()}")
+    report(r.caps, quiet, say)
+    for line in entry.lines() if not quiet else ():
+        say(line)
+    if entry.advisory:
+        say(f"warning: advisory only: {entry.shortfall()} cannot be enforced here")
+    if r.caps.verdict.level == "refuse":
+        entry.release()
+        hint = "" if r.profile.get("limits.fit") else (
+            "; `limits: {fit: true}` in the profile shrinks the pools instead")
+        return 1, f"refused: not started{hint}"
+    for note in apply_rlimits(r.caps):
         say(f"warning: {note}")
-    return child_env(caps, dict(os.environ))
+    dirs = sorted({str(d) for d in entry.cgroup.dirs.values()}) if entry.cgroup else []
+    env = child_env(r.caps, dict(os.environ))
+    if entry.cgroup is not None and entry.cgroup.undo:
+        import json
+
+        os.environ[c.CGROUP_UNDO] = json.dumps([[str(a), list(cs), str(b)]
+                                                for a, cs, b in entry.cgroup.undo])
+    return env, dirs
+
+
+def _advisory_budget(caps: object, advisory: dict[str, str]) -> None:
+    """A budget never names a limit that is not enforced: say so where it does."""
+    budget = getattr(caps, "budget", {})
+    if "pids" in advisory and str(budget.get("binding", "")).startswith("pids limit"):
+        budget["binding"] += ", advisory: not enforced here"
 
 
 def resolved_env() -> dict[str, str]:
@@ -71,9 +108,12 @@ def run(cmd: list[str]) -> int:
     watch = os.environ.get(c.WATCH_STDIN) == "1"
     run_cgroups = c.decode_paths(os.environ.get(c.RUN_CGROUPS, ""))
     exit_file = os.environ.get(c.EXIT_FILE)
-    env = resolved_env() if os.environ.get(c.RESOLVED) == "1" else prepare_env()
-    if isinstance(env, tuple):
-        return not_started(exit_file, *env)
+    prepared = (resolved_env(), []) if os.environ.get(c.RESOLVED) == "1" else prepare_env()
+    if isinstance(prepared[0], int):
+        return not_started(exit_file, *prepared)  # type: ignore[arg-type]
+    env, entry_cgroups = prepared
+    if entry_cgroups:  # the entrypoint's own cgroups for the workload, joined below
+        os.environ[c.RUN_CGROUPS] = c.encode_paths(entry_cgroups)
     from launcher.supervise.indexed import COMMITTED, commit_in_pod, from_index
 
     cmd, env = from_index(cmd, env)  # a Kubernetes Indexed Job's chunk, from its index
@@ -108,11 +148,15 @@ def run(cmd: list[str]) -> int:
         signal.signal(sig, forward)
     status = lifeline.wait_for(pid, watch)  # with `watch`: stdin's end means launcher is gone
     if status is None:  # launcher died first: the tree is stopped; leave nothing behind
-        lifeline.leave_cgroups(run_cgroups)
+        lifeline.leave_cgroups(run_cgroups or entry_cgroups)
+        lifeline.undo_leaves(os.environ.get(c.CGROUP_UNDO, ""))
         return 128 + signal.SIGTERM
     rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     lifeline.stop_tree(grace=1.0, reap=True)  # nothing the workload started outlives it
     after = read_counters()
+    if entry_cgroups:  # its own: out of them, and the container's cgroup as it was
+        lifeline.leave_cgroups(entry_cgroups)
+        lifeline.undo_leaves(os.environ.get(c.CGROUP_UNDO, ""))
     sentence = explain(rc, before, after)
     if rc != 0 or not quiet:
         say(sentence)

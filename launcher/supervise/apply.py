@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.caps.model import Caps
-from launcher.caps.resolve import resolve_recipe
+from launcher.caps.resolve import Resolved, resolve_recipe
 from launcher.probe.host import HostFacts, probe_host
 from launcher.variables import managed, managed_in
 
@@ -39,12 +39,12 @@ def explicit_names(environ: dict[str, str], base_env: dict[str, str] | None) -> 
 
 
 def resolve(recipe: dict[str, Any], environ: dict[str, str], facts: HostFacts | None = None,
-            base_env: dict[str, str] | None = None) -> Caps:
+            base_env: dict[str, str] | None = None) -> Resolved:
     facts = facts or probe_host("/", environ)
     explicit = explicit_names(environ, base_env)
     overrides = {n: environ[n] for n in explicit}
     inherited = {n: v for n, v in managed_in(environ).items() if n not in explicit}
-    return resolve_recipe(recipe, facts, overrides, inherited).caps
+    return resolve_recipe(recipe, facts, overrides, inherited)
 
 
 def child_env(caps: Caps, environ: dict[str, str]) -> dict[str, str]:

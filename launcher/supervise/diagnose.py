@@ -5,7 +5,13 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from launcher.probe.cgroup import find_chains, nearest, read_int_or_none, read_oom_kills
+from launcher.probe.cgroup import (
+    find_chains,
+    limit_dir,
+    nearest,
+    read_int_or_none,
+    read_oom_kills,
+)
 from launcher.units import format_size
 
 
@@ -17,6 +23,8 @@ class Counters:
         self.pids_max: int | None = None
         self.pids_peak: int | None = None
         self.pids_events_max: int | None = None  # fork/clone refusals because of pids.max
+        self.pids_events: dict[str, int] = {}  # per cgroup along the chain
+        self.pids_where: str | None = None  # the cgroup whose pids.max binds
         self.oom_kills: int | None = None
         self.memory_limit: int | None = None
         self.memory_peak: int | None = None
@@ -42,12 +50,22 @@ def read_counters(root: Path = Path("/")) -> Counters:
     c = Counters()
     if "pids" in chains:
         ch = chains["pids"]
-        found = nearest(ch, "pids.max")
+        # the limit that binds is the tightest along the chain, and its counters are that
+        # cgroup's; kernel 6.1 counts a refusal in the task's own cgroup, newer kernels in
+        # the one whose limit was hit: every level's pids.events is read
+        binding = limit_dir(ch, "pids.max")
+        found = binding / "pids.max" if binding else nearest(ch, "pids.max")
         c.pids_max = read_int_or_none(found) if found else None
-        found = nearest(ch, "pids.peak")
-        c.pids_peak = read_int_or_none(found) if found else None
-        found = nearest(ch, "pids.events")
-        c.pids_events_max = _events(found, "max") if found else None
+        c.pids_where = str(found.parent) if found else None
+        peak = found.parent / "pids.peak" if found else None
+        if peak is None or not peak.exists():
+            peak = nearest(ch, "pids.peak")
+        c.pids_peak = read_int_or_none(peak) if peak else None
+        for d in ch.dirs:
+            n = _events(d / "pids.events", "max")
+            if n is not None:
+                c.pids_events[str(d)] = n
+        c.pids_events_max = max(c.pids_events.values()) if c.pids_events else None
     if "memory" in chains:
         ch = chains["memory"]
         v2 = ch.version == "v2"
@@ -56,7 +74,9 @@ def read_counters(root: Path = Path("/")) -> Counters:
             c.oom_kills = read_oom_kills(events.parent, v2) if events else None
         except Exception:  # noqa: BLE001
             c.oom_kills = None
-        found = nearest(ch, "memory.max" if v2 else "memory.limit_in_bytes")
+        name = "memory.max" if v2 else "memory.limit_in_bytes"
+        found = limit_dir(ch, name)
+        found = found / name if found else nearest(ch, name)
         limit = read_int_or_none(found) if found else None
         c.memory_limit = limit if limit and limit < (1 << 62) else None
         found = nearest(ch, "memory.peak" if v2 else "memory.max_usage_in_bytes")
@@ -72,12 +92,15 @@ def explain(returncode: int, before: Counters, after: Counters) -> str:
         peak = f" (peak {format_size(after.memory_peak)})" if after.memory_peak else ""
         return (f"the memory limit{limit} killed the workload: the cgroup's OOM-kill counter "
                 f"rose by {ooms}{peak}.")
-    refused = (after.pids_events_max or 0) - (before.pids_events_max or 0)
+    refused = max([n - before.pids_events.get(d, 0) for d, n in after.pids_events.items()]
+                  or [(after.pids_events_max or 0) - (before.pids_events_max or 0)])
+    where = f" (the pids.max of {after.pids_where})" if after.pids_where else ""
     if refused > 0 and returncode != 0:
-        peak = after.pids_peak if after.pids_peak is not None else after.pids_max
-        return (f"the pids limit was reached: pids.current hit {peak}/{after.pids_max} and the "
-                f"kernel refused {refused} thread or process creation(s) (EAGAIN); lower the "
-                f"thread caps or raise limits.pids.")
+        peak = (f"pids.current hit {after.pids_peak}/{after.pids_max}"
+                if after.pids_peak is not None else f"pids.current reached {after.pids_max}")
+        return (f"the pids limit was reached: {peak} and the kernel refused {refused} thread or "
+                f"process creation(s) (EAGAIN){where}; lower the thread caps or raise "
+                f"limits.pids.")
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
@@ -87,8 +110,8 @@ def explain(returncode: int, before: Counters, after: Counters) -> str:
     end = ("the workload exited with status 0" if returncode == 0 else
            f"the workload exited with its own status {returncode}")
     if refused > 0:  # it survived the refusals (a thread it did without): still worth saying
-        peak = after.pids_peak if after.pids_peak is not None else after.pids_max
-        return (f"{end}, but the pids limit was reached on the way: pids.current hit "
-                f"{peak}/{after.pids_max} and the kernel refused {refused} thread or process "
-                f"creation(s) (EAGAIN).")
+        peak = (f"pids.current hit {after.pids_peak}/{after.pids_max}"
+                if after.pids_peak is not None else f"pids.current reached {after.pids_max}")
+        return (f"{end}, but the pids limit was reached on the way: {peak} and the kernel "
+                f"refused {refused} thread or process creation(s) (EAGAIN){where}.")
     return f"{end}."

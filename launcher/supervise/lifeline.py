@@ -16,10 +16,11 @@ import os
 import select
 import signal
 import time
+from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
 GRACE_S = 3.0  # between SIGTERM and SIGKILL
-LEAF = "launcher-leaf"  # cgroup v2: where launcher moved its own processes (cgroup_placement)
+LEAF = "launcher-leaf"  # cgroup v2: where launcher moved its own processes (cgroups/placement.py)
 
 
 def become_subreaper() -> None:
@@ -194,3 +195,46 @@ def _homes(d: str) -> list[str]:
         out.append(up)
         parent, up = up, os.path.dirname(up)
     return out
+
+
+def undo_leaf(caller: Path | str, controllers: tuple[str, ...] | list[str],
+              leaf: Path | str) -> bool:
+    """Put the caller's cgroup back as launcher found it after a leaf move (cgroup v2): the
+    controllers it enabled there off, every process of the leaf back into it, the leaf gone.
+    A process can then join the caller's cgroup again (`docker exec` into a container). Does
+    nothing while another cgroup below the caller still needs the controllers (a run not yet
+    removed, a second launcher's): False then."""
+    caller, leaf = str(caller), str(leaf)
+    try:
+        others = [e.name for e in os.scandir(caller) if e.is_dir() and e.path != leaf]
+    except OSError:
+        return False
+    if others:
+        return False
+    try:
+        if controllers:
+            with open(os.path.join(caller, "cgroup.subtree_control"), "w") as f:
+                f.write(" ".join(f"-{c}" for c in controllers))
+        with open(os.path.join(leaf, "cgroup.procs")) as f:
+            pids = f.read().split()
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError), \
+                    open(os.path.join(caller, "cgroup.procs"), "w") as f:
+                f.write(pid)
+        os.rmdir(leaf)
+    except FileNotFoundError:
+        return True  # already undone
+    except OSError:
+        return False
+    return True
+
+
+def undo_leaves(encoded: str) -> None:
+    """The leaf moves a launcher that is gone would have undone (contract.CGROUP_UNDO)."""
+    if not encoded:
+        return
+    import json
+
+    with contextlib.suppress(ValueError, TypeError):
+        for caller, controllers, leaf in json.loads(encoded):
+            undo_leaf(caller, controllers, leaf)

@@ -37,15 +37,27 @@ among equals):
 
 Each controller is judged apart: one that no place can take never makes the others
 advisory. A controller is v1 when a v1 hierarchy holds it (hybrid hosts), else v2.
+
+Never loosen (step 3). A run cgroup under A leaves C and every cgroup between C and A, and
+with them their limits: the kernel charges a task only to its own cgroup's ancestors. systemd
+never moves a process out of the scope it was started in, and runc makes the cgroup its
+configuration names or fails; launcher does move the run out, so it first reads every limit
+of the cgroups it leaves (`LIMIT_FILES`: pids.max, memory.max, memory.high, memory.swap.max,
+cpu.max, cpuset.cpus) and carries the tightest of each onto the run's own cgroup (`carry`),
+whose controllers must then be enabled under A too. A place that cannot carry one of them is
+not taken (the asked limits are advisory there, and refused with --require-limits). What is
+carried is the limit, not the sharing: the processes left behind no longer count against it.
+Steps 1 and 2 leave nothing: the run stays under C.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from launcher.cpulist import cpu_ids, format_cpu_list
 from launcher.probe.cgroup import cgroup_dirs, holding_mount
 from launcher.probe.mountinfo import Membership, Mount, parse_mountinfo, parse_proc_cgroup
 from launcher.supervise.lifeline import LEAF, descendants
@@ -55,6 +67,23 @@ FIX = ("fix: start launcher in a cgroup of its own (`systemd-run --user --scope 
 
 NO_CONTROLLER = "cgroup v2 has no {c} controller on this kernel"  # no cgroup of ours would help
 Writable = Callable[[Path], bool]
+# controller -> its limit files that bound a task in the cgroup (and below): what a run
+# carries when it leaves a cgroup that holds one
+LIMIT_FILES = {"pids": ("pids.max",), "memory": ("memory.max", "memory.high", "memory.swap.max"),
+               "cpu": ("cpu.max",), "cpuset": ("cpuset.cpus",)}
+
+
+@dataclass(frozen=True)
+class Carried:
+    """A limit of a cgroup the run leaves, written onto the run's own cgroup."""
+
+    file: str  # e.g. pids.max
+    value: str  # as the kernel takes it: "60", "50000 100000", "0-3"
+    source: Path  # the cgroup that had it (the tightest of those left)
+
+    @property
+    def controller(self) -> str:
+        return self.file.partition(".")[0]
 
 
 @dataclass(frozen=True)
@@ -67,6 +96,19 @@ class Placement:
     enable: tuple[tuple[Path, tuple[str, ...]], ...] = ()  # v2, top-down: +controllers there
     leaf: Path | None = None  # v2: move `move` from `parent` into this leaf first
     move: tuple[int, ...] = ()
+    carry: tuple[Carried, ...] = ()  # v2, beside: the limits of the cgroups it leaves
+    mode: str = "own"  # root | own (a child of the caller's) | leaf | beside (under an ancestor)
+    caller: Path | None = None  # the caller's cgroup in this hierarchy
+
+    def describe(self) -> str:
+        """Where, in words (summary.json, doctor)."""
+        what = {"root": "a child of the root cgroup",
+                "own": f"a child of the caller's cgroup {self.caller}",
+                "leaf": f"a child of the caller's cgroup {self.caller}, launcher's own "
+                        f"processes moved into {self.leaf}",
+                "beside": f"a child of {self.parent}, beside the caller's cgroup "
+                          f"{self.caller}"}[self.mode]
+        return f"cgroup {self.version}: {what}"
 
 
 @dataclass(frozen=True)
@@ -106,9 +148,18 @@ def place(controllers: Iterable[str], root: Path = Path("/"), *, pid: str = "sel
             advisory[c] = f"no cgroup controller found for {c}"
     for d, cs in v1.items():
         if writable(d):
-            placements.append(Placement("v1", d, tuple(cs)))
+            placements.append(Placement("v1", d, tuple(cs), caller=d))
         else:
             advisory.update({c: f"cannot write {d} (cgroup v1 {c}); {FIX}" for c in cs})
+    outside = next((m for m in mounts if m.fstype == "cgroup2" and
+                    m.root.startswith("/..")), None)
+    if v2 and outside is not None:  # a cgroup namespace seeing a cgroupfs mounted above it
+        advisory.update({c: f"cgroup v2 {c}: this process's cgroup namespace sees "
+                            f"{outside.mount_point} mounted from outside it (its root is "
+                            f"{outside.root}), so its own cgroup is not there to find; mount "
+                            f"cgroup2 inside the namespace, as container runtimes do"
+                         for c in v2})
+        v2 = []
     if v2:
         dirs = _unified(root, mounts, members)
         assert dirs is not None
@@ -139,7 +190,7 @@ def search_dirs(root: Path = Path("/"), pid: str = "self") -> list[Path]:
 def _place_v2(wanted: list[str], dirs: tuple[Path, ...], writable: Writable,
               ours: set[int]) -> tuple[Placement | None, dict[str, str]]:
     """The rule's steps over `dirs`: C's cgroup (1, 2), its ancestors up to the visible top
-    (3), and the sentences for what none can take (4)."""
+    (3, carrying the limits of what it leaves), and the sentences for what none can take (4)."""
     own = dirs[0]
     candidates: list[tuple[int, Path | None, tuple[int, ...], str]] = []  # index, leaf, move
     procs = _procs(own)
@@ -160,20 +211,30 @@ def _place_v2(wanted: list[str], dirs: tuple[Path, ...], writable: Writable,
     best: Placement | None = None
     first_why: dict[str, str] = {}  # the caller's own cgroup, and the nearest ancestor
     for index, leaf, move, blocked in candidates:
+        carry = carried_limits(dirs[:index])
         taken: dict[str, list[int]] = {}
         why: dict[str, str] = {}
-        for c in wanted:
+        for c in dict.fromkeys([*wanted, *(k.controller for k in carry)]):
             path = blocked or _enable_path(c, dirs, index, writable, emptied=leaf is not None)
             if isinstance(path, str):
                 why[c] = path
             else:
                 taken[c] = path
+        lost = [k for k in carry if k.controller in why]
+        if lost:  # placing here would loosen a limit the run is under: not here
+            k = lost[0]
+            reason = (f"a run under {dirs[index]} would leave the {k.file} {k.value} of "
+                      f"{k.source}, which it could not carry ({why[k.controller]})")
+            why = {c: reason for c in wanted}
+            taken = {}
         if index <= 1:
             for c, w in why.items():
-                first_why[c] = f"{first_why[c]}, and {w}" if c in first_why else w
-        if taken and (best is None or len(taken) > len(best.controllers)):
-            best = _placement(dirs, index, leaf, move, taken)
-        if len(taken) == len(wanted):
+                if c in wanted:
+                    first_why[c] = f"{first_why[c]}, and {w}" if c in first_why else w
+        got = [c for c in wanted if c in taken]
+        if got and (best is None or len(got) > len(best.controllers)):
+            best = _placement(dirs, index, leaf, move, taken, got, carry)
+        if len(got) == len(wanted):
             break
     enforced = set(best.controllers) if best else set()
     if len(dirs) == 1 and not _is_root(own):
@@ -182,6 +243,35 @@ def _place_v2(wanted: list[str], dirs: tuple[Path, ...], writable: Writable,
     return best, {c: NO_CONTROLLER.format(c=c) if first_why.get(c) == NO_CONTROLLER.format(c=c)
                   else f"cgroup v2 {c}: {first_why.get(c, 'no place found')}; {FIX}"
                   for c in missing}
+
+
+def carried_limits(left: Sequence[Path]) -> tuple[Carried, ...]:
+    """The tightest of each limit file among the cgroups a run would leave (`left`, leaf
+    first); nothing for "max" or an unset cpuset."""
+    out: list[Carried] = []
+    for files in LIMIT_FILES.values():
+        for name in files:
+            best: tuple[float, str, Path] | None = None
+            for d in left:
+                text = _read_text(d / name)
+                if not text or text.split()[0] == "max":
+                    continue
+                if name == "cpuset.cpus":
+                    if best is not None:  # the intersection, where both set one
+                        text = format_cpu_list(sorted(cpu_ids(best[1]) & cpu_ids(text)))
+                    best = (0.0, text, d)
+                    continue
+                fields = text.split()
+                try:
+                    size = (int(fields[0]) / int(fields[1]) if name == "cpu.max"
+                            else float(int(fields[0])))
+                except (ValueError, IndexError, ZeroDivisionError):
+                    continue
+                if best is None or size < best[0]:
+                    best = (size, text, d)
+            if best is not None:
+                out.append(Carried(name, best[1], best[2]))
+    return tuple(out)
 
 
 def _enable_path(c: str, dirs: tuple[Path, ...], index: int, writable: Writable,
@@ -208,12 +298,15 @@ def _enable_path(c: str, dirs: tuple[Path, ...], index: int, writable: Writable,
 
 
 def _placement(dirs: tuple[Path, ...], index: int, leaf: Path | None, move: tuple[int, ...],
-               taken: dict[str, list[int]]) -> Placement:
+               taken: dict[str, list[int]], got: list[str],
+               carry: tuple[Carried, ...]) -> Placement:
     order = sorted({j for js in taken.values() for j in js}, reverse=True)  # top first
     enable = tuple((dirs[j], tuple(c for c in taken if j in taken[c])) for j in order)
     moving = leaf is not None and 0 in order  # only to enable controllers in C itself
-    return Placement("v2", dirs[index], tuple(taken), enable, leaf if moving else None,
-                     move if moving else ())
+    mode = ("beside" if index else "root" if _is_root(dirs[0]) else
+            "leaf" if moving else "own")
+    return Placement("v2", dirs[index], tuple(got), enable, leaf if moving else None,
+                     move if moving else (), carry, mode, dirs[0])
 
 
 def _unified(root: Path, mounts: list[Mount],
@@ -229,6 +322,13 @@ def _unified(root: Path, mounts: list[Mount],
 def _is_root(d: Path) -> bool:
     """The real root cgroup has no cgroup.type (a namespace's top has one)."""
     return not (d / "cgroup.type").exists()
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
 
 
 def _read_set(path: Path) -> set[str]:
