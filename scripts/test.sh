@@ -14,6 +14,9 @@ command -v podman >/dev/null || { apt-get update -q && \
 base_id=$(docker image inspect -f '{{.Id}}' launcher-base:bookworm)
 [ "sha256:$(podman image inspect -f '{{.Id}}' launcher-base:bookworm 2>/dev/null)" = "$base_id" ] \
   || podman pull -q docker-daemon:launcher-base:bookworm >/dev/null
+# user-mode Linux: a pure cgroup v2 kernel for the lab (tests/test_cgroup2_lab.py)
+command -v linux >/dev/null || { apt-get update -q && \
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q user-mode-linux; }
 python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e '.[dev,frameworks,ray]' --config-settings editable_mode=compat

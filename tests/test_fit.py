@@ -67,7 +67,10 @@ def test_torch_is_fitted_with_fewer_threads(tmp_path):
 def test_nothing_fits_and_the_refusal_stands(tmp_path):
     plan = _plan(tmp_path, "extends: base\nframework: jax\nlimits: {pids: 10}\n", "--fit")
     assert plan["verdict"]["level"] == "refuse" and "fit" not in plan
-    assert not any("--fit" in r for r in plan["verdict"]["reasons"])
+    # it says so, with what the smallest pool would still need
+    said = [r for r in plan["verdict"]["reasons"] if r.startswith("--fit")]
+    assert len(said) == 1 and ("nothing fits: even limits.cpuset 0 needs ~" in said[0]
+                               or "nothing smaller to try" in said[0]), said
 
 
 def test_a_fitted_native_run_gets_the_cpus_it_was_given(tmp_path):

@@ -38,6 +38,20 @@ def fit_to_budget(r: Resolved, headroom: float = HEADROOM) -> Fit | None:
     return None
 
 
+def why_nothing_fits(r: Resolved, headroom: float = HEADROOM) -> str:
+    """One sentence for a refusal that no pool size avoids: the smallest fit's need."""
+    avail = r.caps.budget["available"]
+    candidates = _candidates(r)
+    if not candidates:
+        return (f"--fit: nothing smaller to try ({r.framework}'s pools are at their smallest "
+                f"here); ~{r.caps.estimate['total']} threads need a budget of at least "
+                f"{-(-r.caps.estimate['total'] * 10 // int(headroom * 10))}, and it is {avail}.")
+    key, value, _ = candidates[-1]
+    need = r.with_values({key: value}, "--fit").caps.estimate["total"]
+    return (f"--fit: nothing fits: even {key} {value} needs ~{need} threads, above "
+            f"{int(headroom * 100)}% of the budget {avail}.")
+
+
 def apply(r: Resolved, fit: Fit) -> Resolved:
     return r.with_values({fit.key: fit.value}, "--fit")
 

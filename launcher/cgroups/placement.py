@@ -187,6 +187,23 @@ def search_dirs(root: Path = Path("/"), pid: str = "self") -> list[Path]:
     return list(dict.fromkeys(found))
 
 
+def empty_leaves(root: Path = Path("/"), pid: str = "self") -> list[Path]:
+    """Every empty `launcher-leaf` in the visible cgroup v2 tree: a leaf move that no launcher
+    and no supervisor lived to undo (its cgroup takes no process while it keeps the
+    controllers on for the leaf). The whole tree is searched: the caller of `doctor` is
+    usually not where the killed run was, and cannot join that cgroup."""
+    mounts = parse_mountinfo(root / "proc/self/mountinfo")
+    dirs = _unified(root, mounts, parse_proc_cgroup(root / f"proc/{pid}/cgroup"))
+    if not dirs:
+        return []
+    found = []
+    for top, subdirs, _files in os.walk(dirs[-1]):
+        if os.path.basename(top) == LEAF and not _procs(Path(top)):
+            found.append(Path(top))
+        subdirs[:] = [d for d in subdirs if not d.startswith("launcher-") or d == LEAF]
+    return sorted(found)
+
+
 def _place_v2(wanted: list[str], dirs: tuple[Path, ...], writable: Writable,
               ours: set[int]) -> tuple[Placement | None, dict[str, str]]:
     """The rule's steps over `dirs`: C's cgroup (1, 2), its ancestors up to the visible top

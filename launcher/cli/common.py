@@ -29,10 +29,12 @@ def fit_or_advise(r: Resolved, apply: bool) -> tuple[Resolved, str | None]:
     """With --fit, the run with its pools shrunk to fit the pids budget, and a line saying so;
     without, a refusal that a fit would avoid names it."""
     from launcher.caps.fit import apply as apply_fit
-    from launcher.caps.fit import fit_to_budget
+    from launcher.caps.fit import fit_to_budget, why_nothing_fits
 
     fit = fit_to_budget(r) if r.caps.verdict.level == "refuse" or apply else None
     if fit is None:
+        if apply and r.caps.verdict.level == "refuse":
+            r.caps.verdict.reasons.append(why_nothing_fits(r))
         return r, None
     if apply:
         return apply_fit(r, fit), f"--fit: {fit.describe()}"

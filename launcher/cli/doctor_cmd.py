@@ -100,13 +100,13 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
     cg = facts.cgroup
     rl = facts.rlimits
     quota = "none" if cg.cpu_quota is None else f"{cg.cpu_quota:g}"
+    dirs = [f"{k}: {facts.host_path(v)}" for k, v in cg.dirs.items()]
     rows = [
         ("CPUs", f"{facts.online_cpus} online, {facts.affinity_cpus} in affinity, cpuset "
                  f"{cg.cpuset_cpus or '-'}, quota {quota} -> {facts.effective_cpus} effective"),
         ("pools", "sized for " + ", ".join(f"{fw} {n}" for fw, n in report["pool_cpus"].items())
          + " CPU(s) (quota rounded down for OpenBLAS and JAX, half up for torch and TF)"),
-        ("cgroup", f"{cg.version} ("
-                   f"{', '.join(f'{k}: {facts.host_path(v)}' for k, v in cg.dirs.items()) or '-'})"),
+        ("cgroup", f"{cg.version} ({', '.join(dirs) or '-'})"),
         ("pids", f"max {_lim(cg.pids_max)}{_at(facts, 'pids')}, current "
                  f"{'-' if cg.pids_current is None else cg.pids_current}"
          if "pids" in cg.dirs else "no pids controller on this cgroup or above it"),

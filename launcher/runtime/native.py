@@ -36,7 +36,7 @@ from launcher.runtime.engine import (
 from launcher.runtime.spec import RunSpec
 from launcher.shipped import pythonpath
 from launcher.supervise.apply import RLIMITS
-from launcher.supervise.lifeline import LEAF, undo_leaf
+from launcher.supervise.lifeline import undo_leaf
 from launcher.vendors import get as get_vendor
 from launcher.vendors import gpu_vendors
 
@@ -148,14 +148,17 @@ class NativeEngine(Engine):
     def leftovers(self) -> list[Leftover]:
         """Run cgroups (`launcher-PID-RUN`) whose launcher is gone, and empty leaves
         (`launcher-leaf`) a launcher moved its processes into and could not undo."""
+        from launcher.cgroups.placement import empty_leaves
+
         out = []
+        try:
+            leaves = empty_leaves(self.cgroup_root)
+        except Exception:  # noqa: BLE001 - no readable cgroups: nothing left behind there
+            leaves = []
+        for d in leaves:
+            out.append(Leftover("cgroup-leaf", str(d), f"empty; {d.parent} keeps controllers "
+                                f"on for it, so no process can join {d.parent}", idle=True))
         for d in _run_cgroup_dirs(self.cgroup_root):
-            if d.name == LEAF:
-                if not _read_procs(d):
-                    out.append(Leftover("cgroup-leaf", str(d), f"empty; {d.parent} keeps "
-                                        f"controllers on for it, so no process can join "
-                                        f"{d.parent}", idle=True))
-                continue
             pid = d.name.split("-")[1]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
                 procs = _read_procs(d)
@@ -211,8 +214,7 @@ def _run_cgroup_dirs(root: Path) -> list[Path]:
         parents = search_dirs(root)
     except Exception:  # noqa: BLE001 - no readable cgroups: nothing left behind there
         return []
-    found = {d for p in parents for pattern in ("launcher-*-*", LEAF) for d in p.glob(pattern)
-             if d.is_dir()}
+    found = {d for p in parents for d in p.glob("launcher-*-*") if d.is_dir()}
     return sorted(found)
 
 

@@ -213,8 +213,8 @@ def undo_leaf(caller: Path | str, controllers: tuple[str, ...] | list[str],
         return False
     try:
         if controllers:
-            with open(os.path.join(caller, "cgroup.subtree_control"), "w") as f:
-                f.write(" ".join(f"-{c}" for c in controllers))
+            _write_retrying(os.path.join(caller, "cgroup.subtree_control"),
+                            " ".join(f"-{c}" for c in controllers))
         with open(os.path.join(leaf, "cgroup.procs")) as f:
             pids = f.read().split()
         for pid in pids:
@@ -238,3 +238,20 @@ def undo_leaves(encoded: str) -> None:
     with contextlib.suppress(ValueError, TypeError):
         for caller, controllers, leaf in json.loads(encoded):
             undo_leaf(caller, controllers, leaf)
+
+
+def _write_retrying(path: str, text: str, timeout: float = 3.0) -> None:
+    """A controller cannot be turned off while a just-removed child is still dying (EBUSY for
+    a moment after its rmdir): try again until `timeout`."""
+    import errno
+
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with open(path, "w") as f:
+                f.write(text)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
