@@ -31,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from launcher.caps.resolve import resolve  # noqa: E402
+from launcher.cgroups.run_cgroup import make_run_cgroup  # noqa: E402
 from launcher.probe import probe_host  # noqa: E402
 from launcher.profiles import load_profile  # noqa: E402
-from launcher.cgroups.run_cgroup import make_run_cgroup  # noqa: E402
 from launcher.variables import managed  # noqa: E402
 from launcher.vendors import every_gpu_hidden  # noqa: E402
 

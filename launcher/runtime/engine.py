@@ -31,8 +31,10 @@ class Enforcement:
     def sentence(self) -> str:
         parts = []
         if self.enforced:
+            dirs = sorted({str(p["dir"]) for p in self.cgroup.get("placed", [])})
             parts.append("enforced by the kernel: " + ", ".join(
-                f"{k} {v}" for k, v in self.enforced.items()))
+                f"{k} {v}" for k, v in self.enforced.items())
+                + (f" in {', '.join(dirs)}" if dirs else ""))
         if self.advisory:
             parts.append("advisory only: " + ", ".join(
                 f"{k} ({v})" for k, v in self.advisory.items()))
