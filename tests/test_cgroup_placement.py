@@ -177,6 +177,36 @@ def test_carried_limits_are_written_and_an_asked_one_never_loosens_them(tmp_path
     assert any("carries pids.max 60" in n and "no longer shared" in n for n in rc.notes)
 
 
+def test_v2_a_limit_launcher_does_not_carry_keeps_the_run_from_leaving(tmp_path):
+    """io.max (or hugetlb, rdma, misc, zswap) set where the run would leave it: no place
+    beside; the asked limit is advisory, with why."""
+    root = tmp_path / "host"
+    shutil.copytree(CASES / "v2-limited-scope", root)
+    scope = root / "sys/fs/cgroup/user.slice/session-1.scope"
+    (scope / "misc.max").write_text("res_a max\nres_b max\n")  # defaults: carried by nothing
+    (scope / "hugetlb.2MB.max").write_text("max\n")
+    (scope / "hugetlb.1GB.max").write_text("9223372036854771712\n")  # "max" on kernel 5.x
+    assert [p.mode for p in place(("cpu",), root, writable=_writable(root),
+                                  ours=LAUNCHER).placements] == ["beside"]
+    (scope / "io.max").write_text("8:0 rbps=max wbps=1048576 riops=max wiops=max\n")
+    d = place(("cpu",), root, writable=_writable(root), ours=LAUNCHER)
+    assert d.placements == ()
+    assert (f"would leave the io.max '8:0 rbps=max wbps=1048576 riops=max wiops=max' of "
+            f"{scope}, which launcher does not carry") in d.advisory["cpu"]
+
+
+def test_v2_a_cpuset_is_carried_as_the_callers_effective_one(tmp_path):
+    """A child's cpuset.cpus outside its parent's falls back to the parent's: the effective
+    set is what bound the caller, never an empty intersection (which would mean all CPUs)."""
+    root = tmp_path / "host"
+    shutil.copytree(CASES / "v2-limited-scope", root)
+    scope = root / "sys/fs/cgroup/user.slice/session-1.scope"
+    (scope / "cpuset.cpus").write_text("4-7\n")
+    (scope / "cpuset.cpus.effective").write_text("0-3\n")
+    [p] = place(("cpu",), root, writable=_writable(root), ours=LAUNCHER).placements
+    assert Carried("cpuset.cpus", "0-3", scope) in p.carry
+
+
 def test_v2_a_namespace_seeing_a_cgroupfs_from_outside_places_nothing(tmp_path):
     """`unshare --cgroup` without a new cgroup2 mount: /proc/self/cgroup says 0::/ while the
     mount shows the host's whole tree (its root /..): the top of that mount is not ours, and
@@ -189,6 +219,51 @@ def test_v2_a_namespace_seeing_a_cgroupfs_from_outside_places_nothing(tmp_path):
     assert d.placements == ()
     assert d.advisory["pids"].startswith("cgroup v2 pids: this process's cgroup namespace sees "
                                          "/sys/fs/cgroup mounted from outside it (its root is /..)")
+
+
+def test_a_tighter_carried_memory_limit_still_gets_no_swap(tmp_path):
+    root = tmp_path / "host"
+    shutil.copytree(CASES / "v2-limited-scope", root)
+    make_run_cgroup("launcher-100-r", None, 1 << 30, None, root, _writable(root), LAUNCHER)
+    run = root / "sys/fs/cgroup/user.slice/launcher-100-r"
+    assert (run / "memory.max").read_text() == "314572800"  # the scope's 300M, carried
+    assert (run / "memory.swap.max").read_text() == "0"  # and no swap beyond it, as asked
+
+
+def test_a_leaf_move_that_fails_half_way_is_undone(tmp_path, monkeypatch):
+    """The caller's cgroup is left as found even when enabling a controller fails after
+    launcher moved into the leaf (a process joined meanwhile: EBUSY)."""
+    import launcher.cgroups.run_cgroup as rcg
+
+    root = tmp_path / "host"
+    shutil.copytree(CASES / "v2-delegated-alone", root)
+    scope = root / ("sys/fs/cgroup/user.slice/user-1000.slice/user@1000.service/app.slice/"
+                    "run-r1.scope")
+
+    def half_way(p: Placement, name: str) -> Path:
+        assert p.leaf is not None
+        p.leaf.mkdir()
+        (p.leaf / "cgroup.procs").write_text("100")
+        (p.parent / "cgroup.procs").write_text("")
+        raise OSError(errno.EBUSY, "Device or resource busy")
+
+    monkeypatch.setattr(rcg, "make_placed", half_way)
+    # cgroupfs removes a directory with its interface files; a fixture tree needs help
+    real_rmdir = os.rmdir
+
+    def rmdir(d: str, *args: object, **kw: object) -> None:
+        for f in Path(d).iterdir() if not args and not kw else ():
+            if f.is_file():
+                f.unlink()
+        real_rmdir(d, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("launcher.supervise.lifeline.os.rmdir", rmdir)
+    rc = rcg.make_run_cgroup("launcher-100-r", 40, None, None, root, _writable(root),
+                             LAUNCHER)
+    assert rc.advisory["pids"].startswith("cannot make a pids cgroup (v2): Device or "
+                                          "resource busy")
+    assert not (scope / "launcher-leaf").exists()  # undone: launcher back in its cgroup
+    assert (scope / "cgroup.procs").read_text().split() == ["100"]
 
 
 # The CLI: the sentence before the start, and --require-limits

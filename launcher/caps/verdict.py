@@ -92,7 +92,8 @@ def above_outer(limits: dict[str, Limit], facts: HostFacts) -> list[str]:
                 or limits[cap].source.startswith("auto")):  # asked for, not derived
             continue
         where = facts.host_path(cg.binding[cap]) if cap in cg.binding else None
-        shown = (lambda v: format_size(int(v))) if cap == "memory" else (lambda v: f"{v:g}")
+        shown = (lambda v: format_size(int(v))) if cap == "memory" else (
+            lambda v: str(int(v)) if float(v).is_integer() else f"{v:g}")
         out.append(f"limits.{cap} {shown(asked)} is above the {file} {shown(outer)}"
                    f"{f' of {where}' if where else ''}, which binds: the run gets at most "
                    f"{shown(outer)}.")

@@ -57,7 +57,6 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from launcher.cpulist import cpu_ids, format_cpu_list
 from launcher.probe.cgroup import cgroup_dirs, holding_mount
 from launcher.probe.mountinfo import Membership, Mount, parse_mountinfo, parse_proc_cgroup
 from launcher.supervise.lifeline import LEAF, descendants
@@ -70,7 +69,9 @@ Writable = Callable[[Path], bool]
 # controller -> its limit files that bound a task in the cgroup (and below): what a run
 # carries when it leaves a cgroup that holds one
 LIMIT_FILES = {"pids": ("pids.max",), "memory": ("memory.max", "memory.high", "memory.swap.max"),
-               "cpu": ("cpu.max",), "cpuset": ("cpuset.cpus",)}
+               "cpu": ("cpu.max",), "cpuset": ("cpuset.cpus", "cpuset.mems")}
+# limits launcher does not carry: a cgroup that sets one is never left (no place beside it)
+UNCARRIED = ("io.max", "memory.zswap.max", "rdma.max", "misc.max", "hugetlb.*.max")
 
 
 @dataclass(frozen=True)
@@ -151,8 +152,9 @@ def place(controllers: Iterable[str], root: Path = Path("/"), *, pid: str = "sel
             placements.append(Placement("v1", d, tuple(cs), caller=d))
         else:
             advisory.update({c: f"cannot write {d} (cgroup v1 {c}); {FIX}" for c in cs})
-    outside = next((m for m in mounts if m.fstype == "cgroup2" and
-                    m.root.startswith("/..")), None)
+    unified = next((m for m in members if m.hierarchy == "0" and not m.controllers), None)
+    holding = holding_mount(root, [m for m in mounts if m.fstype == "cgroup2"], unified)
+    outside = holding if holding is not None and holding.root.startswith("/..") else None
     if v2 and outside is not None:  # a cgroup namespace seeing a cgroupfs mounted above it
         advisory.update({c: f"cgroup v2 {c}: this process's cgroup namespace sees "
                             f"{outside.mount_point} mounted from outside it (its root is "
@@ -198,10 +200,24 @@ def empty_leaves(root: Path = Path("/"), pid: str = "self") -> list[Path]:
         return []
     found = []
     for top, subdirs, _files in os.walk(dirs[-1]):
-        if os.path.basename(top) == LEAF and not _procs(Path(top)):
+        if os.path.basename(top) == LEAF and not _procs(Path(top)) and _abandoned(Path(top)):
             found.append(Path(top))
         subdirs[:] = [d for d in subdirs if not d.startswith("launcher-") or d == LEAF]
     return sorted(found)
+
+
+def _abandoned(leaf: Path, settle_s: float = 10.0) -> bool:
+    """An empty leaf is left over only when nothing else sits beside it (an entrypoint's own
+    supervisor leaves its leaf empty for a workload cgroup beside it while it runs) and it is
+    not one a launcher is just making (made in the last `settle_s`)."""
+    import time
+
+    try:
+        beside = [e for e in os.scandir(leaf.parent) if e.is_dir() and e.name != LEAF]
+        young = time.time() - leaf.stat().st_mtime < settle_s
+    except OSError:
+        return False
+    return not beside and not young
 
 
 def _place_v2(wanted: list[str], dirs: tuple[Path, ...], writable: Writable,
@@ -238,10 +254,13 @@ def _place_v2(wanted: list[str], dirs: tuple[Path, ...], writable: Writable,
             else:
                 taken[c] = path
         lost = [k for k in carry if k.controller in why]
-        if lost:  # placing here would loosen a limit the run is under: not here
-            k = lost[0]
-            reason = (f"a run under {dirs[index]} would leave the {k.file} {k.value} of "
-                      f"{k.source}, which it could not carry ({why[k.controller]})")
+        kept_out = uncarried_limits(dirs[:index])
+        if lost or kept_out:  # placing here would loosen a limit the run is under: not here
+            reason = (f"a run under {dirs[index]} would leave the {lost[0].file} "
+                      f"{lost[0].value} of {lost[0].source}, which it could not carry "
+                      f"({why[lost[0].controller]})" if lost else
+                      f"a run under {dirs[index]} would leave the {kept_out[0]}, which "
+                      f"launcher does not carry")
             why = {c: reason for c in wanted}
             taken = {}
         if index <= 1:
@@ -264,7 +283,8 @@ def _place_v2(wanted: list[str], dirs: tuple[Path, ...], writable: Writable,
 
 def carried_limits(left: Sequence[Path]) -> tuple[Carried, ...]:
     """The tightest of each limit file among the cgroups a run would leave (`left`, leaf
-    first); nothing for "max" or an unset cpuset."""
+    first); nothing for "max" or an unset cpuset. A cpuset set anywhere there is carried as
+    the caller's effective one (what the kernel made of every level's)."""
     out: list[Carried] = []
     for files in LIMIT_FILES.values():
         for name in files:
@@ -273,10 +293,11 @@ def carried_limits(left: Sequence[Path]) -> tuple[Carried, ...]:
                 text = _read_text(d / name)
                 if not text or text.split()[0] == "max":
                     continue
-                if name == "cpuset.cpus":
-                    if best is not None:  # the intersection, where both set one
-                        text = format_cpu_list(sorted(cpu_ids(best[1]) & cpu_ids(text)))
-                    best = (0.0, text, d)
+                if name.startswith("cpuset."):
+                    effective = _read_text(left[0] / f"{name}.effective")
+                    if effective:
+                        best = (0.0, effective, d)
+                        break  # the nearest that sets it is named as its source
                     continue
                 fields = text.split()
                 try:
@@ -289,6 +310,27 @@ def carried_limits(left: Sequence[Path]) -> tuple[Carried, ...]:
             if best is not None:
                 out.append(Carried(name, best[1], best[2]))
     return tuple(out)
+
+
+def uncarried_limits(left: Sequence[Path]) -> list[str]:
+    """Limits set in the cgroups a run would leave that launcher does not carry (`io.max`,
+    `hugetlb.*.max`, ...), each as "FILE VALUE of DIR"."""
+    out = []
+    for d in left:
+        for pattern in UNCARRIED:
+            for f in sorted(d.glob(pattern)):
+                text = _read_text(f)
+                keyed = f.name in ("io.max", "rdma.max", "misc.max")  # "KEY a=V b=V" lines
+                values = [w.partition("=")[2] or w for line in text.splitlines()
+                          for w in (line.split()[1:] if keyed else line.split())]
+                if text and not all(_unlimited(v) for v in values):
+                    out.append(f"{f.name} {text.splitlines()[0]!r} of {d}")
+    return out
+
+
+def _unlimited(value: str) -> bool:
+    """"max", or the huge page-aligned number some kernels show for it (hugetlb on 5.x)."""
+    return value == "max" or (value.isdigit() and int(value) >= 1 << 62)
 
 
 def _enable_path(c: str, dirs: tuple[Path, ...], index: int, writable: Writable,

@@ -101,6 +101,9 @@ def make_run_cgroup(name: str, pids: int | None, memory: int | None, cpus: float
         try:
             d = make_placed(p, name)
         except OSError as exc:
+            if p.leaf is not None:  # launcher's processes back, C's controllers off again
+                undo_leaf(p.parent, [c for e, cs in p.enable if e == p.parent for c in cs],
+                          p.leaf)
             for ctrl in p.controllers:
                 rc.advisory.update({cap: f"cannot make a {ctrl} cgroup ({p.version}): "
                                          f"{exc.strerror or exc}"
@@ -199,7 +202,9 @@ def _read_limit(d: Path, version: str, cap: str) -> float | None:
 
 
 def _format(cap: str, value: float) -> str:
-    return format_size(int(value)) if cap == "memory" else f"{value:g}"
+    if cap == "memory":
+        return format_size(int(value))
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _shown(file: str, value: str) -> str:
@@ -244,7 +249,10 @@ def make_placed(p: Placement, name: str) -> Path:
 def _write_limit(d: Path, version: str, cap: str, value: float) -> None:
     """Write the asked limit, unless the run's cgroup already holds a tighter (carried) one."""
     now = _read_limit(d, version, cap)
-    if now is not None and now <= value:
+    if now is not None and now <= value:  # a carried limit is tighter: it stays
+        if cap == "memory" and version == "v2":
+            with contextlib.suppress(OSError):  # but no swap beyond it, as asked
+                (d / "memory.swap.max").write_text("0")
         return
     if cap == "pids":
         (d / "pids.max").write_text(str(int(value)))

@@ -113,7 +113,8 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
         ("memory", f"limit {format_size(cg.memory_limit) if cg.memory_limit else 'none'}"
                    f"{_at(facts, 'memory')}, usage "
                    f"{format_size(cg.memory_usage) if cg.memory_usage else '-'}, OOM kills "
-                   f"{cg.oom_kills if cg.oom_kills is not None else '-'}"),
+                   f"{cg.oom_kills if cg.oom_kills is not None else '-'}"
+         if "memory" in cg.dirs else "no memory controller on this cgroup or above it"),
     ]
     for name in ("nproc", "nofile", "stack", "as"):
         if name in rl:

@@ -212,7 +212,14 @@ def limit_dir(chain: Chain, name: str) -> Path | None:
 
 def read_pids(chain: Chain) -> tuple[int | None, int | None]:
     """(max, current) at the ancestor with the least headroom; max None when unlimited."""
-    best: tuple[int, int] | None = None
+    limit, used, _ = pids_binding(chain)
+    return limit, used
+
+
+def pids_binding(chain: Chain) -> tuple[int | None, int | None, Path | None]:
+    """(max, current, the cgroup) at the ancestor with the least headroom: the pids limit
+    that binds, and where; (None, the leaf's current, None) when none is set."""
+    best: tuple[int, int, Path] | None = None
     leaf_current: int | None = None
     for d in chain.dirs:
         cur_text = _read(d / "pids.current")
@@ -225,9 +232,9 @@ def read_pids(chain: Chain) -> tuple[int | None, int | None]:
         limit = _int(d / "pids.max", max_text)
         used = current if current is not None else (leaf_current or 0)
         if best is None or limit - used < best[0] - best[1]:
-            best = (limit, used)
+            best = (limit, used, d)
     if best is None:
-        return None, leaf_current
+        return None, leaf_current, None
     return best
 
 

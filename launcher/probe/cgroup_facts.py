@@ -8,11 +8,11 @@ from pathlib import Path
 from launcher.probe.cgroup import (
     find_chains,
     limit_dir,
+    pids_binding,
     present_dir,
     read_cpu_quota,
     read_cpuset,
     read_memory,
-    read_pids,
 )
 from launcher.probe.mountinfo import parse_mountinfo
 
@@ -49,8 +49,7 @@ def read_cgroup(root: Path) -> CgroupFacts:
     if "cpuset" in chains:
         facts.cpuset_cpus = read_cpuset(chains["cpuset"])
     if "pids" in chains:
-        facts.pids_max, facts.pids_current = read_pids(chains["pids"])
-        where = limit_dir(chains["pids"], "pids.max")
+        facts.pids_max, facts.pids_current, where = pids_binding(chains["pids"])
         if where is not None:
             facts.binding["pids"] = str(where)
     if "memory" in chains:

@@ -114,15 +114,24 @@ def run(cmd: list[str]) -> int:
     env, entry_cgroups = prepared
     if entry_cgroups:  # the entrypoint's own cgroups for the workload, joined below
         os.environ[c.RUN_CGROUPS] = c.encode_paths(entry_cgroups)
+
+    def release() -> None:
+        """The entrypoint's own cgroups gone, the container's cgroup as it was."""
+        if entry_cgroups:
+            lifeline.leave_cgroups(entry_cgroups)
+            lifeline.undo_leaves(os.environ.get(c.CGROUP_UNDO, ""))
+
     from launcher.supervise.indexed import COMMITTED, commit_in_pod, from_index
 
     cmd, env = from_index(cmd, env)  # a Kubernetes Indexed Job's chunk, from its index
     if env.get(COMMITTED):
         say(f"chunk {env['LAUNCHER_CHUNK_INDEX']}: its output is committed already "
             f"({env[COMMITTED]}/out, an earlier pod's): nothing to run")
+        release()
         return 0
     failed = lifeline.enter(dict(os.environ))  # a native run's cgroups, CPUs and rlimits
     if failed:
+        release()
         return not_started(exit_file, 1, f"error: {failed}")
     lifeline.become_subreaper()  # the workload's descendants stay below us
     before = read_counters()
@@ -137,6 +146,7 @@ def run(cmd: list[str]) -> int:
                               setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT,
                                          signal.SIGQUIT, signal.SIGTERM))
     except OSError as exc:
+        release()
         return not_started(exit_file, 127 if isinstance(exc, FileNotFoundError) else 126,
                            f"cannot run {cmd[0]!r}: {exc.strerror}")
 
@@ -154,9 +164,7 @@ def run(cmd: list[str]) -> int:
     rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     lifeline.stop_tree(grace=1.0, reap=True)  # nothing the workload started outlives it
     after = read_counters()
-    if entry_cgroups:  # its own: out of them, and the container's cgroup as it was
-        lifeline.leave_cgroups(entry_cgroups)
-        lifeline.undo_leaves(os.environ.get(c.CGROUP_UNDO, ""))
+    release()  # its own cgroups: out of them, and the container's cgroup as it was
     sentence = explain(rc, before, after)
     if rc != 0 or not quiet:
         say(sentence)

@@ -9,6 +9,7 @@ from launcher.probe.cgroup import (
     find_chains,
     limit_dir,
     nearest,
+    pids_binding,
     read_int_or_none,
     read_oom_kills,
 )
@@ -53,7 +54,7 @@ def read_counters(root: Path = Path("/")) -> Counters:
         # the limit that binds is the tightest along the chain, and its counters are that
         # cgroup's; kernel 6.1 counts a refusal in the task's own cgroup, newer kernels in
         # the one whose limit was hit: every level's pids.events is read
-        binding = limit_dir(ch, "pids.max")
+        _, _, binding = pids_binding(ch)  # the least headroom: the level that is hit
         found = binding / "pids.max" if binding else nearest(ch, "pids.max")
         c.pids_max = read_int_or_none(found) if found else None
         c.pids_where = str(found.parent) if found else None

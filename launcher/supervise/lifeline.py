@@ -183,8 +183,14 @@ def leave_cgroups(dirs: list[str]) -> None:
                 break
             except OSError:
                 continue
-        with contextlib.suppress(OSError):
-            os.rmdir(d)
+        for _ in range(50):  # the last task may take a moment to leave
+            try:
+                os.rmdir(d)
+                break
+            except FileNotFoundError:
+                break
+            except OSError:
+                time.sleep(0.05)
 
 
 def _homes(d: str) -> list[str]:
@@ -215,8 +221,11 @@ def undo_leaf(caller: Path | str, controllers: tuple[str, ...] | list[str],
         if controllers:
             _write_retrying(os.path.join(caller, "cgroup.subtree_control"),
                             " ".join(f"-{c}" for c in controllers))
-        with open(os.path.join(leaf, "cgroup.procs")) as f:
-            pids = f.read().split()
+        try:
+            with open(os.path.join(leaf, "cgroup.procs")) as f:
+                pids = f.read().split()
+        except FileNotFoundError:
+            pids = []
         for pid in pids:
             with contextlib.suppress(ProcessLookupError), \
                     open(os.path.join(caller, "cgroup.procs"), "w") as f:
