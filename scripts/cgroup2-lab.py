@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Run the cgroup v2 lab: boot user-mode Linux once, run every layout x scenario of
-tests/lab/spec.py with `launcher run --runtime native` from --src, print the outcomes with the
-kernel's evidence.
+"""Run the cgroup v2 lab: boot user-mode Linux (two kernels at once, each pinned to a CPU of its
+own and given half the layouts, where two CPUs are free; one with --cpu N), run every layout x
+scenario of tests/lab/spec.py with `launcher run --runtime native` from --src, then the extras
+(tests/lab/extras.py), and print the outcomes with the kernel's evidence.
 
     scripts/cgroup2-lab.py [--src DIR] [--only LAYOUT,..] [--json OUT]
 

@@ -315,6 +315,21 @@ def test_require_limits_refuses_in_one_line_and_leaves_nothing(tmp_path):
     assert list(Path(os.environ["LAUNCHER_RUNS_DIR"]).iterdir()) == []  # no run folder
 
 
+def test_the_profiles_limits_require_refuses_and_names_itself(tmp_path):
+    prof = profile(tmp_path, "preq", "extends: base\nlimits: {pids: 40, require: true}\n")
+    env = {"LAUNCHER_CGROUP_ROOT": str(tmp_path / "no-cgroups")}
+    dry = launcher("run", "--runtime", "native", "-p", prof, "--dry-run", "--", "true", env=env)
+    assert dry.returncode == 0, dry.stderr
+    assert "advisory here: pids (no cgroup controller found for pids)" in dry.stdout
+    assert f"a real run refuses: limits.require ({prof}:2)" in dry.stdout
+    proc = launcher("run", "--runtime", "native", "-p", prof, "--", sys.executable, "-c",
+                    "print('ran')", env=env)
+    assert proc.returncode == 1 and "ran" not in proc.stdout
+    assert proc.stderr.splitlines()[-1] == (
+        f"error: limits.require ({prof}:2): not started: the pids limit (no cgroup "
+        f"controller found for pids) cannot be enforced here")
+
+
 def test_the_shortfall_says_a_shared_fix_once():
     from launcher.runtime.engine import Enforcement
 

@@ -91,3 +91,18 @@ def test_a_fitted_native_run_gets_the_cpus_it_was_given(tmp_path):
     assert fitted.returncode == 0, fitted.stderr
     assert "--fit: limits.cpuset 0 " in fitted.stderr
     assert fitted.stdout.strip().splitlines()[-1] == "[0]"
+
+
+def test_the_profiles_limits_fit_fits_only_where_the_preflight_refuses(tmp_path):
+    """`limits.fit: true` is the profile's word for what to do instead of refusing (an
+    image's entrypoint reads it too); a warning is no refusal, so it changes nothing there."""
+    text = ("extends: base\nframework: torch\nthreads: {intra_op: 8}\n"
+            "limits: {pids: %d, fit: true}\n")
+    refusing = _plan(tmp_path, text % 10)  # ~17 threads against 10: refused, so fitted
+    assert refusing["verdict"]["level"] != "refuse", refusing["verdict"]
+    assert refusing["threads"]["intra_op"] == 3
+    assert refusing["env"]["OMP_NUM_THREADS"]["source"].endswith("(limits.fit)")
+    warned = _plan(tmp_path, text % 20)  # ~17 of 20: a warning, left as it is
+    assert warned["verdict"]["level"] == "warn", warned["verdict"]
+    assert warned["threads"]["intra_op"] == 8
+    assert "limits.fit" not in json.dumps(warned["env"])

@@ -52,8 +52,8 @@ def why_nothing_fits(r: Resolved, headroom: float = HEADROOM) -> str:
             f"{int(headroom * 100)}% of the budget {avail}.")
 
 
-def apply(r: Resolved, fit: Fit) -> Resolved:
-    return r.with_values({fit.key: fit.value}, "--fit")
+def apply(r: Resolved, fit: Fit, origin: str = "--fit") -> Resolved:
+    return r.with_values({fit.key: fit.value}, origin)
 
 
 def _candidates(r: Resolved) -> list[tuple[str, int | str, str]]:

@@ -162,7 +162,7 @@ def _enforced(rc: RunCgroup, d: Path, p: Placement, cap: str, asked: float) -> s
     if where == d and carried is not None and value is not None and value < asked - 1e-9:
         where = carried.source  # carried from there
     shown = _format(cap, value if value is not None else asked)
-    rc.binding[cap] = {"value": value, "cgroup": str(where), "asked": asked}
+    rc.binding[cap] = {"value": _whole(value), "cgroup": str(where), "asked": _whole(asked)}
     ctrl = _CONTROLLER_OF[cap]
     if value is not None and value < asked - 1e-9:
         rc.notes.append(f"limits.{cap} {_format(cap, asked)} is above the "
@@ -199,6 +199,10 @@ def _read_limit(d: Path, version: str, cap: str) -> float | None:
         return None if value is None or value >= (1 << 62) else float(value)
     except (OSError, ValueError, ZeroDivisionError):
         return None
+
+
+def _whole(value: float | None) -> float | int | None:
+    return int(value) if value is not None and float(value).is_integer() else value
 
 
 def _format(cap: str, value: float) -> str:

@@ -26,17 +26,20 @@ def resolve_profile(profile_ref: str, framework: str | None = None,
 
 
 def fit_or_advise(r: Resolved, apply: bool) -> tuple[Resolved, str | None]:
-    """With --fit, the run with its pools shrunk to fit the pids budget, and a line saying so;
-    without, a refusal that a fit would avoid names it."""
+    """With --fit (to the headroom), or the profile's `limits.fit` where the pre-flight
+    refuses, the run with its pools shrunk to fit the pids budget, and a line saying so;
+    otherwise a refusal that a fit would avoid names it."""
     from launcher.caps.fit import apply as apply_fit
     from launcher.caps.fit import fit_to_budget, why_nothing_fits
 
-    fit = fit_to_budget(r) if r.caps.verdict.level == "refuse" or apply else None
+    refused = r.caps.verdict.level == "refuse"
+    by = "--fit" if apply else "limits.fit" if refused and r.profile.get("limits.fit") else None
+    fit = fit_to_budget(r) if refused or by else None
     if fit is None:
-        if apply and r.caps.verdict.level == "refuse":
-            r.caps.verdict.reasons.append(why_nothing_fits(r))
+        if by and refused:
+            r.caps.verdict.reasons.append(why_nothing_fits(r).replace("--fit", by, 1))
         return r, None
-    if apply:
-        return apply_fit(r, fit), f"--fit: {fit.describe()}"
+    if by:
+        return apply_fit(r, fit, by), f"{by}: {fit.describe()}"
     r.caps.verdict.reasons.append(f"--fit runs it with {fit.describe()}.")
     return r, None

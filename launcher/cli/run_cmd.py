@@ -107,7 +107,7 @@ def run(o: RunOptions) -> int:
     r = resolve(prof, facts, framework=fw, processes=o.processes, overrides=overrides,
                 gpus=o.gpus, inherited=facts.env if engine.inherits_environment else {},
                 clamp=True, extra_threads=workload.extra_threads if workload else 0)
-    r, fitted = fit_or_advise(r, o.fit or bool(r.profile.get("limits.fit")))
+    r, fitted = fit_or_advise(r, o.fit)
     run_id = _run_id(o, workload.name if workload else command[0])
     run_dir = runs_dir() / run_id
     spec = build_spec(r, command, image, name=o.name if o.dry_run else run_id,
@@ -125,20 +125,27 @@ def run(o: RunOptions) -> int:
         if r.selection.shortfall:
             say(f"warning: {r.selection.shortfall} (a real run refuses)")
         request = engine.describe(spec)
+        advisory = engine.preview(spec).advisory  # what a real run could not enforce here
+        by = _required_by(o, r)
         if o.as_json:
             print_json({"runtime": engine.name, "spec": spec.to_json(), "request": request,
-                        "threads_estimate": r.caps.estimate})
+                        "threads_estimate": r.caps.estimate,
+                        "advisory": advisory, "refused_by": by if advisory else None})
         else:
             print(describe_spec(engine.name, spec))
             print(f"threads: ~{r.caps.estimate['total']} estimated for the whole run "
                   f"({r.caps.estimate['source']})")
+            for cap, why in advisory.items():
+                print(f"advisory here: {cap} ({why})")
+            if advisory and by:
+                print(f"a real run refuses: {by}")
         return 0
     if r.selection.shortfall:
         raise LauncherError(r.selection.shortfall)
     if r.caps.verdict.level == "refuse":
         raise LauncherError("refused: " + " ".join(r.caps.verdict.reasons) +
                             " (see `launcher plan`)")
-    _check_limits(engine, spec, o.require_limits or bool(r.profile.get("limits.require")))
+    _check_limits(engine, spec, _required_by(o, r))
     leftovers = threading.Thread(target=_report_leftovers, args=(engine,), daemon=True)
     leftovers.start()
     from launcher.supervise.report import report, thread_summary
@@ -335,15 +342,25 @@ def _workload_paths(spec: RunSpec, run_dir: Path) -> None:
     spec.env["LAUNCHER_RUN_DIR"] = str(run_dir.resolve())
 
 
-def _check_limits(engine: Engine, spec: RunSpec, require: bool) -> None:
+def _check_limits(engine: Engine, spec: RunSpec, required_by: str | None) -> None:
     """Before the start: each limit the engine cannot have the kernel enforce here, and why;
-    with --require-limits, a refusal instead (nothing started, no run folder)."""
+    with --require-limits or the profile's limits.require (`required_by`), a refusal instead
+    (nothing started, no run folder)."""
     preview = engine.preview(spec)
-    engine.require_limits = require  # and the engine refuses too, should that change
-    if preview.advisory and require:
-        raise LauncherError(preview.refusal())
+    engine.require_limits = required_by is not None  # the engine refuses too, should it change
+    engine.required_by = required_by or engine.required_by
+    if preview.advisory and required_by:
+        raise LauncherError(preview.refusal(required_by))
     if preview.advisory:
         say(f"warning: {preview.shortfall()}")
+
+
+def _required_by(o: RunOptions, r: Resolved) -> str | None:
+    if o.require_limits:
+        return "--require-limits"
+    if r.profile.get("limits.require"):
+        return f"limits.require ({r.profile.where('limits.require')})"
+    return None
 
 
 def _report_leftovers(engine: Engine) -> None:

@@ -50,9 +50,10 @@ class Enforcement:
                 for cap, why in items]
         return (", ".join(whys) + f" cannot be enforced here{'; ' + shared if shared else ''}")
 
-    def refusal(self) -> str:
-        """--require-limits: one line naming each limit that cannot be enforced, and why."""
-        return f"--require-limits: not started: {self.shortfall()}"
+    def refusal(self, by: str = "--require-limits") -> str:
+        """One line naming what asked for enforcement (the flag, or the profile's
+        limits.require), each limit that cannot be enforced, and why."""
+        return f"{by}: not started: {self.shortfall()}"
 
 
 @dataclass
@@ -101,6 +102,7 @@ class Engine(ABC):
     can_build: ClassVar[bool] = False  # builds and pushes images (`launcher build`)
     # refuse to start a workload when a limit of its spec could not be enforced
     require_limits: bool = False
+    required_by: str = "--require-limits"  # or the profile's limits.require, for the refusal
 
     def available(self) -> bool:
         try:

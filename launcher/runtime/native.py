@@ -97,7 +97,7 @@ class NativeEngine(Engine):
                                   {"placed": rc.placed, "binding": rc.binding})
         if self.require_limits and rc.advisory:
             rc.cleanup()
-            raise EngineError(enforcement.refusal())
+            raise EngineError(enforcement.refusal(self.required_by))
         if spec.limits.cpuset:
             enforcement.enforced["cpuset"] = f"{spec.limits.cpuset} (affinity)"
         # the supervisor removes the run's cgroups itself if launcher dies (kill -9)
