@@ -61,7 +61,7 @@ def prepare_env() -> tuple[dict[str, str], list[str]] | tuple[int, str]:
     if r.caps.verdict.level == "refuse" and r.profile.get("limits.fit"):
         fit = fit_to_budget(r)
         if fit is not None:
-            r = apply_fit(r, fit)
+            r = apply_fit(r, fit, "limits.fit")
             say(f"limits.fit: {fit.describe()}")
     report(r.caps, quiet, say)
     for line in entry.lines() if not quiet else ():
