@@ -204,3 +204,23 @@ def test_a_workload_that_survives_the_pids_limit_is_still_told(writable, tmp_pat
     summary = json.loads((run_dir_of(proc.stderr) / "summary.json").read_text())
     assert summary["diagnosis"].startswith("the workload exited with status 0, but the pids "
                                            "limit was reached on the way: pids.current hit 30/30")
+
+
+def test_with_no_limit_asked_the_kernel_still_counts_the_peak(writable, tmp_path):
+    """A pids cgroup of its own only to count (pids.max as it was): a burst of 30 threads
+    that the 50 ms sampler never sees is the report's peak, from the kernel's pids.peak."""
+    name = f"count-{uuid.uuid4().hex[:8]}"
+    burst = ("import threading, time\nts = [threading.Thread(target=time.sleep, args=(0.2,))"
+             " for _ in range(30)]\n[t.start() for t in ts]\n[t.join() for t in ts]\n")
+    proc = launcher("run", "--runtime", "native", "--name", name, "--", sys.executable, "-c",
+                    burst)
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads((run_dir_of(proc.stderr) / "summary.json").read_text())
+    placed = summary["engine"]["cgroup"]["placed"]
+    assert [p["controllers"] for p in placed] == [["pids"]]
+    assert summary["engine"]["enforced"] == {} and summary["engine"]["advisory"] == {}
+    peak = summary["peaks"]["pids_current"]["kernel_peak"]
+    assert peak is not None and peak >= 31, summary["peaks"]  # 30 threads + the main one
+    assert _leftover_run_cgroups(name) == []
+    report = launcher("report", str(run_dir_of(proc.stderr)))
+    assert f"the cgroup's pids.peak: {peak}" in report.stdout, report.stdout

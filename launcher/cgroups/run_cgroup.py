@@ -42,6 +42,7 @@ class RunCgroup:
     placed: list[dict[str, object]] = field(default_factory=list)  # for summary.json
     binding: dict[str, dict[str, object]] = field(default_factory=dict)  # cap -> value, where
     undo: list[tuple[Path, tuple[str, ...], Path]] = field(default_factory=list)  # leaf moves
+    counting: bool = False  # a pids cgroup only to count the run's tasks (no limit asked)
 
     def join(self, pid: int) -> None:
         """Move `pid` into every directory (the supervisor also joins them itself, before it
@@ -89,12 +90,17 @@ def advisory_of(caps: Collection[str], decision: Decision) -> dict[str, str]:
 
 def make_run_cgroup(name: str, pids: int | None, memory: int | None, cpus: float | None,
                     root: Path = Path("/"), writable: Writable = can_write,
-                    ours: Collection[int] | None = None) -> RunCgroup:
+                    ours: Collection[int] | None = None, count: bool = False) -> RunCgroup:
+    """The run's cgroup for the limits asked for. `count`: a pids cgroup even where no pids
+    limit is asked for, so that the kernel counts the run's tasks (its pids.peak is the peak
+    a report shows); placed by the same rule, never loosening a limit; nothing when it
+    cannot be placed (no limit was asked for, so nothing is advisory)."""
     wanted = wanted_caps(pids, memory, cpus)
+    counting = count and "pids" not in wanted
     rc = RunCgroup()
-    if not wanted:
+    if not wanted and not counting:
         return rc
-    decision = decide(wanted, root, writable, ours)
+    decision = decide([*wanted, "pids"] if counting else wanted, root, writable, ours)
     rc.advisory.update(advisory_of(wanted, decision))
     made: dict[str, tuple[Placement, Path]] = {}
     for p in decision.placements:
@@ -132,6 +138,9 @@ def make_run_cgroup(name: str, pids: int | None, memory: int | None, cpus: float
                 + ", ".join(f"{k.file} {_shown(k.file, k.value)} of {k.source}" for k in p.carry)
                 + f", which it leaves: its accounting is no longer shared with the processes "
                   f"left in {p.caller}")
+    if counting and "pids" in made:  # no limit of ours: pids.max stays as made (or carried)
+        rc.dirs["pids"] = made["pids"][1]
+        rc.counting = True
     for cap, value in wanted.items():
         ctrl = _CONTROLLER_OF[cap]
         if ctrl not in made:

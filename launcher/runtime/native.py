@@ -90,9 +90,10 @@ class NativeEngine(Engine):
     def run(self, spec: RunSpec, on_output: OutputSink,
             on_start: StartHook | None = None) -> RunResult:
         plan = self._plan(spec)
+        # a pids cgroup even with no limit asked: the kernel counts the run's peak
         rc = make_run_cgroup(f"launcher-{os.getpid()}-{spec.name or uuid.uuid4().hex[:12]}",
                              spec.limits.pids, spec.limits.memory, spec.limits.cpus,
-                             self.cgroup_root)
+                             self.cgroup_root, count=spec.supervised)
         enforcement = Enforcement(rc.enforced, rc.advisory, rc.notes,
                                   {"placed": rc.placed, "binding": rc.binding})
         if self.require_limits and rc.advisory:

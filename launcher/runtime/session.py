@@ -101,7 +101,9 @@ def own_pids_peak(engine: Engine, result: RunResult, ended: dict[str, Any] | Non
     shared with other processes)."""
     peak = (ended or {}).get("pids_peak")
     enforcement = result.enforcement
-    own = "pids" in enforcement.enforced or (  # a container without a pids cgroup: no
+    counted = any("pids" in p.get("controllers", ()) for p in  # a counting cgroup
+                  enforcement.cgroup.get("placed", []))
+    own = "pids" in enforcement.enforced or counted or (  # a container without one: no
         not engine.runs_host_processes and "pids" not in enforcement.advisory)
     return peak if own and isinstance(peak, int) else None
 
