@@ -53,7 +53,11 @@ def _events_max(rel: str) -> int:
 
 
 def _dirs() -> set[str]:
-    return {str(p.relative_to(CG)) for p in CG.rglob("*") if p.is_dir()}
+    """Every cgroup below the root (a walk that tolerates one being removed meanwhile)."""
+    out = set()
+    for top, subdirs, _ in os.walk(CG):
+        out.update(str((Path(top) / d).relative_to(CG)) for d in subdirs)
+    return out
 
 
 def _wait(cond: Any, timeout: float) -> bool:
@@ -192,9 +196,15 @@ class Extras:
         setup.make()
         caller = CG / layout.caller
         (caller / "launcher-leaf").mkdir()  # as a machine killed mid-run leaves it
-        old = time.time() - 60  # not one a launcher is making right now
-        os.utime(caller / "launcher-leaf", (old, old))
         (caller / "cgroup.subtree_control").write_text("+pids +memory")
+        # not one a launcher is making right now: older than doctor's 10 s (enabling
+        # controllers makes files in it, which renews its mtime; wait where utime fails)
+        old = time.time() - 60
+        with contextlib.suppress(OSError):
+            os.utime(caller / "launcher-leaf", (old, old))
+        age = time.time() - (caller / "launcher-leaf").stat().st_mtime
+        if age < 10.5:
+            time.sleep(10.5 - age)
         problems = [] if not self._joinable(layout) else ["the staged leftover did not "
                                                            "block joining"]
         # from elsewhere (the root here): no process can join that cgroup to ask
@@ -261,17 +271,21 @@ class Extras:
         return {"extra": "report-002", "problems": problems, "facts": facts}
 
     def run_all(self) -> list[dict[str, Any]]:
+        checks: list[tuple[str, Any]] = [
+            ("kill9-container", lambda: self.kill9("container")),
+            ("kill9-limited-scope", lambda: self.kill9("limited-scope")),
+            ("entrypoint-container-ns",
+             lambda: self.entrypoint("container-ns", "{pids: 40}", False)),
+            ("entrypoint-require",
+             lambda: self.entrypoint("nothing-delegated", "{pids: 40, require: true}", True)),
+            ("doctor-clean", self.doctor_clean), ("report-002", self.report_002)]
         out = []
-        for check in (lambda: self.kill9("container"), lambda: self.kill9("limited-scope"),
-                      lambda: self.entrypoint("container-ns", "{pids: 40}", False),
-                      lambda: self.entrypoint("nothing-delegated", "{pids: 40, require: true}",
-                                              True),
-                      self.doctor_clean, self.report_002):
+        for name, check in checks:
             t0 = time.monotonic()
             try:
                 rec = check()
             except Exception as exc:  # noqa: BLE001 - one check's error is its result
-                rec = {"extra": getattr(check, "__name__", "?"), "problems": [
+                rec = {"extra": name, "problems": [
                     f"the check failed: {type(exc).__name__}: {exc}"], "facts": {}}
             rec["seconds"] = round(time.monotonic() - t0, 1)
             out.append(rec)
