@@ -60,6 +60,18 @@ def decode_rlimits(text: str) -> dict[str, tuple[int, int]]:
     return out
 
 
+def encode_undo(moves: list[tuple[Any, tuple[str, ...], Any]]) -> str:
+    """Leaf moves to undo (CGROUP_UNDO): (caller's cgroup, controllers enabled, leaf)."""
+    return json.dumps([[str(a), list(cs), str(b)] for a, cs, b in moves])
+
+
+def decode_undo(text: str) -> list[tuple[str, list[str], str]]:
+    try:
+        return [(str(a), list(cs), str(b)) for a, cs, b in json.loads(text)] if text else []
+    except (ValueError, TypeError):
+        return []
+
+
 def encode_paths(paths: list[str]) -> str:
     return ":".join(paths)
 

@@ -43,16 +43,19 @@ with them their limits: the kernel charges a task only to its own cgroup's ances
 never moves a process out of the scope it was started in, and runc makes the cgroup its
 configuration names or fails; launcher does move the run out, so it first reads every limit
 of the cgroups it leaves (`LIMIT_FILES`: pids.max, memory.max, memory.high, memory.swap.max,
-cpu.max, cpuset.cpus) and carries the tightest of each onto the run's own cgroup (`carry`),
-whose controllers must then be enabled under A too. A place that cannot carry one of them is
-not taken (the asked limits are advisory there, and refused with --require-limits). What is
-carried is the limit, not the sharing: the processes left behind no longer count against it.
+cpu.max, and a cpuset as the caller's effective one) and carries the tightest of each onto the
+run's own cgroup (`carry`), whose controllers must then be enabled under A too. A place that
+cannot carry one of them, or that would leave a limit launcher does not carry (`UNCARRIED`:
+io.max, hugetlb, rdma, misc, zswap), is not taken (the asked limits are advisory there, and
+refused with --require-limits). What is carried is the limit, not the sharing: the processes
+left behind no longer count against it.
 Steps 1 and 2 leave nothing: the run stays under C.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -152,8 +155,7 @@ def place(controllers: Iterable[str], root: Path = Path("/"), *, pid: str = "sel
             placements.append(Placement("v1", d, tuple(cs), caller=d))
         else:
             advisory.update({c: f"cannot write {d} (cgroup v1 {c}); {FIX}" for c in cs})
-    unified = next((m for m in members if m.hierarchy == "0" and not m.controllers), None)
-    holding = holding_mount(root, [m for m in mounts if m.fstype == "cgroup2"], unified)
+    _, holding = _unified_mount(root, mounts, members)
     outside = holding if holding is not None and holding.root.startswith("/..") else None
     if v2 and outside is not None:  # a cgroup namespace seeing a cgroupfs mounted above it
         advisory.update({c: f"cgroup v2 {c}: this process's cgroup namespace sees "
@@ -210,8 +212,6 @@ def _abandoned(leaf: Path, settle_s: float = 10.0) -> bool:
     """An empty leaf is left over only when nothing else sits beside it (an entrypoint's own
     supervisor leaves its leaf empty for a workload cgroup beside it while it runs) and it is
     not one a launcher is just making (made in the last `settle_s`)."""
-    import time
-
     try:
         beside = [e for e in os.scandir(leaf.parent) if e.is_dir() and e.name != LEAF]
         young = time.time() - leaf.stat().st_mtime < settle_s
@@ -371,11 +371,17 @@ def _placement(dirs: tuple[Path, ...], index: int, leaf: Path | None, move: tupl
 def _unified(root: Path, mounts: list[Mount],
              members: list[Membership]) -> tuple[Path, ...] | None:
     """The caller's v2 cgroup and its ancestors (leaf first), when there is a v2 mount."""
-    member = next((m for m in members if m.hierarchy == "0" and not m.controllers), None)
-    mount = holding_mount(root, [m for m in mounts if m.fstype == "cgroup2"], member)
+    member, mount = _unified_mount(root, mounts, members)
     if member is None or mount is None:
         return None
     return cgroup_dirs(root, mount, member)
+
+
+def _unified_mount(root: Path, mounts: list[Mount], members: list[Membership]
+                   ) -> tuple[Membership | None, Mount | None]:
+    """The caller's v2 membership and the cgroup2 mount that holds it."""
+    member = next((m for m in members if m.hierarchy == "0" and not m.controllers), None)
+    return member, holding_mount(root, [m for m in mounts if m.fstype == "cgroup2"], member)
 
 
 def _is_root(d: Path) -> bool:

@@ -5,7 +5,6 @@ pids, memory and CPU limits go into a cgroup of the run's own when the host allo
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import resource
 import signal
@@ -103,8 +102,7 @@ class NativeEngine(Engine):
             enforcement.enforced["cpuset"] = f"{spec.limits.cpuset} (affinity)"
         # the supervisor removes the run's cgroups itself if launcher dies (kill -9)
         plan["env"][c.RUN_CGROUPS] = c.encode_paths(sorted({str(d) for d in rc.dirs.values()}))
-        plan["env"][c.CGROUP_UNDO] = json.dumps([[str(a), list(cs), str(b)]
-                                                 for a, cs, b in rc.undo])
+        plan["env"][c.CGROUP_UNDO] = c.encode_undo(rc.undo)
         # the supervisor takes the rlimits and CPUs itself before it starts the workload (no
         # pre-exec hook: not safe in a process with threads), within this process's own hard
         # limits (the caps were clamped to the host's facts, which --host-root may not match)

@@ -56,8 +56,7 @@ def prepare_env() -> tuple[dict[str, str], list[str]] | tuple[int, str]:
         entry.release()
         return 1, (f"refused (limits.require): {entry.shortfall()} cannot be enforced here; "
                    f"not started")
-    if entry.advisory:
-        _advisory_budget(r.caps, entry.advisory)
+    entry.mark_budget(r.caps)
     if r.caps.verdict.level == "refuse" and r.profile.get("limits.fit"):
         fit = fit_to_budget(r)
         if fit is not None:
@@ -78,18 +77,8 @@ def prepare_env() -> tuple[dict[str, str], list[str]] | tuple[int, str]:
     dirs = sorted({str(d) for d in entry.cgroup.dirs.values()}) if entry.cgroup else []
     env = child_env(r.caps, dict(os.environ))
     if entry.cgroup is not None and entry.cgroup.undo:
-        import json
-
-        os.environ[c.CGROUP_UNDO] = json.dumps([[str(a), list(cs), str(b)]
-                                                for a, cs, b in entry.cgroup.undo])
+        os.environ[c.CGROUP_UNDO] = c.encode_undo(entry.cgroup.undo)
     return env, dirs
-
-
-def _advisory_budget(caps: object, advisory: dict[str, str]) -> None:
-    """A budget never names a limit that is not enforced: say so where it does."""
-    budget = getattr(caps, "budget", {})
-    if "pids" in advisory and str(budget.get("binding", "")).startswith("pids limit"):
-        budget["binding"] += ", advisory: not enforced here"
 
 
 def resolved_env() -> dict[str, str]:

@@ -45,6 +45,12 @@ class Entry:
         if self.cgroup is not None:
             self.cgroup.cleanup()
 
+    def mark_budget(self, caps: Caps) -> None:
+        """A budget never names a limit that is not enforced: say so where it does."""
+        if "pids" in self.advisory and str(caps.budget.get("binding", "")).startswith(
+                "pids limit"):
+            caps.budget["binding"] += ", advisory: not enforced here"
+
     def shortfall(self) -> str:
         return ", ".join(f"the {cap} limit ({why})" for cap, why in self.advisory.items())
 

@@ -240,13 +240,10 @@ def undo_leaf(caller: Path | str, controllers: tuple[str, ...] | list[str],
 
 def undo_leaves(encoded: str) -> None:
     """The leaf moves a launcher that is gone would have undone (contract.CGROUP_UNDO)."""
-    if not encoded:
-        return
-    import json
+    from launcher import contract as c
 
-    with contextlib.suppress(ValueError, TypeError):
-        for caller, controllers, leaf in json.loads(encoded):
-            undo_leaf(caller, controllers, leaf)
+    for caller, controllers, leaf in c.decode_undo(encoded):
+        undo_leaf(caller, controllers, leaf)
 
 
 def _write_retrying(path: str, text: str, timeout: float = 3.0) -> None:
