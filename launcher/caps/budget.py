@@ -25,7 +25,11 @@ def pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
     nproc = ulimits.get("nproc")
     soft = nproc.soft if nproc else (facts.rlimits["nproc"].soft if "nproc" in facts.rlimits
                                      else None)
-    if soft is not None and soft > 0:
+    notes = []
+    if soft is not None and soft > 0 and facts.nproc_exempt:
+        notes.append(f"RLIMIT_NPROC {soft} does not bind: the kernel exempts root (of the "
+                     f"initial user namespace, or CAP_SYS_RESOURCE/CAP_SYS_ADMIN there)")
+    elif soft is not None and soft > 0:
         cands.append((soft - facts.uid_tasks,
                       f"RLIMIT_NPROC {soft} ({facts.uid_tasks} tasks of UID {facts.uid} running)"))
     if facts.threads_max:
@@ -33,9 +37,9 @@ def pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
     if facts.pid_max:
         cands.append((facts.pid_max, f"kernel.pid_max {facts.pid_max}"))
     if not cands:
-        return {"available": None, "binding": "no limit found"}
+        return {"available": None, "binding": "no limit found", "notes": notes}
     avail, why = min(cands)
-    return {"available": avail, "binding": why}
+    return {"available": avail, "binding": why, "notes": notes}
 
 
 def memory_budget(profile: Profile, limits: dict[str, Limit], facts: HostFacts) -> int | None:

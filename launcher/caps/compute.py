@@ -4,12 +4,14 @@ own modules. Pure: the host was read into HostFacts, the installed framework is 
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from launcher.caps.budget import pids_budget
 from launcher.caps.calibrated import calibrated
 from launcher.caps.model import UNLIMITED_RLIMIT, Caps, Limit, Setting, Ulimit
 from launcher.caps.sizing import cpuset_count, pool_cpus
+from launcher.caps.stacks import stacks_of
 from launcher.caps.verdict import verdict
 from launcher.errors import ProfileError
 from launcher.frameworks.base import NOT_HERE, Installed, Settings
@@ -126,7 +128,13 @@ def compute_caps(
     est = calibrated(fw, settings, fw_cpus, seen, facts, installed)
     total = procs * est.per_process + 1 + extra_threads  # + the supervisor, + the workload's
     budget = pids_budget(limits, ulimits, facts)
-    said = verdict(profile, facts, fw, procs, est, total, budget, limits, gpu, inherited)
+    stack_soft = (ulimits["stack"].soft if "stack" in ulimits else
+                  facts.rlimits["stack"].soft if "stack" in facts.rlimits else None)
+    stacks = stacks_of(est.per_process, est.breakdown, stack_soft,
+                       {k: s.value for k, s in env.items() if s.value is not None} |
+                       {k: v for k, v in inherited.items() if k == "MALLOC_ARENA_MAX"}, fw_cpus)
+    said = verdict(profile, facts, fw, procs, est, total, budget, limits, gpu, inherited,
+                   stacks)
     return Caps(
         profile=profile.name,
         framework=fw,
@@ -139,7 +147,8 @@ def compute_caps(
         gpu=gpu,
         estimate={"per_process": est.per_process, "breakdown": est.breakdown,
                   "processes": procs, "extra": extra_threads, "total": total,
-                  "source": est.source},
+                  "source": est.source, "stacks": asdict(stacks) | {"reserved": stacks.reserved,
+                                                            "address_space": stacks.address_space}},
         budget=budget,
         verdict=said,
     )

@@ -1,72 +1,123 @@
-"""Fit a run into its pids budget instead of refusing it, as report 002's own fix did (it
-capped the pools): the largest pool size whose estimated peak fits with headroom. JAX's pools
-follow the CPUs it may use, so it gets fewer CPUs (a cpuset); the others get fewer threads."""
+"""Fit a run into its budgets instead of refusing it, as report 002's own fix did (it capped the
+pools) and report 000's (it shrank OpenMP's stacks): the largest setting whose estimated peak
+fits with headroom.
+
+Thread stacks past an address-space limit (RLIMIT_AS, RLIMIT_DATA) shrink first, down to 1 MiB:
+a smaller stack costs nothing until a thread recurses that deep, fewer threads cost throughput.
+Then the pools: fewer threads per pool (JAX's through PJRT_NPROC, which `threads.intra_op`
+sets), and for JAX, whose codegen pools follow the affinity whatever PJRT_NPROC says, fewer
+CPUs (a cpuset) last.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from launcher.caps.resolve import Resolved
+from launcher.caps.stacks import FIT_SIZES, Stacks, fits
+from launcher.caps.verdict import address_limits
 from launcher.cpulist import cpu_ids, format_cpu_list
+from launcher.units import format_size
 
 HEADROOM = 0.8  # the estimate at most this share of the budget: the verdict's own "ok"
-AFFINITY_BOUND = ("jax",)  # frameworks no thread variable caps (jax#1539)
+AFFINITY_BOUND = ("jax",)  # frameworks with pools no thread variable caps (XLA's codegen)
 
 
 @dataclass(frozen=True)
 class Fit:
-    key: str  # the profile key set
-    value: int | str
+    values: dict[str, Any]  # the profile keys set
     was: int  # the estimated peak before, in all
     now: int  # and after
     cost: str  # one sentence
 
     def describe(self) -> str:
-        return (f"{self.key} {self.value} (threads at the peak ~{self.was} -> ~{self.now}): "
-                f"{self.cost}")
+        keys = ", ".join(f"{k} {_shown(k, v)}" for k, v in self.values.items())
+        peak = (f" (threads at the peak ~{self.was} -> ~{self.now})" if self.was != self.now
+                else "")
+        return f"{keys}{peak}: {self.cost}"
 
 
 def fit_to_budget(r: Resolved, headroom: float = HEADROOM) -> Fit | None:
-    """None when the estimate already fits, or when no pool size fits (the refusal stands)."""
-    avail, total = r.caps.budget["available"], r.caps.estimate["total"]
-    if avail is None or total <= headroom * avail:
+    """None when the run already fits, or when nothing tried fits (the refusal stands)."""
+    if _fits(r, headroom):
         return None
-    for key, value, cost in _candidates(r):
-        trial = r.with_values({key: value}, "--fit").caps.estimate["total"]
-        if trial <= headroom * avail:
-            return Fit(key, value, total, trial, cost)
+    total = r.caps.estimate["total"]
+    for values, cost in _candidates(r, headroom):
+        trial = r.with_values(values, "--fit")
+        if _fits(trial, headroom):
+            return Fit(values, total, trial.caps.estimate["total"], cost)
     return None
 
 
 def why_nothing_fits(r: Resolved, headroom: float = HEADROOM) -> str:
-    """One sentence for a refusal that no pool size avoids: the smallest fit's need."""
-    avail = r.caps.budget["available"]
-    candidates = _candidates(r)
+    """One sentence for a refusal that nothing tried avoids: what the smallest would need."""
+    candidates = _candidates(r, headroom)
     if not candidates:
         return (f"--fit: nothing smaller to try ({r.framework}'s pools are at their smallest "
-                f"here); ~{r.caps.estimate['total']} threads need a budget of at least "
-                f"{-(-r.caps.estimate['total'] * 10 // int(headroom * 10))}, and it is {avail}.")
-    key, value, _ = candidates[-1]
-    need = r.with_values({key: value}, "--fit").caps.estimate["total"]
-    return (f"--fit: nothing fits: even {key} {value} needs ~{need} threads, above "
-            f"{int(headroom * 100)}% of the budget {avail}.")
+                f"here); {_need(r, headroom)}.")
+    values, _ = candidates[-1]
+    smallest = r.with_values(values, "--fit")
+    keys = ", ".join(f"{k} {_shown(k, v)}" for k, v in values.items())
+    return f"--fit: nothing fits: even {keys} {_need(smallest, headroom)}."
 
 
 def apply(r: Resolved, fit: Fit, origin: str = "--fit") -> Resolved:
-    return r.with_values({fit.key: fit.value}, origin)
+    return r.with_values(fit.values, origin)
 
 
-def _candidates(r: Resolved) -> list[tuple[str, int | str, str]]:
-    """Pool sizes from the largest below today's down to one, as (key, value, cost)."""
-    label = r.framework
+def _fits(r: Resolved, headroom: float) -> bool:
+    avail, total = r.caps.budget["available"], r.caps.estimate["total"]
+    return ((avail is None or total <= headroom * avail)
+            and fits(_stacks(r), address_limits(r.facts)))
+
+
+def _stacks(r: Resolved) -> Stacks:
+    s = r.caps.estimate["stacks"]
+    return Stacks(s["threads"], s["stack"], s["omp_threads"], s["omp"], s["arenas"])
+
+
+def _need(r: Resolved, headroom: float) -> str:
+    """What the run would need: a pids budget, or address space for its stacks."""
+    avail, total = r.caps.budget["available"], r.caps.estimate["total"]
+    if avail is not None and total > headroom * avail:
+        return (f"needs ~{total} threads, above {int(headroom * 100)}% of the budget {avail} "
+                f"(a budget of at least {-(-total * 10 // int(headroom * 10))})")
+    s = _stacks(r)
+    return (f"reserves {format_size(s.reserved)} of thread stacks, above half of "
+            + " and ".join(f"{k.upper()} {format_size(v)}"
+                           for k, v in address_limits(r.facts).items() if v))
+
+
+def _candidates(r: Resolved, headroom: float) -> list[tuple[dict[str, Any], str]]:
+    """Settings to try, the cheapest first: smaller stacks where stacks do not fit, then
+    smaller pools, then (JAX) fewer CPUs."""
+    out: list[tuple[dict[str, Any], str]] = []
+    stacks, limits = _stacks(r), address_limits(r.facts)
+    base: dict[str, Any] = {}  # the largest stack that fits, else the smallest tried
+    if not fits(stacks, limits):
+        for size in (s for s in FIT_SIZES if s < stacks.stack):
+            omp = min(stacks.omp, size) if stacks.omp is not None else None
+            base = {"limits.stack": size} | ({"threads.omp_stack": omp} if omp else {})
+            if fits(replace(stacks, stack=size, omp=omp), limits):
+                break
+        if base:
+            out.append((base, f"thread stacks shrink from {format_size(stacks.stack)} to "
+                              f"{format_size(base['limits.stack'])} (a thread recursing "
+                              f"deeper crashes)"))
+    now = r.caps.threads["intra_op"]
+    pools = "its CPU pools" + (" (PJRT_NPROC)" if r.framework == "jax" else "")
+    out += [(base | {"threads.intra_op": n}, f"{pools} shrink from {now} to {n} threads (CPU-bound "
+                                      f"work scales with them)")
+            for n in range(now - 1, 0, -1)]
     if r.framework in AFFINITY_BOUND:
         allowed = sorted(cpu_ids(r.profile.get("limits.cpuset") or r.facts.affinity_list or
                                  f"0-{r.facts.affinity_cpus - 1}"))
-        return [(
-            "limits.cpuset", format_cpu_list(allowed[:n]),
-            f"{label}'s compute runs on {n} of the {len(allowed)} CPUs it could use",
-        ) for n in range(len(allowed) - 1, 0, -1)]
-    now = r.caps.threads["intra_op"]
-    return [("threads.intra_op", n, f"its CPU pools shrink from {now} to {n} threads (CPU-bound "
-                                    f"work scales with them)")
-            for n in range(now - 1, 0, -1)]
+        out += [(base | {"threads.intra_op": 1, "limits.cpuset": format_cpu_list(allowed[:n])},
+                 f"{r.framework}'s compute runs on {n} of the {len(allowed)} CPUs it could use")
+                for n in range(len(allowed) - 1, 0, -1)]
+    return out
+
+
+def _shown(key: str, value: Any) -> str:
+    return format_size(value) if key in ("limits.stack", "threads.omp_stack") else str(value)

@@ -6,6 +6,7 @@ from typing import Any
 
 from launcher.caps.budget import memory_budget
 from launcher.caps.model import Limit, Verdict
+from launcher.caps.stacks import Stacks, stack_reasons
 from launcher.caps.threads import ThreadEstimate
 from launcher.probe.host import HostFacts
 from launcher.profiles.loader import Profile
@@ -16,7 +17,7 @@ from launcher.vendors import get as get_vendor
 
 def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: ThreadEstimate,
              total: int, budget: dict[str, Any], limits: dict[str, Limit],
-             gpu: dict[str, Any], inherited: dict[str, str]) -> Verdict:
+             gpu: dict[str, Any], inherited: dict[str, str], stacks: Stacks) -> Verdict:
     v = Verdict("ok")
 
     def say(level: str, reason: str) -> None:
@@ -62,14 +63,8 @@ def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Thread
     if fw == "tf" and gpu["count"] > 0 and (facts.max_map_count or 0) <= 65530:
         say("warn", f"vm.max_map_count is {facts.max_map_count} and cannot be raised from a "
                     f"container; TF/CUDA leak ~730 maps per fold, so run one process per fold.")
-    address_space = facts.rlimits.get("as")
-    if address_space and address_space.soft:
-        st = facts.rlimits.get("stack")
-        per = st.soft if st and st.soft else 8 * 1024 * 1024
-        if total * per > address_space.soft:
-            say("warn", f"{total} threads x {format_size(per)} stacks exceed RLIMIT_AS "
-                        f"{format_size(address_space.soft)}: thread creation would fail with "
-                        f"ENOMEM.")
+    for level, reason in stack_reasons(stacks, address_limits(facts)):
+        say(level, reason)
     for reason in above_outer(limits, facts):
         say("warn", reason)
     for name, value in sorted(inherited.items()):
@@ -98,3 +93,9 @@ def above_outer(limits: dict[str, Limit], facts: HostFacts) -> list[str]:
                    f"{f' of {where}' if where else ''}, which binds: the run gets at most "
                    f"{shown(outer)}.")
     return out
+
+
+def address_limits(facts: HostFacts) -> dict[str, int | None]:
+    """The soft RLIMIT_AS and RLIMIT_DATA the workload starts under (None: unlimited)."""
+    return {name: facts.rlimits[name].soft if name in facts.rlimits else None
+            for name in ("as", "data")}

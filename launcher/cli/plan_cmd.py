@@ -59,6 +59,8 @@ def print_verdict(data: dict[str, Any]) -> None:
           f"({budget['binding']})")
     if est.get("source"):
         print(f"  estimate: {est['source']}")
+    for note in budget.get("notes", ()):
+        print(f"  note: {note}")
     v = data["verdict"]
     print(f"verdict: {v['level'].upper()}")
     for r in v["reasons"]:

@@ -16,6 +16,7 @@ from launcher.probe.limits import (
     Rlimit,
     read_affinity_list,
     read_meminfo,
+    read_nproc_exempt,
     read_rlimits,
     read_sysctl,
     read_uid_tasks,
@@ -45,6 +46,7 @@ class HostFacts:
     env: dict[str, str] = field(default_factory=dict)  # managed variables already set
     calibration: list[dict[str, Any]] = field(default_factory=list)  # `launcher calibrate`
     affinity_list: str | None = None  # the CPUs themselves, e.g. 0-3
+    nproc_exempt: bool = False  # RLIMIT_NPROC does not bind (root of the initial namespace)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,4 +104,5 @@ def probe_host(root: Path | str = "/", environ: dict[str, str] | None = None) ->
         env=managed_in(dict(os.environ if environ is None else environ)),
         calibration=read_calibration(root),
         affinity_list=affinity_list,
+        nproc_exempt=read_nproc_exempt(root),
     )

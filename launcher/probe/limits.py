@@ -14,6 +14,7 @@ _LIMIT_ROWS = {
     "Max open files": "nofile",
     "Max stack size": "stack",
     "Max address space": "as",
+    "Max data size": "data",
     "Max locked memory": "memlock",
 }
 
@@ -103,6 +104,22 @@ def read_uid_tasks(root: Path) -> tuple[int | None, int]:
         except (OSError, KeyError, ValueError, IndexError):
             continue  # the process exited while we looked
     return uid, tasks
+
+
+def read_nproc_exempt(root: Path) -> bool:
+    """Whether RLIMIT_NPROC does not bind this process: the kernel exempts root of the initial
+    user namespace, and a task with CAP_SYS_ADMIN or CAP_SYS_RESOURCE there (copy_process in
+    kernel/fork.c). A container's root without a user namespace is that root; a rootless one
+    is not."""
+    try:
+        uid_map = (root / "proc/self/uid_map").read_text().split()
+        status = _status(root / "proc/self/status")
+        uid = int(status["Uid"].split()[0])
+        cap_eff = int(status.get("CapEff", "0"), 16)
+    except (OSError, KeyError, ValueError, IndexError):
+        return False
+    initial = uid_map[:3] == ["0", "0", "4294967295"]
+    return initial and (uid == 0 or bool(cap_eff & (1 << 21 | 1 << 24)))
 
 
 def read_meminfo(root: Path) -> dict[str, int]:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from launcher import contract as c
 from launcher.supervise.diagnose import Counters, explain, read_counters
+from launcher.supervise.evidence import Start, Watch
 
 CAPS = Path(os.environ.get(c.CAPS, c.CAPS_FILE))
 BASE_ENV = Path(c.BASE_ENV_FILE)
@@ -124,6 +125,7 @@ def run(cmd: list[str]) -> int:
         return not_started(exit_file, 1, f"error: {failed}")
     lifeline.become_subreaper()  # the workload's descendants stay below us
     before = read_counters()
+    start = Start(env)  # the limits the workload starts under
     try:  # posix_spawnp: no subprocess import (~10 ms of every container start)
         actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)] if watch else []
         # the signals Python ignores go back to their defaults, as subprocess's
@@ -131,9 +133,20 @@ def run(cmd: list[str]) -> int:
         # RLIMIT_FSIZE of SIGXFSZ; and so do the stop signals launcher forwards, which a
         # background job of a script (`launcher run ... &`) inherits ignored: Ctrl-C and kill
         # must still stop the workload
-        pid = os.posix_spawnp(cmd[0], cmd, env, file_actions=actions,
-                              setsigdef=(signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT,
-                                         signal.SIGQUIT, signal.SIGTERM))
+        defaults = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGQUIT,
+                    signal.SIGTERM)
+        try:
+            pid = os.posix_spawnp(cmd[0], cmd, env, file_actions=actions, setsigdef=defaults)
+        except PermissionError:
+            from launcher.supervise.causes import clone3_refused
+
+            if not clone3_refused():
+                raise
+            # posix_spawn is clone3 in glibc >= 2.34, which an old seccomp profile refuses;
+            # fork() is clone: the workload starts, and its threads' failure is named
+            say("warning: a seccomp filter refuses clone3 here; the workload's threads will "
+                "fail to start (glibc creates them with clone3)")
+            pid = fork_exec(cmd, env, watch, defaults)
     except OSError as exc:
         release()
         return not_started(exit_file, 127 if isinstance(exc, FileNotFoundError) else 126,
@@ -145,7 +158,9 @@ def run(cmd: list[str]) -> int:
 
     for sig in FORWARD:
         signal.signal(sig, forward)
-    status = lifeline.wait_for(pid, watch)  # with `watch`: stdin's end means launcher is gone
+    sampled = Watch(pid)  # its threads and address space, for the diagnosis
+    # with `watch`: stdin's end means launcher is gone
+    status = lifeline.wait_for(pid, watch, sampled.sample)
     if status is None:  # launcher died first: the tree is stopped; leave nothing behind
         lifeline.leave_cgroups(run_cgroups or entry_cgroups)
         lifeline.undo_leaves(os.environ.get(c.CGROUP_UNDO, ""))
@@ -154,7 +169,7 @@ def run(cmd: list[str]) -> int:
     lifeline.stop_tree(grace=1.0, reap=True)  # nothing the workload started outlives it
     after = read_counters()
     release()  # its own cgroups: out of them, and the container's cgroup as it was
-    sentence = explain(rc, before, after)
+    sentence = explain(rc, before, after, start, sampled)
     if rc != 0 or not quiet:
         say(sentence)
     code = 128 - rc if rc < 0 else rc
@@ -164,6 +179,23 @@ def run(cmd: list[str]) -> int:
     if exit_file:
         c.write_exit(exit_file, exit_record(code, sentence, before, after))
     return code
+
+
+def fork_exec(cmd: list[str], env: dict[str, str], devnull_stdin: bool,
+              defaults: tuple[signal.Signals, ...]) -> int:
+    """posix_spawnp's work by fork() and exec: the child's exec failure is its exit 127."""
+    pid = os.fork()
+    if pid:
+        return pid
+    try:  # pragma: no mutate - the child of a fork
+        for sig in defaults:
+            signal.signal(sig, signal.SIG_DFL)
+        if devnull_stdin:
+            fd = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(fd, 0)
+        os.execvpe(cmd[0], cmd, env)
+    finally:
+        os._exit(127)
 
 
 def not_started(exit_file: str | None, code: int, sentence: str) -> int:

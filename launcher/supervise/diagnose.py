@@ -13,6 +13,7 @@ from launcher.probe.cgroup import (
     read_int_or_none,
     read_oom_kills,
 )
+from launcher.supervise.evidence import Start, Watch
 from launcher.units import format_size
 
 
@@ -29,7 +30,7 @@ class Counters:
         self.oom_kills: int | None = None
         self.memory_limit: int | None = None
         self.memory_peak: int | None = None
-
+        self.host_oom_kills: int | None = None  # the kernel's, every cgroup's: /proc/vmstat
 
 
 def _events(path: Path, key: str) -> int | None:
@@ -44,11 +45,12 @@ def _events(path: Path, key: str) -> int | None:
 
 
 def read_counters(root: Path = Path("/")) -> Counters:
+    c = Counters()
+    c.host_oom_kills = _events(root / "proc/vmstat", "oom_kill")
     try:
         chains = find_chains(root)
     except Exception:  # noqa: BLE001 - a diagnosis must never crash the supervisor
-        return Counters()
-    c = Counters()
+        return c
     if "pids" in chains:
         ch = chains["pids"]
         # the limit that binds is the tightest along the chain, and its counters are that
@@ -85,23 +87,36 @@ def read_counters(root: Path = Path("/")) -> Counters:
     return c
 
 
-def explain(returncode: int, before: Counters, after: Counters) -> str:
-    """One sentence: the pids limit, the memory limit, a signal, or the workload's own status."""
+def explain(returncode: int, before: Counters, after: Counters, start: Start | None = None,
+            watch: Watch | None = None) -> str:
+    """One sentence: the pids limit, the memory limit, a signal, another limit on threads
+    (with the limits the workload started under and the samples of it), or its own status."""
     ooms = (after.oom_kills or 0) - (before.oom_kills or 0)
     if ooms > 0:
         limit = f" of {format_size(after.memory_limit)}" if after.memory_limit else ""
         peak = f" (peak {format_size(after.memory_peak)})" if after.memory_peak else ""
+        threads = (f"; it ran {watch.threads} threads, each charging its kernel stack and the "
+                   f"stack it touched" if watch is not None and watch.threads >= 100 else "")
         return (f"the memory limit{limit} killed the workload: the cgroup's OOM-kill counter "
-                f"rose by {ooms}{peak}.")
+                f"rose by {ooms}{peak}{threads}.")
     refused = max([n - before.pids_events.get(d, 0) for d, n in after.pids_events.items()]
                   or [(after.pids_events_max or 0) - (before.pids_events_max or 0)])
     where = f" (the pids.max of {after.pids_where})" if after.pids_where else ""
+    peak = (f"pids.current hit {after.pids_peak}/{after.pids_max}"
+            if after.pids_peak is not None else f"pids.current reached {after.pids_max}")
     if refused > 0 and returncode != 0:
-        peak = (f"pids.current hit {after.pids_peak}/{after.pids_max}"
-                if after.pids_peak is not None else f"pids.current reached {after.pids_max}")
         return (f"the pids limit was reached: {peak} and the kernel refused {refused} thread or "
                 f"process creation(s) (EAGAIN){where}; lower the thread caps or raise "
                 f"limits.pids.")
+    host_ooms = (after.host_oom_kills or 0) - (before.host_oom_kills or 0)
+    if returncode == -signal.SIGKILL:
+        if host_ooms > 0:
+            return (f"the kernel's OOM killer killed the workload: the host ran out of memory "
+                    f"(/proc/vmstat oom_kill rose by {host_ooms}; no cgroup's limit was hit); "
+                    f"set limits.memory below the host's free memory, or run fewer processes.")
+        return ("the workload was killed by SIGKILL, and no OOM kill was counted (its cgroup's "
+                "or the kernel's): something outside it sent the signal (a kill -9, a "
+                "scheduler or orchestrator stopping it, a container runtime's stop timeout).")
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
@@ -111,8 +126,12 @@ def explain(returncode: int, before: Counters, after: Counters) -> str:
     end = ("the workload exited with status 0" if returncode == 0 else
            f"the workload exited with its own status {returncode}")
     if refused > 0:  # it survived the refusals (a thread it did without): still worth saying
-        peak = (f"pids.current hit {after.pids_peak}/{after.pids_max}"
-                if after.pids_peak is not None else f"pids.current reached {after.pids_max}")
         return (f"{end}, but the pids limit was reached on the way: {peak} and the kernel "
                 f"refused {refused} thread or process creation(s) (EAGAIN){where}.")
+    if returncode != 0 and start is not None and watch is not None:
+        from launcher.supervise.causes import thread_limit
+
+        cause = thread_limit(start, watch, after.pids_peak)
+        if cause:
+            return f"{end}; {cause}"
     return f"{end}."

@@ -16,6 +16,7 @@ import os
 import select
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 PR_SET_CHILD_SUBREAPER = 36
@@ -92,10 +93,12 @@ def _reap(pid: int = 0) -> int | None:
     return found
 
 
-def wait_for(pid: int, watch_stdin: bool) -> int | None:
+def wait_for(pid: int, watch_stdin: bool,
+             tick: Callable[[], float] | None = None) -> int | None:
     """Wait for `pid`, reaping every other child meanwhile (PID 1's and a subreaper's duty);
     its wait status, or None when launcher went away first (stdin reached end of file), in
-    which case the whole tree has been stopped.
+    which case the whole tree has been stopped. `tick` samples the workload and says when
+    to again.
 
     One thread and select(): a watcher thread would be one more task against the workload's
     pids limit (a limit of 2 leaves none for it)."""
@@ -104,14 +107,17 @@ def wait_for(pid: int, watch_stdin: bool) -> int | None:
         os.set_blocking(fd, False)
     old_fd = signal.set_wakeup_fd(wake_w)
     old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select()
+    timeout = None
     try:
         while True:
             status = _reap(pid)
             if status is not None:
                 return status
+            if tick is not None:
+                timeout = tick()
             fds = [wake_r, 0] if watch_stdin else [wake_r]
             try:
-                ready, _, _ = select.select(fds, [], [])
+                ready, _, _ = select.select(fds, [], [], timeout)
             except InterruptedError:
                 continue
             if wake_r in ready:

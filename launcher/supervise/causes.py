@@ -1,0 +1,76 @@
+"""The causes of a failed thread creation besides a pids cgroup and the OOM killer, each named
+from its evidence with its fix (the README's table lists them): RLIMIT_NPROC, RLIMIT_AS,
+RLIMIT_DATA, kernel.threads-max, kernel.pid_max, a memory limit reached without an OOM kill,
+and a seccomp filter refusing clone3."""
+
+from __future__ import annotations
+
+from launcher.supervise.evidence import Start, Watch
+from launcher.units import format_size
+
+GUARD = 4096
+NEAR = 2  # tasks short of a count limit that still read as reaching it (others come and go)
+RESERVED_PIDS = 300  # PIDs below this are not reused after pid_max wraps (kernel/pid.c)
+
+
+def thread_limit(start: Start, watch: Watch, peak: int | None) -> str | None:
+    """One clause naming the limit a failed workload hit, with its fix; None when no evidence
+    points at one. `peak`: the run's tasks at their peak (the kernel's pids.peak where a run
+    cgroup counts them, else the samples')."""
+    tasks = max(peak or 0, watch.threads)
+    per = start.stack + GUARD
+    if start.nproc is not None and not start.exempt and tasks:
+        uid = start.outside + tasks
+        if uid >= start.nproc - NEAR:
+            return (f"RLIMIT_NPROC {start.nproc} was reached: UID {start.uid} ran ~{uid} tasks "
+                    f"({tasks} of them the workload's at its peak) and the kernel refuses a "
+                    f"thread past the soft limit (EAGAIN); raise limits.nproc (ulimit -u) or "
+                    f"lower the thread caps.")
+    for limit, used, word, fix in (
+            (start.address_space, watch.vm_size, "RLIMIT_AS", "ulimit -v"),
+            (start.data, watch.vm_data, "RLIMIT_DATA", "ulimit -d")):
+        if limit is None:
+            continue
+        if used + 2 * per >= limit or tasks * per >= limit // 2:
+            shown = (f"{'VmSize' if word == 'RLIMIT_AS' else 'VmData'} reached "
+                     f"{format_size(used)} of it" if used else "")
+            return (f"{word} {format_size(limit)} was reached{': ' + shown if shown else ''} "
+                    f"with {tasks} threads, each reserving a {format_size(start.stack)} stack "
+                    f"(glibc maps it whole; thread creation fails with EAGAIN); set "
+                    f"limits.stack and threads.omp_stack smaller (1MiB, 512k) or raise "
+                    f"{fix}.")
+    host = max(watch.host_tasks, start.tasks_before + tasks)
+    if start.threads_max is not None and host >= start.threads_max - NEAR:
+        return (f"kernel.threads-max {start.threads_max} was reached: the kernel ran ~{host} "
+                f"tasks in all and refuses more (EAGAIN); raise it on the host (sysctl "
+                f"kernel.threads-max) or lower the thread caps.")
+    # pid_max is per PID namespace (Linux >= 6.14); the task count is the kernel's, every
+    # namespace's: at least the namespace's own
+    if start.pid_max is not None and host >= start.pid_max - RESERVED_PIDS:
+        return (f"kernel.pid_max {start.pid_max} was reached: ~{host} tasks ran, each holding a "
+                f"PID, and the workload's PID namespace had none left to give (EAGAIN; the "
+                f"last it gave was {watch.last_pid}); raise it (sysctl kernel.pid_max, in that "
+                f"namespace) or lower the thread caps.")
+    if clone3_refused():
+        return ("a seccomp filter refuses clone3 (a probe of it got EPERM): glibc starts threads "
+                "with clone3 and falls back to clone only on ENOSYS, so thread creation fails "
+                "with 'Operation not permitted'; use Docker >= 20.10.10 (its profile answers "
+                "ENOSYS) or a seccomp profile that allows clone3.")
+    return None
+
+
+def clone3_refused() -> bool:
+    """Whether a seccomp filter refuses clone3 to this process (and so to the workload it
+    spawned: filters are inherited): clone3 with a size of 0 is EINVAL where it is allowed,
+    before anything is created; a filter answers EPERM. Never ENOSYS-filtered: glibc copes."""
+    import ctypes
+    import errno
+    import platform
+
+    nr = {"x86_64": 435, "aarch64": 435}.get(platform.machine())
+    if nr is None:
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.syscall(nr, None, 0) != -1:
+        return False
+    return ctypes.get_errno() == errno.EPERM

@@ -1,0 +1,253 @@
+"""Every cause of a failed thread creation, named (issue 21): each reproduced by a real process
+against a real limit, under the real supervisor (`python -m launcher.supervise`), as a
+non-root user where the kernel exempts root; and the sentences' boundaries on made-up
+evidence. threads-max is global to the machine: the cgroup v2 lab sets it in its own kernel
+(tests/lab/extras.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from launcher.supervise import causes
+from launcher.supervise.diagnose import Counters, explain
+from launcher.supervise.evidence import Start, Watch
+from tests.conftest import ROOT
+
+BOMB = ROOT / "tests/fixtures/thread_bomb.py"
+SECCOMP = ROOT / "tests/fixtures/seccomp_clone3.py"
+NOBODY = 65534
+root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (setpriv, namespaces)")
+
+
+def _python_for(uid: int) -> str:
+    """An interpreter `uid` may run (the venv's may sit in root's home)."""
+    real = Path(os.path.realpath(sys.executable))
+    if uid == 0 or all(p.stat().st_mode & 0o001 for p in (real, *real.parents)):
+        return sys.executable
+    return shutil.which("python3", path="/usr/bin:/bin") or sys.executable
+
+
+def supervise(tmp_path: Path, *workload: str, prefix: tuple[str, ...] = (), uid: int = 0,
+              timeout: float = 60) -> tuple[int, str, str]:
+    """(exit status, diagnosis, stdout) of the supervisor running `workload`."""
+    py = _python_for(uid)
+    if uid:  # pytest's folders are root's own: one the user may write
+        tmp_path = Path(tempfile.mkdtemp(prefix="launcher-causes-"))
+        tmp_path.chmod(0o777)
+    exit_file = tmp_path / "exit.json"
+    env = {**os.environ, "LAUNCHER_RESOLVED": "1", "LAUNCHER_EXIT_FILE": str(exit_file),
+           "PYTHONPATH": str(ROOT)}
+    user = (("setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups") if uid else ())
+    cmd = [*user, *prefix, py, "-m", "launcher.supervise", "--", py, *workload]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout,
+                          cwd=tmp_path)
+    record = json.loads(exit_file.read_text())
+    if uid:
+        shutil.rmtree(tmp_path)
+    return proc.returncode, record["diagnosis"], proc.stdout
+
+
+def _threads(stdout: str) -> int:
+    return int(stdout.split("bomb: ")[1].split()[0])
+
+
+@root_only
+def test_rlimit_nproc_of_a_non_root_user_is_named(tmp_path):
+    rc, said, out = supervise(tmp_path, str(BOMB), uid=NOBODY,
+                              prefix=("prlimit", "--nproc=60:60"))
+    assert rc == 1 and _threads(out) < 60, out
+    assert "RLIMIT_NPROC 60 was reached" in said and f"UID {NOBODY}" in said, said
+    assert "raise limits.nproc" in said
+
+
+@root_only
+def test_root_is_exempt_from_rlimit_nproc(tmp_path):
+    rc, said, out = supervise(tmp_path, str(BOMB), "100", prefix=("prlimit", "--nproc=60:60"))
+    assert rc == 0 and _threads(out) == 100, (out, said)
+    assert said == "the workload exited with status 0."
+
+
+def test_rlimit_as_is_named_and_a_smaller_stack_fits_more(tmp_path):
+    # one malloc arena: each of glibc's others reserves 64 MiB, which no stack size changes
+    limit = ("env", "MALLOC_ARENA_MAX=1", "prlimit", "--as=700000000")
+    rc, said, out = supervise(tmp_path, str(BOMB), prefix=limit)
+    assert rc == 1, out
+    assert "RLIMIT_AS 668MiB was reached: VmSize reached" in said, said
+    assert "8MiB stack" in said and "limits.stack" in said
+    # the fix it names works: 1 MiB stacks leave room for more threads
+    _, said_small, out_small = supervise(tmp_path, str(BOMB),
+                                         prefix=(*limit, "--stack=1048576"))
+    assert _threads(out_small) > 2 * _threads(out), (out, out_small)
+    assert "1MiB stack" in said_small
+
+
+def test_rlimit_data_is_named(tmp_path):
+    rc, said, out = supervise(tmp_path, str(BOMB), prefix=("prlimit", "--data=300000000"))
+    assert rc == 1, out
+    assert "RLIMIT_DATA 286MiB was reached: VmData reached" in said, said
+    assert "RLIMIT_AS" not in said
+
+
+def _pid_max_per_namespace() -> bool:
+    """Linux >= 6.14 gives each PID namespace its own kernel.pid_max."""
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        return False
+    probe = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c",
+                            "echo 500 > /proc/sys/kernel/pid_max && cat "
+                            "/proc/sys/kernel/pid_max"], capture_output=True, text=True)
+    return probe.stdout.strip() == "500" and Path("/proc/sys/kernel/pid_max").read_text() != "500\n"
+
+
+@pytest.mark.skipif(not _pid_max_per_namespace(),
+                    reason="needs root and a kernel with a pid_max per PID namespace (6.14+)")
+def test_pid_max_of_the_namespace_is_named(tmp_path):
+    host = Path("/proc/sys/kernel/pid_max").read_text()
+    py = sys.executable
+    script = (f"echo 400 > /proc/sys/kernel/pid_max && LAUNCHER_RESOLVED=1 "
+              f"LAUNCHER_EXIT_FILE={tmp_path}/exit.json PYTHONPATH={ROOT} {py} -m "
+              f"launcher.supervise -- {py} {BOMB}")
+    proc = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", "sh", "-c", script],
+                          capture_output=True, text=True, timeout=60)
+    said = json.loads((tmp_path / "exit.json").read_text())["diagnosis"]
+    assert proc.returncode == 1 and 300 < _threads(proc.stdout) < 400, proc.stdout
+    assert "kernel.pid_max 400 was reached" in said, said
+    assert Path("/proc/sys/kernel/pid_max").read_text() == host
+
+
+def test_seccomp_refusing_clone3_is_named(tmp_path):
+    assert not causes.clone3_refused()  # no filter here: the probe says so
+    rc, said, out = supervise(tmp_path, str(BOMB), prefix=(sys.executable, str(SECCOMP)))
+    assert rc == 1 and _threads(out) == 0, out
+    assert "a seccomp filter refuses clone3" in said, said
+
+
+def test_sigkill_from_outside_is_not_blamed_on_memory(tmp_path):
+    exit_file = tmp_path / "exit.json"
+    env = {**os.environ, "LAUNCHER_RESOLVED": "1", "LAUNCHER_EXIT_FILE": str(exit_file)}
+    sup = subprocess.Popen([sys.executable, "-m", "launcher.supervise", "--", "sleep", "60"],
+                           env=env, cwd=ROOT)
+    try:
+        children = Path(f"/proc/{sup.pid}/task/{sup.pid}/children")
+        deadline = time.monotonic() + 20
+        while not children.read_text().split() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(int(children.read_text().split()[0]), signal.SIGKILL)
+        assert sup.wait(timeout=20) == 137
+    finally:
+        sup.kill()
+    said = json.loads(exit_file.read_text())["diagnosis"]
+    assert said.startswith("the workload was killed by SIGKILL, and no OOM kill was counted"), said
+
+
+# -- the sentences' boundaries, on made-up evidence ----------------------------------------
+
+def _start(**kw: object) -> Start:
+    s = object.__new__(Start)
+    defaults = dict(nproc=None, address_space=None, data=None, stack=8 << 20, uid=1000,
+                    exempt=False, outside=0, threads_max=None, pid_max=None, tasks_before=0)
+    s.__dict__.update({**defaults, **kw})
+    return s
+
+
+def _watch(**kw: object) -> Watch:
+    w = Watch(1)
+    w.__dict__.update(kw)
+    return w
+
+
+@pytest.fixture(autouse=False)
+def no_seccomp(monkeypatch):
+    monkeypatch.setattr(causes, "clone3_refused", lambda: False)
+
+
+def test_nproc_is_named_at_its_soft_limit_only(no_seccomp):
+    at = causes.thread_limit(_start(nproc=60, outside=10), _watch(threads=48), None)
+    assert at is not None and at.startswith("RLIMIT_NPROC 60 was reached: UID 1000 ran ~58")
+    assert causes.thread_limit(_start(nproc=60, outside=10), _watch(threads=47), None) is None
+    # the kernel's peak counts where the samples missed it
+    assert causes.thread_limit(_start(nproc=60, outside=10), _watch(threads=3), 50)
+    assert causes.thread_limit(_start(nproc=60, exempt=True), _watch(threads=60), None) is None
+
+
+def test_address_space_is_named_within_two_stacks_of_the_limit(no_seccomp):
+    per = (8 << 20) + 4096
+    limit = 1000 << 20
+    near = _watch(threads=10, vm_size=limit - 2 * per)
+    said = causes.thread_limit(_start(address_space=limit), near, None)
+    assert said is not None and said.startswith("RLIMIT_AS 1000MiB was reached")
+    far = _watch(threads=10, vm_size=limit - 2 * per - 1)
+    assert causes.thread_limit(_start(address_space=limit), far, None) is None
+    # many threads of reserved stacks name it even with no sample of VmSize near
+    half = (limit // 2) // per + 1
+    assert causes.thread_limit(_start(address_space=limit), _watch(threads=half), None)
+    assert causes.thread_limit(_start(address_space=limit), _watch(threads=half - 1), None) is None
+    data = causes.thread_limit(_start(data=limit), _watch(threads=10, vm_data=limit), None)
+    assert data is not None and data.startswith("RLIMIT_DATA 1000MiB was reached: VmData")
+
+
+def test_threads_max_and_pid_max_boundaries(no_seccomp):
+    said = causes.thread_limit(_start(threads_max=500), _watch(threads=5, host_tasks=498), None)
+    assert said is not None and said.startswith("kernel.threads-max 500 was reached: the "
+                                                "kernel ran ~498")
+    assert causes.thread_limit(_start(threads_max=500), _watch(host_tasks=497), None) is None
+    # before the run and the run's own peak, where the samples missed the host's
+    assert causes.thread_limit(_start(threads_max=500, tasks_before=450), _watch(threads=48),
+                               None)
+    said = causes.thread_limit(_start(pid_max=1000), _watch(host_tasks=700, last_pid=999), None)
+    assert said is not None and said.startswith("kernel.pid_max 1000 was reached: ~700 tasks")
+    assert causes.thread_limit(_start(pid_max=1000), _watch(host_tasks=699), None) is None
+
+
+def test_explain_orders_the_causes():
+    before, after = Counters(), Counters()
+    start, watch = _start(nproc=60), _watch(threads=60)
+    # a clean exit names no limit, whatever the evidence
+    assert explain(0, before, after, start, watch) == "the workload exited with status 0."
+    assert "RLIMIT_NPROC" in explain(1, before, after, start, watch)
+    # an OOM kill of this run comes first; an earlier one does not count
+    before.oom_kills, after.oom_kills = 2, 3
+    assert explain(-9, before, after, start, watch).startswith("the memory limit killed")
+    before.oom_kills = 3
+    assert explain(-9, before, after, start, watch).startswith("the workload was killed by "
+                                                               "SIGKILL, and no OOM kill")
+    before.host_oom_kills, after.host_oom_kills = 7, 8
+    assert explain(-9, before, after).startswith("the kernel's OOM killer killed the workload")
+    before.host_oom_kills = 8
+    assert explain(-15, before, after) == "the workload was killed by SIGTERM."
+
+
+def test_explain_names_the_pids_level_and_its_peak():
+    before, after = Counters(), Counters()
+    before.pids_events = {"/a": 1, "/a/b": 0}
+    after.pids_events = {"/a": 1, "/a/b": 2}
+    after.pids_max, after.pids_peak, after.pids_where = 40, 40, "/a/b"
+    said = explain(1, before, after)
+    assert said == ("the pids limit was reached: pids.current hit 40/40 and the kernel refused 2 "
+                    "thread or process creation(s) (EAGAIN) (the pids.max of /a/b); lower the "
+                    "thread caps or raise limits.pids.")
+    survived = explain(0, before, after)
+    assert survived.startswith("the workload exited with status 0, but the pids limit was "
+                               "reached on the way: pids.current hit 40/40")
+    after.pids_events = {"/a": 1, "/a/b": 0}
+    assert explain(1, before, after) == "the workload exited with its own status 1."
+
+
+def test_oom_kill_with_many_threads_names_their_stacks():
+    before, after = Counters(), Counters()
+    before.oom_kills, after.oom_kills = 0, 1
+    after.memory_limit, after.memory_peak = 64 << 20, 64 << 20
+    said = explain(-9, before, after, _start(), _watch(threads=1447))
+    assert said == ("the memory limit of 64MiB killed the workload: the cgroup's OOM-kill "
+                    "counter rose by 1 (peak 64MiB); it ran 1447 threads, each charging its "
+                    "kernel stack and the stack it touched.")
+    assert "threads" not in explain(-9, before, after, _start(), _watch(threads=99))
