@@ -16,6 +16,7 @@ CORE: dict[str, str] = {
     "NUMEXPR_NUM_THREADS": "NumExpr threads used",
     "TF_NUM_INTRAOP_THREADS": "TensorFlow intra-op pool (process_util.cc)",
     "TF_NUM_INTEROP_THREADS": "TensorFlow inter-op pool",
+    "PJRT_NPROC": "XLA's CPU client pools (JAX): tf_XLAEigen and the client's (xla/pjrt/utils.cc)",
     "OMP_STACKSIZE": "OpenMP worker stack",
     "GOMP_STACKSIZE": "GNU OpenMP worker stack (KiB)",
     "OMP_MAX_ACTIVE_LEVELS": "nested OpenMP levels (OMP_NESTED is deprecated)",

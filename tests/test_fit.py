@@ -59,9 +59,10 @@ def test_torch_is_fitted_with_fewer_threads(tmp_path):
                     "limits: {pids: 10}\nworkers: {processes: 2}\n")
     r = resolve(load_profile(prof), facts)
     fit = fit_to_budget(r)
-    assert fit is not None and fit.key == "threads.intra_op"
-    assert r.with_values({fit.key: fit.value}, "--fit").caps.estimate["total"] <= 8
-    assert r.with_values({fit.key: fit.value + 1}, "--fit").caps.estimate["total"] > 8
+    assert fit is not None and list(fit.values) == ["threads.intra_op"]
+    n = fit.values["threads.intra_op"]
+    assert r.with_values({"threads.intra_op": n}, "--fit").caps.estimate["total"] <= 8
+    assert r.with_values({"threads.intra_op": n + 1}, "--fit").caps.estimate["total"] > 8
 
 
 def test_nothing_fits_and_the_refusal_stands(tmp_path):
@@ -106,3 +107,137 @@ def test_the_profiles_limits_fit_fits_only_where_the_preflight_refuses(tmp_path)
     assert warned["verdict"]["level"] == "warn", warned["verdict"]
     assert warned["threads"]["intra_op"] == 8
     assert "limits.fit" not in json.dumps(warned["env"])
+
+
+def _limited_host(tmp_path, data: str = "unlimited", address: str = "unlimited"):  # type: ignore[no-untyped-def]
+    """v2-limited with RLIMIT_DATA and RLIMIT_AS as given (bytes or unlimited)."""
+    import shutil
+
+    host = tmp_path / "host"
+    shutil.copytree(LIMITED, host)
+    limits = host / "proc/self/limits"
+    text = limits.read_text().replace(
+        "Max address space         unlimited            unlimited            bytes",
+        f"Max address space         {address:<20} unlimited            bytes")
+    limits.write_text(text + f"Max data size             {data:<20} unlimited            bytes\n")
+    return host
+
+
+def _plan_on(host, tmp_path, text: str, *extra: str) -> dict:  # type: ignore[type-arg]
+    prof = tmp_path / "p.yaml"
+    prof.write_text(text)
+    out = runner.invoke(app_(), ["plan", "-p", str(prof), "--json", "--host-root", str(host),
+                                 *extra])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.stdout)  # type: ignore[no-any-return]
+
+
+TORCH8 = "extends: base\nframework: torch\nthreads: {intra_op: 8}\n"
+
+
+def test_stacks_past_rlimit_data_are_refused_and_fitted_with_smaller_stacks(tmp_path):
+    host = _limited_host(tmp_path, data=str(60 << 20))
+    plan = _plan_on(host, tmp_path, TORCH8)
+    stacks = plan["estimate"]["stacks"]
+    assert stacks["stack"] == 8 << 20  # the fixture's RLIMIT_STACK
+    assert stacks["reserved"] > 60 << 20
+    refusal = [r for r in plan["verdict"]["reasons"] if "RLIMIT_DATA" in r]
+    assert plan["verdict"]["level"] == "refuse" and len(refusal) == 1, plan["verdict"]
+    omp = stacks["omp_threads"]  # the base profile's threads.omp_stack: 512k
+    assert omp > 0 and stacks["omp"] == 512 << 10
+    assert refusal[0].startswith(f"{stacks['threads'] - 1 - omp} thread stacks x 8MiB + {omp} "
+                                 f"OpenMP x 512KiB = ")
+    assert "exceed RLIMIT_DATA 60MiB" in refusal[0]
+    # --fit: the largest stack whose reservation takes at most half of it, pools untouched
+    fitted = _plan_on(host, tmp_path, TORCH8, "--fit")
+    assert fitted["verdict"]["level"] == "ok", fitted["verdict"]
+    assert fitted["ulimits"]["stack"]["soft"] == 2 << 20
+    assert fitted["threads"]["intra_op"] == 8
+    assert fitted["fit"].startswith("--fit: limits.stack 2MiB: thread stacks shrink from 8MiB")
+    assert fitted["estimate"]["stacks"]["reserved"] <= (60 << 20) // 2
+
+
+def test_stacks_taking_most_of_rlimit_data_warn(tmp_path):
+    reserved = _plan_on(_limited_host(tmp_path), tmp_path, TORCH8)["estimate"]["stacks"][
+        "reserved"]
+    for data, level in ((reserved, "warn"), (2 * reserved - 1, "warn"), (2 * reserved, "ok")):
+        plan = _plan_on(_limited_host(tmp_path / str(data), data=str(data)), tmp_path, TORCH8)
+        assert plan["verdict"]["level"] == level, (data, plan["verdict"])
+        if level == "warn":
+            assert "% of RLIMIT_DATA" in plan["verdict"]["reasons"][0]
+    over = _plan_on(_limited_host(tmp_path / "over", data=str(reserved - 1)), tmp_path, TORCH8)
+    assert over["verdict"]["level"] == "refuse"
+
+
+def test_rlimit_as_counts_the_malloc_arenas_too(tmp_path):
+    host = _limited_host(tmp_path, address=str(1 << 30))
+    plan = _plan_on(host, tmp_path, TORCH8)
+    stacks = plan["estimate"]["stacks"]
+    assert stacks["arenas"] == min(stacks["threads"] - 1, 8 * 8 - 1)
+    assert stacks["address_space"] == stacks["reserved"] + stacks["arenas"] * (64 << 20)
+    said = [r for r in plan["verdict"]["reasons"] if "RLIMIT_AS" in r]
+    assert said and "malloc arenas x 64MiB" in said[0] and "MALLOC_ARENA_MAX=2" in said[0]
+
+
+def test_jax_is_fitted_through_pjrt_nproc_before_its_cpus(tmp_path):
+    """PJRT_NPROC sizes XLA's CPU client pools: a budget it can meet keeps every CPU. On this
+    host's jax (the 0.10 model: PJRT_NPROC was measured there; a version not installed takes
+    the largest model, which never counts those pools below the CPUs), at 2 CPUs."""
+    import importlib.util
+    import os
+
+    import pytest
+
+    if importlib.util.find_spec("jax") is None or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs jax and 2 CPUs")
+    prof = tmp_path / "j.yaml"
+    prof.write_text("extends: base\nframework: jax\nthreads: {intra_op: 2}\n"
+                    "limits: {cpuset: '0-1', pids: 25}\n")
+    r = resolve(load_profile(prof), probe_host("/", environ={}))
+    assert r.caps.env["PJRT_NPROC"].value == "2"
+    avail = r.caps.budget["available"]
+    assert r.caps.estimate["total"] > HEADROOM * avail
+    fit = fit_to_budget(r)
+    assert fit is not None and fit.values == {"threads.intra_op": 1}, fit
+    assert "its CPU pools (PJRT_NPROC) shrink from 2 to 1" in fit.describe()
+    fitted = r.with_values(fit.values, "--fit")
+    assert fitted.caps.env["PJRT_NPROC"].value == "1"
+    assert fitted.caps.estimate["total"] <= HEADROOM * avail
+    assert fitted.caps.estimate["breakdown"]["xla_eigen"] == 1
+
+
+def test_a_jax_run_fitted_through_pjrt_nproc_completes_under_the_kernels_limit(tmp_path):
+    """The fit is real: a profile asking pools of 8 at 2 CPUs (PJRT_NPROC 8 grows XLA's pools
+    past the CPUs) is refused under a pids limit of 30; with --fit it runs with a smaller
+    PJRT_NPROC on both CPUs, compiles and trains, and the kernel's count of its tasks stays
+    within the limit and the estimate."""
+    import importlib.util
+    import os
+    import sys
+
+    import pytest
+
+    if importlib.util.find_spec("jax") is None or len(os.sched_getaffinity(0)) < 2:
+        pytest.skip("needs jax and 2 CPUs")
+    prof = tmp_path / "j.yaml"
+    prof.write_text("extends: base\nframework: jax\nthreads: {intra_op: 8}\n"
+                    "limits: {cpuset: '0-1', pids: 30}\n")
+    code = ("from launcher.frameworks import jax as j; j.first_op(); j.train(); import os; "
+            "print([open(f'/proc/self/task/{t}/comm').read().strip() "
+            "for t in os.listdir('/proc/self/task')].count('tf_XLAEigen'), "
+            "os.environ['PJRT_NPROC'], sorted(os.sched_getaffinity(0)))")
+    workload = ("--", sys.executable, "-c", code)
+    refused = launcher("run", "--runtime", "native", "-p", str(prof), *workload, cwd=tmp_path)
+    assert refused.returncode == 1, refused.stderr
+    assert "--fit runs it with threads.intra_op " in refused.stderr, refused.stderr
+    fitted = launcher("run", "--runtime", "native", "-p", str(prof), "--fit", *workload,
+                      cwd=tmp_path)
+    assert fitted.returncode == 0, fitted.stderr
+    eigen, pjrt, cpus = fitted.stdout.strip().splitlines()[-1].split(" ", 2)
+    assert 1 <= int(pjrt) < 8 and eigen == pjrt and cpus == "[0, 1]", fitted.stdout
+    from tests.docker_helpers import run_dir_of
+
+    summary = json.loads((run_dir_of(fitted.stderr) / "summary.json").read_text())
+    kernel = summary["peaks"]["pids_current"]["kernel_peak"]
+    assert kernel is not None and kernel <= summary["peaks"]["threads"]["estimate"] <= 30, \
+        summary["peaks"]

@@ -64,6 +64,23 @@ def test_the_estimate_is_the_peak_through_training(framework, cpus, tmp_path):
     assert got["peak"] >= 0.8 * est, (got, caps.estimate)
 
 
+@pytest.mark.parametrize("pjrt", [1, 3, 8])
+def test_jax_pools_follow_pjrt_nproc_and_the_estimate_with_them(pjrt, tmp_path):
+    """XLA's CPU client sizes tf_XLAEigen and its own pool from PJRT_NPROC, which the caps set
+    from threads.intra_op: at 2 CPUs of affinity, below, between and above them."""
+    _need("jax")
+    _two_cpus()
+    path = tmp_path / "p.yaml"
+    path.write_text(f"extends: base\nthreads: {{intra_op: {pjrt}}}\n"
+                    f"limits: {{cpuset: '0-1'}}\n")
+    caps = resolve(load_profile(path), probe_host("/", environ={}), framework="jax").caps
+    assert caps.environment()["PJRT_NPROC"] == str(pjrt)
+    got = probe("jax", caps.environment(), {0, 1})
+    assert got["peak_names"].count("tf_XLAEigen") == pjrt, got["peak_names"]
+    est = caps.estimate["per_process"]
+    assert 0.8 * est <= got["peak"] <= est, (got, caps.estimate)
+
+
 def _pair(workload: list[str], cpus: int, tmp: Path, docker: bool) -> tuple[int, int, Path]:
     """(observed peak threads, the plan's estimate) of a workload run at `cpus` CPUs."""
     prof = tmp / f"c{cpus}.yaml"

@@ -84,6 +84,7 @@ def compute_caps(
         "NUMEXPR_NUM_THREADS": (str(omp), omp_src),
         "TF_NUM_INTRAOP_THREADS": (str(intra), intra_src),
         "TF_NUM_INTEROP_THREADS": (str(inter), inter_src),
+        "PJRT_NPROC": (str(intra), intra_src),
         "OMP_THREAD_LIMIT": (str(limit), limit_src),
         "LAUNCHER_TF_DATA_PARALLELISM": (str(data_par), data_src),
         "LAUNCHER_TF_DATA_PREFETCH": (str(prefetch), prefetch_src),
@@ -123,7 +124,8 @@ def compute_caps(
                         blas=env_int(env, "OPENBLAS_NUM_THREADS", blas),
                         intra=env_int(env, "TF_NUM_INTRAOP_THREADS", intra),
                         inter=env_int(env, "TF_NUM_INTEROP_THREADS", inter),
-                        private_pool=env_int(env, "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL", private))
+                        private_pool=env_int(env, "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL", private),
+                        pjrt=env_int(env, "PJRT_NPROC", 0))
     seen = selection.count if gpus_per_process is None else min(gpus_per_process, selection.count)
     est = calibrated(fw, settings, fw_cpus, seen, facts, installed)
     total = procs * est.per_process + 1 + extra_threads  # + the supervisor, + the workload's

@@ -6,7 +6,7 @@ Thread stacks past an address-space limit (RLIMIT_AS, RLIMIT_DATA) shrink first,
 a smaller stack costs nothing until a thread recurses that deep, fewer threads cost throughput.
 Then the pools: fewer threads per pool (JAX's through PJRT_NPROC, which `threads.intra_op`
 sets), and for JAX, whose codegen pools follow the affinity whatever PJRT_NPROC says, fewer
-CPUs (a cpuset) last.
+CPUs (a cpuset, its pools sized for them) last.
 """
 
 from __future__ import annotations
@@ -98,7 +98,8 @@ def _candidates(r: Resolved, headroom: float) -> list[tuple[dict[str, Any], str]
     if not fits(stacks, limits):
         for size in (s for s in FIT_SIZES if s < stacks.stack):
             omp = min(stacks.omp, size) if stacks.omp is not None else None
-            base = {"limits.stack": size} | ({"threads.omp_stack": omp} if omp else {})
+            base = {"limits.stack": size} | ({"threads.omp_stack": omp}
+                                              if omp is not None and omp < stacks.omp else {})
             if fits(replace(stacks, stack=size, omp=omp), limits):
                 break
         if base:
@@ -113,7 +114,7 @@ def _candidates(r: Resolved, headroom: float) -> list[tuple[dict[str, Any], str]
     if r.framework in AFFINITY_BOUND:
         allowed = sorted(cpu_ids(r.profile.get("limits.cpuset") or r.facts.affinity_list or
                                  f"0-{r.facts.affinity_cpus - 1}"))
-        out += [(base | {"threads.intra_op": 1, "limits.cpuset": format_cpu_list(allowed[:n])},
+        out += [(base | {"limits.cpuset": format_cpu_list(allowed[:n])},
                  f"{r.framework}'s compute runs on {n} of the {len(allowed)} CPUs it could use")
                 for n in range(len(allowed) - 1, 0, -1)]
     return out

@@ -93,14 +93,18 @@ def _unfinished(run_dir: Path) -> dict[str, Any]:
 
 
 def threads_line(threads: dict[str, Any], pids: dict[str, Any]) -> str:
-    """The observed peak against the plan's estimate; the kernel's own pids.peak of the run's
-    cgroup, where there is one, is exact and counts too."""
+    """The peak against the plan's estimate, saying which figure it is: the kernel's count
+    (the run cgroup's pids.peak: every task, however short-lived) where a pids cgroup counted
+    the run, else the samples' (a pool shorter than a sample falls between them)."""
     sampled, kernel, est = threads.get("peak"), pids.get("kernel_peak"), threads["estimate"]
     seen = [p for p in (sampled, kernel) if p is not None]
     verdict = "within" if seen and max(seen) <= est else "ABOVE"
-    exact = f" (the cgroup's pids.peak: {kernel})" if kernel is not None else ""
-    return (f"threads: peak {sampled if sampled is not None else '-'} sampled{exact}, {est} "
-            f"estimated by the plan ({verdict} the estimate)")
+    shown = "-" if sampled is None else sampled
+    figure = (f"peak {kernel} counted by the kernel (the run cgroup's pids.peak; the samples "
+              f"saw {shown})" if kernel is not None else
+              f"peak {shown} sampled (no pids cgroup counted the run: a pool shorter than a "
+              f"sample is missed)")
+    return f"threads: {figure}, {est} estimated by the plan ({verdict} the estimate)"
 
 
 def gpu_rows(gpus: list[dict[str, Any]]) -> list[tuple[str, ...]]:

@@ -23,6 +23,11 @@ class Settings:
     intra: int = 1
     inter: int = 1
     private_pool: int = 1
+    pjrt: int = 0  # PJRT_NPROC: XLA's CPU client pools (0: unset, they follow the affinity)
+
+    def xla(self, cpus: int) -> int:
+        """The threads XLA's CPU client sizes its pools for: PJRT_NPROC, else the CPUs."""
+        return max(self.pjrt, 1) if self.pjrt else cpus
 
     @classmethod
     def of(cls, values: dict[str, int]) -> Settings:

@@ -1,5 +1,7 @@
-"""JAX: XLA's pools follow the CPUs in the process's affinity and no variable caps them
-(jax#1539; XLA_FLAGS included), so a budget shrinks JAX through CPU affinity only."""
+"""JAX: XLA's CPU client sizes two pools (tf_XLAEigen, its own) from PJRT_NPROC, else NPROC,
+else the CPUs in the affinity (xla/pjrt/utils.cc, tsl's port.cc); its codegen pools
+(llvm-worker, tf_foreach, the CPU codegen) follow the affinity only. The caps set PJRT_NPROC
+to the pool size (`threads.intra_op`); a budget shrinks it first, then the affinity."""
 
 from __future__ import annotations
 
@@ -16,18 +18,25 @@ def _gpu_build(installed: Installed) -> Parts:
 
 
 def _cpu_0_10(s: Settings, cpus: int, installed: Installed) -> Parts:
-    # jax 0.10.2, 1 and 2 CPUs (this project's CPU machines, 2026-11): the CPU client starts
-    # 9 + 3 x CPUs threads; compiling a real program adds llvm-worker-N and tf_foreach, one
-    # each per CPU.
-    return {**openblas(s, cpus), "xla_runtime": 9 + 3 * cpus, "xla_compile": cpus,
-            "xla_foreach": cpus, **_gpu_build(installed)}
+    # jax 0.10.2 at 1 and 2 CPUs, PJRT_NPROC unset and 0-16 (2026-11-23, thread names and the
+    # kernel's pids.peak; xla/pjrt/utils.cc DefaultThreadPoolSize): the CPU client starts n
+    # tf_XLAEigen and n client threads (n = PJRT_NPROC, else the CPUs) and 8 compiler threads
+    # whatever n is; its first compile a slow-operation alarm and min(A, 32) codegen threads;
+    # a training step llvm-worker-N and tf_foreach, one each per CPU. The peak: 10 + 2n + 3A.
+    n = s.xla(cpus)
+    return {**openblas(s, cpus), "xla_runtime": n + 9, "xla_eigen": n,
+            "xla_cpu_codegen": min(cpus, 32), "xla_compile": cpus, "xla_foreach": cpus,
+            **_gpu_build(installed)}
 
 
 def _cpu_0_11(s: Settings, cpus: int, installed: Installed) -> Parts:
     # jax 0.11.2 on 1/2/4/8/16 CPUs of an H100 host (issue 14, 2026-11): the probe peaks at
     # 7/13/25/45/85 = 1 + 5 x CPUs + min(CPUs, 4): the client 2 x CPUs + 1 beside OpenBLAS's
     # pool, tf_XLAEigen and tf_foreach one per CPU, llvm-worker at most 4 for its small program.
-    return {**openblas(s, cpus), "xla_runtime": 2 * cpus + 1, "xla_eigen": cpus,
+    # PJRT_NPROC was not measured on 0.11: the pools it sizes on 0.10 (tf_XLAEigen, the
+    # client's) grow with it above the CPUs and are never counted below them (errs high).
+    n = max(s.xla(cpus), cpus)
+    return {**openblas(s, cpus), "xla_runtime": n + cpus + 1, "xla_eigen": n,
             "xla_compile": min(cpus, 4), "xla_foreach": cpus, **_gpu_build(installed)}
 
 
@@ -115,7 +124,8 @@ FRAMEWORK = Framework(
     # own install); it needs Python 3.11 or newer
     requirements={"nvidia": ["jax[cuda13]==0.10.2"], "amd": ["jax[rocm]==0.10.2"],
                   "none": ["jax==0.10.2"]},
-    facts=("no variable caps XLA's pools (XLA_FLAGS included): CPU affinity does",),
+    facts=("PJRT_NPROC sizes XLA's CPU client pools (tf_XLAEigen, the client's); its "
+           "codegen pools (llvm-worker, tf_foreach) follow the CPU affinity",),
     probe=__name__,
     detect_build=detect_build,
 )

@@ -35,7 +35,7 @@ HIDDEN = every_gpu_hidden()
 def settings_for(cpus: int) -> dict[str, int]:
     """The `auto` caps for this many CPUs: every pool sized for them, TF inter-op min(2, N)."""
     return {"omp": cpus, "blas": cpus, "intra": cpus, "inter": min(2, cpus),
-            "private_pool": cpus}
+            "private_pool": cpus, "pjrt": cpus}
 
 
 def environment(s: dict[str, int]) -> dict[str, str]:
@@ -43,7 +43,7 @@ def environment(s: dict[str, int]) -> dict[str, str]:
          "OPENBLAS_NUM_THREADS": s["blas"], "GOTO_NUM_THREADS": s["blas"],
          "TF_NUM_INTRAOP_THREADS": s["intra"], "TF_NUM_INTEROP_THREADS": s["inter"],
          "LAUNCHER_TF_DATA_PARALLELISM": s["intra"],
-         "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL": s["private_pool"]}
+         "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL": s["private_pool"], "PJRT_NPROC": s["pjrt"]}
     return {k: str(v) for k, v in n.items()}
 
 
