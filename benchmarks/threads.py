@@ -38,7 +38,8 @@ from launcher.variables import managed  # noqa: E402
 from launcher.vendors import every_gpu_hidden  # noqa: E402
 
 THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS", "GOTO_NUM_THREADS",
-               "NUMEXPR_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")
+               "NUMEXPR_NUM_THREADS", "TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS",
+               "PJRT_NPROC")
 
 
 def probe(framework: str, env: dict[str, str], rc, seconds: float | None,  # type: ignore[no-untyped-def]

@@ -241,3 +241,35 @@ def test_a_jax_run_fitted_through_pjrt_nproc_completes_under_the_kernels_limit(t
     kernel = summary["peaks"]["pids_current"]["kernel_peak"]
     assert kernel is not None and kernel <= summary["peaks"]["threads"]["estimate"] <= 30, \
         summary["peaks"]
+
+
+def test_the_image_entrypoint_checks_and_fits_stacks_too(tmp_path):
+    """The supervisor as an image starts it (its caps.json), under RLIMIT_DATA: without
+    `limits.fit` it refuses the stacks before the workload starts, with it the workload starts
+    with the smaller RLIMIT_STACK (glibc's default thread stack)."""
+    import os
+    import subprocess
+    import sys
+
+    from launcher.probe import probe_host as live
+
+    code = "import resource; print('stack', resource.getrlimit(resource.RLIMIT_STACK)[0])"
+    for fit in (False, True):
+        prof = tmp_path / f"img{int(fit)}.yaml"
+        prof.write_text(f"extends: base\nframework: tf\nthreads: {{intra_op: 16}}\n"
+                        f"limits: {{fit: {str(fit).lower()}}}\n")
+        caps = tmp_path / f"caps{int(fit)}.json"
+        caps.write_text(json.dumps({"recipe": resolve(load_profile(prof),
+                                                      live("/", environ={})).recipe()}))
+        env = {**os.environ, "LAUNCHER_CAPS": str(caps), "PYTHONPATH": str(ROOT)}
+        proc = subprocess.run(["prlimit", "--data=100000000", "--stack=8388608", sys.executable,
+                               "-m", "launcher.supervise", "--", sys.executable, "-c", code],
+                              env=env, capture_output=True, text=True, timeout=120)
+        if not fit:
+            assert proc.returncode == 1 and "stack" not in proc.stdout, proc.stderr
+            assert "exceed RLIMIT_DATA 95.4MiB" in proc.stderr, proc.stderr
+            assert "refused: not started" in proc.stderr
+        else:
+            assert proc.returncode == 0, proc.stderr
+            assert "limits.fit: limits.stack 1MiB" in proc.stderr, proc.stderr
+            assert proc.stdout.split() == ["stack", str(1 << 20)], proc.stdout

@@ -11,7 +11,9 @@
   and removed by `--clean`, after which a process can join the caller's cgroup again;
 - report-002: under an outer pids.max below JAX's defaults, the bare stress test dies of
   pthread_create (the control), and `launcher run stress-jax`, with and without --fit,
-  completes or refuses, never dies.
+  completes or refuses, never dies;
+- threads-max: kernel.threads-max set just above the tasks running (global to a machine, so
+  only here): a thread bomb under the supervisor is refused, and its diagnosis names it.
 
 Each returns a record: its name, the problems found (empty: as it must be) and the facts.
 """
@@ -270,6 +272,39 @@ class Extras:
             setup.teardown()
         return {"extra": "report-002", "problems": problems, "facts": facts}
 
+    def threads_max(self) -> dict[str, Any]:
+        """kernel.threads-max, global to a machine (so only in the lab's own kernel), set 80
+        above the tasks running: a thread bomb under the supervisor is refused there, and the
+        diagnosis names it."""
+        import json
+
+        knob = Path("/proc/sys/kernel/threads-max")
+        old = knob.read_text().strip()
+        tasks = int(Path("/proc/loadavg").read_text().split()[3].partition("/")[2])
+        limit = tasks + 80
+        exit_file = LAB / "runs" / "threads-max.json"
+        exit_file.parent.mkdir(parents=True, exist_ok=True)
+        env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": self.g.src, "LAUNCHER_RESOLVED": "1",
+               "LAUNCHER_EXIT_FILE": str(exit_file), "PYTHONPYCACHEPREFIX": str(LAB / "pycache")}
+        bomb = str(Path(self.g.src) / "tests/fixtures/thread_bomb.py")
+        knob.write_text(str(limit))
+        try:
+            proc = subprocess.run([self.g.python, "-m", "launcher.supervise", "--",
+                                   self.g.python, bomb], env=env, capture_output=True,
+                                  text=True, timeout=120, check=False)
+        finally:
+            knob.write_text(old)
+        said = json.loads(exit_file.read_text())["diagnosis"] if exit_file.exists() else ""
+        problems = []
+        if proc.returncode != 1 or "bomb:" not in proc.stdout:
+            problems.append(f"the bomb was not refused: rc {proc.returncode}: "
+                            f"{(proc.stdout + proc.stderr)[-300:]}")
+        if f"kernel.threads-max {limit} was reached" not in said:
+            problems.append(f"the diagnosis does not name threads-max: {said!r}")
+        return {"extra": "threads-max", "problems": problems,
+                "facts": {"threads_max": limit, "bomb": proc.stdout.strip()[-120:],
+                          "diagnosis": said}}
+
     def run_all(self) -> list[dict[str, Any]]:
         checks: list[tuple[str, Any]] = [
             ("kill9-container", lambda: self.kill9("container")),
@@ -278,7 +313,8 @@ class Extras:
              lambda: self.entrypoint("container-ns", "{pids: 40}", False)),
             ("entrypoint-require",
              lambda: self.entrypoint("nothing-delegated", "{pids: 40, require: true}", True)),
-            ("doctor-clean", self.doctor_clean), ("report-002", self.report_002)]
+            ("doctor-clean", self.doctor_clean), ("report-002", self.report_002),
+            ("threads-max", self.threads_max)]
         out = []
         for name, check in checks:
             t0 = time.monotonic()
