@@ -230,16 +230,23 @@ def test_explain_names_the_pids_level_and_its_peak():
     before, after = Counters(), Counters()
     before.pids_events = {"/a": 1, "/a/b": 0}
     after.pids_events = {"/a": 1, "/a/b": 2}
-    after.pids_max, after.pids_peak, after.pids_where = 40, 40, "/a/b"
+    after.pids_max, after.pids_peak, after.pids_where = 40, 39, "/a/b"
     said = explain(1, before, after)
-    assert said == ("the pids limit was reached: pids.current hit 40/40 and the kernel refused 2 "
+    assert said == ("the pids limit was reached: pids.current hit 39/40 and the kernel refused 2 "
                     "thread or process creation(s) (EAGAIN) (the pids.max of /a/b); lower the "
                     "thread caps or raise limits.pids.")
     survived = explain(0, before, after)
     assert survived.startswith("the workload exited with status 0, but the pids limit was "
-                               "reached on the way: pids.current hit 40/40")
+                               "reached on the way: pids.current hit 39/40")
+    # no peak counted: the limit itself is what was reached
+    after.pids_peak = None
+    assert "pids.current reached 40 and the kernel refused 2" in explain(1, before, after)
     after.pids_events = {"/a": 1, "/a/b": 0}
     assert explain(1, before, after) == "the workload exited with its own status 1."
+    # a kernel that counts refusals in one place only (no per-level counters)
+    before.pids_events, after.pids_events = {}, {}
+    before.pids_events_max, after.pids_events_max = 3, 4
+    assert "refused 1 thread" in explain(1, before, after)
 
 
 def test_oom_kill_with_many_threads_names_their_stacks():

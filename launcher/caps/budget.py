@@ -38,7 +38,7 @@ def pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
         cands.append((facts.pid_max, f"kernel.pid_max {facts.pid_max}"))
     if not cands:
         return {"available": None, "binding": "no limit found", "notes": notes}
-    avail, why = min(cands)
+    avail, why = min(cands, key=lambda c: c[0])  # a tie: the first, the most specific
     return {"available": avail, "binding": why, "notes": notes}
 
 
