@@ -29,10 +29,15 @@ NOBODY = 65534
 root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (setpriv, namespaces)")
 
 
+def _reachable(path: Path) -> bool:
+    """Whether any user may reach `path` (every folder above it searchable by others)."""
+    real = Path(os.path.realpath(path))
+    return all(p.stat().st_mode & 0o001 for p in real.parents)
+
+
 def _python_for(uid: int) -> str:
     """An interpreter `uid` may run (the venv's may sit in root's home)."""
-    real = Path(os.path.realpath(sys.executable))
-    if uid == 0 or all(p.stat().st_mode & 0o001 for p in (real, *real.parents)):
+    if uid == 0 or _reachable(Path(sys.executable)):
         return sys.executable
     return shutil.which("python3", path="/usr/bin:/bin") or sys.executable
 
@@ -42,7 +47,9 @@ def supervise(tmp_path: Path, *workload: str, prefix: tuple[str, ...] = (), uid:
     """(exit status, diagnosis, stdout) of the supervisor running `workload`."""
     py = _python_for(uid)
     if uid:  # pytest's folders are root's own: one the user may write
-        tmp_path = Path(tempfile.mkdtemp(prefix="launcher-causes-"))
+        if not _reachable(ROOT / "launcher/__init__.py"):
+            pytest.skip(f"UID {uid} cannot read {ROOT} (a private copy)")
+        tmp_path = Path(tempfile.mkdtemp(prefix="launcher-causes-", dir="/tmp"))
         tmp_path.chmod(0o777)
     exit_file = tmp_path / "exit.json"
     env = {**os.environ, "LAUNCHER_RESOLVED": "1", "LAUNCHER_EXIT_FILE": str(exit_file),

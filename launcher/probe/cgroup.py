@@ -248,7 +248,7 @@ def read_memory(chain: Chain) -> tuple[int | None, int | None, int | None]:
         if text is None or text == "max":
             continue
         value = _int(path, text)
-        if value <= 0 or value >= V1_UNLIMITED:
+        if value < 0 or value >= V1_UNLIMITED:  # 0 is a limit: nothing may be used
             continue
         limit = value if limit is None else min(limit, value)
     leaf = chain.dirs[0]

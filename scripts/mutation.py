@@ -1,0 +1,551 @@
+"""Mutation testing of launcher's core modules: does the test suite notice a small change?
+
+Usage (from the repository root):
+
+    .venv/bin/python scripts/mutation.py                      # the seven core modules
+    .venv/bin/python scripts/mutation.py launcher/units.py --list-survivors
+    .venv/bin/python scripts/mutation.py launcher/units.py --tests tests/test_units.py
+    .venv/bin/python scripts/mutation.py --jobs 4 --json > mutation.json
+
+How it works. The tree (launcher/, tests/, profiles/, ... without .git, .venv and build
+outputs) is copied once into a temporary folder, then once more per job. Each mutant is one
+small change (`<` to `<=`, `and` to `or`, 7 to 8, a condition negated, `min` to `max`, ...)
+patched into the source text of one module of a job's copy at the changed node's offsets, so
+the rest of the file stays byte-identical; the tests mapped to that module (`TESTS` below)
+run there with `python -m pytest -x`, with PYTHONPATH and the working directory set to the
+copy, and the module and its .pyc are restored afterwards. A mutant is killed when pytest
+fails or times out (5x the clean run, at least 60 s), and survives when it passes. Processes a
+run leaves behind (launcher's supervisors start sessions of their own) are killed by id. The
+working tree itself is never written.
+
+The copy is what gets imported: PYTHONPATH comes before the editable install's .pth entry
+(which points at the original tree), the tests start `python -m launcher` with PYTHONPATH set
+to their own root (the copy), and the supervisor's entrypoint puts its own package root first.
+Before any mutant the script checks it twice: a process started outside the copy with the
+tests' environment imports each module from the copy, and the tests fail against a module
+that raises on import (a "canary").
+
+Why not mutmut: it is not a dependency here (standard library only), and mutmut 3 does not
+fit these tests. It compiles every mutant of a function into its `mutants/` copy behind a
+trampoline that reads os.environ["MUTANT_UNDER_TEST"] on each call. Subprocesses given an
+environment of their own (tests/test_everyday.py; the kernel helpers of
+tests/test_cgroup_placement.py pass env={"PYTHONPATH": ROOT}) would stop there with a
+KeyError, a kill that says nothing about the tests. And it mutates only inside undecorated
+functions and classes: module-level tables (units._FACTORS, cgroup.V1_UNLIMITED) and the
+@dataclass records of placement.py (Placement.describe included) are never changed. Here each
+mutant is a plain source file that every process importing the copy runs.
+
+Exit status: 0 (whatever the score), 1 when the tests fail on the unmutated copy or the copy
+is not what they import, 2 on bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import itertools
+import json
+import os
+import queue
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# module -> the unit-level test files that exercise it, the most direct first (-x stops at
+# the first failure). Left out on purpose: docker, podman, ray and UML lab tests, the thread
+# estimates and jobs (minutes), tests/test_everyday.py, and tests/test_native.py except for
+# the supervisor's diagnosis (diagnose.py never decides a limit, so a mutant there cannot let
+# a thread bomb or a memory hog loose on this host).
+TESTS: dict[str, list[str]] = {
+    "launcher/caps/budget.py": ["tests/test_budget.py", "tests/test_caps.py",
+                                "tests/test_fit.py", "tests/test_cli.py",
+                                "tests/test_plan_golden.py", "tests/test_run_cli.py"],
+    "launcher/units.py": ["tests/test_mutants_units.py", "tests/test_units.py",
+                          "tests/test_wording.py", "tests/test_caps.py",
+                          "tests/test_profiles.py"],
+    "launcher/caps/verdict.py": ["tests/test_fit.py", "tests/test_caps.py", "tests/test_cli.py",
+                                 "tests/test_plan_golden.py", "tests/test_run_cli.py"],
+    "launcher/probe/cgroup.py": ["tests/test_mutants_cgroup_probe.py", "tests/test_probe.py",
+                                 "tests/test_cgroup_placement.py", "tests/test_caps.py",
+                                 "tests/test_cli.py"],
+    "launcher/supervise/diagnose.py": ["tests/test_thread_causes.py", "tests/test_native.py"],
+    "launcher/caps/fit.py": ["tests/test_fit.py", "tests/test_caps.py"],
+    "launcher/cgroups/placement.py": ["tests/test_mutants_placement.py",
+                                      "tests/test_cgroup_placement.py"],
+}
+# Tests never run here (pytest -k): they share host state between parallel copies.
+DESELECT = {
+    "test_kernel_": "write the host's real cgroup2 tree (and toggle hugetlb at its root)",
+    "test_leftover_check_sees_a_run_cgroup": "makes a cgroup of a fixed name on the host",
+}
+# Not copied: version control, the virtualenv, build outputs and caches.
+IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__",
+                                ".hypothesis", ".ruff_cache", ".pytest_cache", "*.log",
+                                "mutants")
+PRAGMA = "# pragma: no mutate"
+MARK = "MUTATION_WORKER"  # in the environment of each run: its processes are found by it
+MIN_TIMEOUT_S = 60.0
+TIMEOUT_FACTOR = 5.0
+
+# operator swaps: AST class -> (its text, the replacement's text)
+COMPARE = {ast.Lt: ("<", "<="), ast.LtE: ("<=", "<"), ast.Gt: (">", ">="),
+           ast.GtE: (">=", ">"), ast.Eq: ("==", "!="), ast.NotEq: ("!=", "=="),
+           ast.In: ("in", "not in"), ast.NotIn: ("not in", "in"), ast.Is: ("is", "is not"),
+           ast.IsNot: ("is not", "is")}
+BINARY = {ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "//"),
+          ast.FloorDiv: ("//", "*"), ast.Div: ("/", "*"), ast.Mod: ("%", "//")}
+
+
+@dataclass(frozen=True)
+class Mutant:
+    module: str
+    line: int
+    original: str  # the changed text, as written
+    mutated: str
+    edits: tuple[tuple[int, int, str], ...]  # (start, end, replacement), byte offsets
+
+    def apply(self, source: bytes) -> bytes:
+        for start, end, text in sorted(self.edits, reverse=True):
+            source = source[:start] + text.encode() + source[end:]
+        return source
+
+
+@dataclass
+class Result:
+    mutant: Mutant
+    status: str  # killed | timeout | survived
+    seconds: float
+
+
+@dataclass
+class Score:
+    mutants: int = 0
+    killed: int = 0  # timeouts included
+    timeout: int = 0
+    survived: int = 0
+    survivors: list[dict[str, object]] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        return 100.0 * self.killed / self.mutants if self.mutants else 100.0
+
+
+# Finding mutants
+
+
+class _Source:
+    """A module's text with byte offsets for AST positions (col_offset counts UTF-8 bytes)."""
+
+    def __init__(self, text: str) -> None:
+        self.data = text.encode()
+        self.starts = [0]
+        for line in self.data.splitlines(keepends=True):
+            self.starts.append(self.starts[-1] + len(line))
+        self.pragma = {n for n, line in enumerate(text.splitlines(), 1) if PRAGMA in line}
+
+    def start(self, node: ast.AST) -> int:
+        return self.starts[node.lineno - 1] + node.col_offset  # type: ignore[attr-defined]
+
+    def end(self, node: ast.AST) -> int:
+        return self.starts[node.end_lineno - 1] + node.end_col_offset  # type: ignore[attr-defined]
+
+    def text(self, start: int, end: int) -> str:
+        return self.data[start:end].decode()
+
+    def line_of(self, offset: int) -> int:
+        return next(n for n, s in enumerate(self.starts[1:], 1) if offset < s)
+
+    def segment(self, node: ast.AST) -> str | None:
+        """The node's text, when it parses back to the node (f-string parts may not, before
+        Python 3.12)."""
+        text = self.text(self.start(node), self.end(node))
+        try:
+            again = ast.parse(f"({text})", mode="eval").body
+        except SyntaxError:
+            return None
+        return text if ast.dump(again) == ast.dump(node) else None
+
+
+def _nodes(node: ast.AST) -> Iterator[ast.AST]:
+    """Every node but those of type annotations and assert statements."""
+    yield node
+    for name, value in ast.iter_fields(node):
+        if name in ("annotation", "returns") or isinstance(value, ast.Assert):
+            continue
+        children = value if isinstance(value, list) else [value]
+        for child in children:
+            if isinstance(child, ast.AST) and not isinstance(child, ast.Assert):
+                yield from _nodes(child)
+
+
+def _operator_edit(src: _Source, left: ast.AST, right: ast.AST,
+                   swaps: tuple[str, str]) -> tuple[int, int, str, str] | None:
+    """Swap the operator written between two operands: (start, end, old, new)."""
+    gap_start, gap_end = src.end(left), src.start(right)
+    gap = src.text(gap_start, gap_end)
+    old, new = swaps
+    if re.sub(r"[\s()\\]", "", gap) != old.replace(" ", ""):
+        return None  # a comment or something unexpected between the operands: leave it
+    pattern = r"\s+".join(re.escape(w) for w in old.split())
+    pattern = rf"(?<![\w=<>!*/]){pattern}(?![\w=<>*/])"
+    found = re.search(pattern, gap)
+    if found is None:
+        return None
+    return gap_start + found.start(), gap_start + found.end(), found.group(), new
+
+
+def find_mutants(module: str, text: str) -> list[Mutant]:
+    src = _Source(text)
+    tree = ast.parse(text)
+    out: list[Mutant] = []
+
+    def add(edits: list[tuple[int, int, str]], original: str, mutated: str) -> None:
+        first = src.line_of(min(s for s, _, _ in edits))
+        last = src.line_of(max(e for _, e, _ in edits) - 1)
+        if any(n in src.pragma for n in range(first, last + 1)):
+            return
+        out.append(Mutant(module, first, original, mutated, tuple(edits)))
+
+    for node in _nodes(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for i, op in enumerate(node.ops):
+                edit = _operator_edit(src, operands[i], operands[i + 1], COMPARE[type(op)])
+                if edit:
+                    add([(edit[0], edit[1], edit[3])], edit[2], edit[3])
+        elif isinstance(node, ast.BinOp) and type(node.op) in BINARY:
+            edit = _operator_edit(src, node.left, node.right, BINARY[type(node.op)])
+            if edit:
+                add([(edit[0], edit[1], edit[3])], edit[2], edit[3])
+        elif isinstance(node, ast.AugAssign) and type(node.op) in BINARY:
+            old, new = BINARY[type(node.op)]
+            edit = _operator_edit(src, node.target, node.value, (old + "=", new + "="))
+            if edit:
+                add([(edit[0], edit[1], edit[3])], edit[2], edit[3])
+        elif isinstance(node, ast.BoolOp):
+            word, other = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
+            edits = []
+            for left, right in itertools.pairwise(node.values):
+                edit = _operator_edit(src, left, right, (word, other))
+                if edit is None:
+                    break
+                edits.append((edit[0], edit[1], other))
+            else:
+                add(edits, word, other)
+        elif isinstance(node, ast.Constant) and src.segment(node) is not None:
+            value = node.value
+            if isinstance(value, bool):
+                add([(src.start(node), src.end(node), str(not value))], str(value),
+                    str(not value))
+            elif isinstance(value, int):
+                seg = src.segment(node) or ""
+                for new in dict.fromkeys([value + 1, *([1] if value == 0 else []),
+                                          *([0] if value == 1 else [])]):
+                    add([(src.start(node), src.end(node), str(new))], seg, str(new))
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+              and node.func.id in ("min", "max")):
+            new = "max" if node.func.id == "min" else "min"
+            add([(src.start(node.func), src.end(node.func), new)], node.func.id, new)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            seg = src.segment(node)
+            if seg is not None:
+                rest = re.sub(r"^not\b\s*", "", seg)
+                add([(src.start(node), src.end(node), rest)], seg, rest)
+        if isinstance(node, (ast.If, ast.While, ast.IfExp)):
+            test = node.test
+            seg = src.segment(test)
+            if seg is not None and not (isinstance(test, ast.UnaryOp)
+                                        and isinstance(test.op, ast.Not)):
+                add([(src.start(test), src.end(test), f"not ({seg})")], seg, f"not ({seg})")
+
+    unique: dict[tuple[tuple[int, int, str], ...], Mutant] = {}
+    for m in out:  # each must parse and change the tree
+        mutated = m.apply(src.data).decode()
+        try:
+            changed = ast.dump(ast.parse(mutated)) != ast.dump(tree)
+        except SyntaxError:
+            changed = False
+        if changed:
+            unique.setdefault(m.edits, m)
+    return sorted(unique.values(), key=lambda m: (m.line, m.edits))
+
+
+# Running the tests in private copies
+
+
+def _env(copy: Path, tmp: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(copy)  # before the editable install's entry for /work/main
+    env["TMPDIR"] = str(tmp)  # pytest's tmp_path of each copy apart from the others'
+    env[MARK] = str(copy.parent)
+    for name in ("PYTHONHOME", "PYTHONSAFEPATH", "PYTHONNOUSERSITE", "PYTEST_ADDOPTS"):
+        env.pop(name, None)
+    return env
+
+
+class Worker:
+    """One private copy of the tree; one pytest run at a time."""
+
+    def __init__(self, base: Path, where: Path) -> None:
+        self.copy = where / "tree"
+        self.tmp = where / "tmp"
+        shutil.copytree(base, self.copy, symlinks=True)
+        self.tmp.mkdir()
+
+    def _drop_bytecode(self, module: str) -> None:
+        # a .pyc records the source's mtime in whole seconds and its size: a same-size
+        # mutant written within the second would run the previous bytecode
+        path = self.copy / module
+        for pyc in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
+            pyc.unlink(missing_ok=True)
+
+    def pytest(self, tests: list[str], timeout: float) -> tuple[str, float, str]:
+        """(passed | failed | timeout, seconds, output) of the tests in this copy."""
+        keyword = " and ".join(f"not {k}" for k in DESELECT)
+        cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider",
+               "-k", keyword, *tests]
+        began = time.monotonic()
+        with tempfile.TemporaryFile(dir=self.tmp) as out:
+            proc = subprocess.Popen(cmd, cwd=self.copy, env=_env(self.copy, self.tmp),
+                                    stdin=subprocess.DEVNULL, stdout=out,
+                                    stderr=subprocess.STDOUT, start_new_session=True)
+            try:
+                rc: int | None = proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                rc = None
+            finally:
+                # the run's group: pytest and whatever it started and left behind
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                self._kill_leftovers()
+            out.seek(0)
+            output = out.read().decode(errors="replace")
+        status = "timeout" if rc is None else "passed" if rc == 0 else "failed"
+        return status, time.monotonic() - began, output
+
+    def _kill_leftovers(self) -> None:
+        """Kill what this copy's run started in sessions of its own (launcher's supervisors
+        and workloads) and left running: a process whose environment carries this worker's
+        mark, or whose command line or working directory is in its folder. Linux only."""
+        where = str(self.copy.parent)
+        mark = f"{MARK}={where}".encode()
+        proc_dir = Path("/proc")
+        if not proc_dir.is_dir():
+            return
+        for entry in proc_dir.iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            try:
+                environ = (entry / "environ").read_bytes().split(b"\0")
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(
+                    errors="replace")
+                cwd = os.readlink(entry / "cwd")
+            except OSError:
+                continue  # gone, or not ours to read
+            if mark in environ or f"{where}/" in cmdline or (cwd + "/").startswith(where + "/"):
+                with contextlib.suppress(OSError):
+                    os.kill(int(entry.name), signal.SIGKILL)
+
+    def run_with(self, module: str, content: bytes, original: bytes, tests: list[str],
+                 timeout: float) -> tuple[str, float, str]:
+        path = self.copy / module
+        try:
+            path.write_bytes(content)
+            self._drop_bytecode(module)
+            return self.pytest(tests, timeout)
+        finally:
+            path.write_bytes(original)
+            self._drop_bytecode(module)
+
+    def imported_from(self, module: str) -> str:
+        """Where a process started elsewhere with the tests' environment imports `module`
+        from (as the `python -m launcher` subprocesses of the tests do)."""
+        name = module.removesuffix(".py").replace("/", ".")
+        code = f"import {name} as m; print(m.__file__)"
+        proc = subprocess.run([sys.executable, "-c", code], cwd="/", capture_output=True,
+                              text=True, env=_env(self.copy, self.tmp), timeout=120)
+        return proc.stdout.strip() or proc.stderr.strip()
+
+
+def _progress(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _tail(output: str, lines: int = 25) -> str:
+    return "\n".join(output.rstrip().splitlines()[-lines:])
+
+
+def run(modules: list[str], tests_for: dict[str, list[str]], jobs: int) -> dict[str, object]:
+    began = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="mut-") as temp:
+        base = Path(temp) / "base"
+        shutil.copytree(ROOT, base, symlinks=True, ignore=IGNORE)  # one snapshot for all
+        originals = {m: (base / m).read_bytes() for m in modules}
+        mutants = {m: find_mutants(m, originals[m].decode()) for m in modules}
+        total = sum(len(v) for v in mutants.values())
+        _progress(f"mutation: {total} mutants in {len(modules)} modules, {jobs} jobs")
+        workers: queue.Queue[Worker] = queue.Queue()
+        for i in range(jobs):
+            (Path(temp) / f"w{i}").mkdir()
+            workers.put(Worker(base, Path(temp) / f"w{i}"))
+
+        def on_worker(fn, *args):  # type: ignore[no-untyped-def]
+            w = workers.get()
+            try:
+                return fn(w, *args)
+            finally:
+                workers.put(w)
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            # 1. the unmutated tests pass in a copy, and time them
+            runs = pool.map(lambda m: on_worker(lambda w: w.pytest(tests_for[m], 1800.0)), modules)
+            clean = dict(zip(modules, runs, strict=True))
+            for m, (status, secs, output) in clean.items():
+                _progress(f"clean: {m}: {status} in {secs:.1f}s")
+                if status != "passed":
+                    raise CleanRunFailed(f"the tests of {m} fail without any mutant "
+                                         f"({' '.join(tests_for[m])}):\n{_tail(output)}")
+            timeouts = {m: max(MIN_TIMEOUT_S, TIMEOUT_FACTOR * clean[m][1]) for m in modules}
+
+            # 2. the copy is what the tests import, in process and in subprocesses
+            for w in list(workers.queue):
+                for m in modules:
+                    where = w.imported_from(m)
+                    if where != str(w.copy / m):
+                        raise CleanRunFailed(f"{m} is imported from {where}, not from the "
+                                             f"copy {w.copy}: PYTHONPATH does not win")
+            canary = b"raise ImportError('mutation testing: canary, must be killed')\n"
+            caught = dict(zip(modules, pool.map(lambda m: on_worker(
+                lambda w: w.run_with(m, canary, originals[m], tests_for[m], timeouts[m])),
+                modules), strict=True))
+            for m, (status, _, output) in caught.items():
+                if status == "passed":
+                    raise CleanRunFailed(f"a module that cannot be imported passes the tests "
+                                         f"of {m}: they do not import the copy\n{_tail(output)}")
+
+            # 3. every mutant
+            done = 0
+
+            def one(mutant: Mutant) -> Result:
+                nonlocal done
+                content = mutant.apply(originals[mutant.module])
+                status, secs, _ = on_worker(lambda w: w.run_with(
+                    mutant.module, content, originals[mutant.module],
+                    tests_for[mutant.module], timeouts[mutant.module]))
+                result = Result(mutant, {"passed": "survived", "failed": "killed"}.get(
+                    status, status), secs)
+                done += 1
+                _progress(f"[{done}/{total}] {result.status:8} {mutant.module}:{mutant.line}: "
+                          f"{_short(mutant.original)} -> {_short(mutant.mutated)} "
+                          f"({secs:.1f}s)")
+                return result
+
+            results = list(pool.map(one, [x for m in modules for x in mutants[m]]))
+
+    scores = {m: Score() for m in modules}
+    for r in results:
+        s = scores[r.mutant.module]
+        s.mutants += 1
+        if r.status == "survived":
+            s.survived += 1
+            source = originals[r.mutant.module].decode().splitlines()[r.mutant.line - 1]
+            s.survivors.append({"path": r.mutant.module, "line": r.mutant.line,
+                                "original": r.mutant.original, "mutated": r.mutant.mutated,
+                                "source": source.strip()})
+        else:
+            s.killed += 1
+            s.timeout += r.status == "timeout"
+    killed = sum(s.killed for s in scores.values())
+    return {
+        "modules": {m: {**asdict(s), "score": round(s.score, 1),
+                        "tests": tests_for[m], "timeout_s": round(timeouts[m], 1)}
+                    for m, s in scores.items()},
+        "total": {"mutants": total, "killed": killed, "survived": total - killed,
+                  "score": round(100.0 * killed / total, 1) if total else 100.0},
+        "wall_s": round(time.monotonic() - began, 1),
+        "jobs": jobs,
+        "deselected": DESELECT,
+    }
+
+
+class CleanRunFailed(Exception):
+    pass
+
+
+def _short(text: str, width: int = 60) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= width else one[: width - 3] + "..."
+
+
+def _table(result: dict[str, object], survivors: bool) -> str:
+    modules: dict[str, dict[str, object]] = result["modules"]  # type: ignore[assignment]
+    total: dict[str, object] = result["total"]  # type: ignore[assignment]
+    width = max(len(m) for m in [*modules, "module"])
+    rows = [f"{'module':<{width}}  mutants  killed  timeout  survived   score"]
+    for m, s in modules.items():
+        rows.append(f"{m:<{width}}  {s['mutants']:>7}  {s['killed']:>6}  {s['timeout']:>7}  "
+                    f"{s['survived']:>8}  {s['score']:>5.1f}%")
+    rows.append(f"{'total':<{width}}  {total['mutants']:>7}  {total['killed']:>6}  "
+                f"{'':>7}  {total['survived']:>8}  {total['score']:>5.1f}%")
+    rows.append(f"wall time {result['wall_s']}s with {result['jobs']} jobs")
+    if survivors:
+        for s in modules.values():
+            for x in s["survivors"]:  # type: ignore[attr-defined]
+                rows.append(f"{x['path']}:{x['line']}: {_short(x['original'])} -> "
+                            f"{_short(x['mutated'])}\n    {x['source']}")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("modules", nargs="*", metavar="MODULE",
+                        help=f"source files to mutate (default: the {len(TESTS)} in TESTS)")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="private copies run in parallel (default: the CPU count)")
+    parser.add_argument("--tests", nargs="+", metavar="TEST",
+                        help="test files (or pytest node ids) for every module given, "
+                             "instead of the mapping")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    parser.add_argument("--list-survivors", action="store_true",
+                        help="list each surviving mutant with its source line")
+    args = parser.parse_args(argv)
+    modules = [str(Path(m)) for m in args.modules] or list(TESTS)
+    if args.jobs < 1:
+        parser.error("--jobs must be at least 1")
+    for m in modules:
+        if not m.endswith(".py") or not (ROOT / m).is_file():
+            parser.error(f"{m}: not a Python file under {ROOT}")
+        if not args.tests and m not in TESTS:
+            parser.error(f"{m}: no tests mapped to it in TESTS; pass --tests")
+    tests_for: dict[str, list[str]] = {}
+    for m in modules:
+        tests = args.tests or TESTS[m]
+        present = [t for t in tests if (ROOT / t.partition("::")[0]).exists()]
+        if args.tests and present != tests:
+            parser.error(f"no such test file: {sorted(set(tests) - set(present))[0]}")
+        if not present:
+            parser.error(f"{m}: none of its test files exist")
+        tests_for[m] = present
+    try:
+        result = run(modules, tests_for, args.jobs)
+    except CleanRunFailed as exc:
+        print(f"mutation: {exc}", file=sys.stderr)
+        return 1
+    print(json.dumps(result, indent=2) if args.json else _table(result, args.list_survivors))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
