@@ -80,3 +80,46 @@ def test_memory_budget_is_the_smaller_of_the_profiles_hardware_and_this_hosts(tm
     assert memory_budget(asked.profile, asked.caps.limits, asked.facts) == 2 << 30
     auto = _resolve(tmp_path, "limits: {memory: auto}\n")
     assert memory_budget(auto.profile, auto.caps.limits, auto.facts) == host
+
+
+def _facts(**changes: object):  # type: ignore[no-untyped-def]
+    """The fixture's facts with some changed (cgroup fields as cgroup_FIELD)."""
+    import dataclasses
+
+    facts = probe_host(LIMITED, environ={})
+    cg = {k[len("cgroup_"):]: v for k, v in changes.items() if k.startswith("cgroup_")}
+    rest = {k: v for k, v in changes.items() if not k.startswith("cgroup_")}
+    return dataclasses.replace(facts, cgroup=dataclasses.replace(facts.cgroup, **cg), **rest)
+
+
+def _limits(tmp_path: Path):  # type: ignore[no-untyped-def]
+    return _resolve(tmp_path, "").caps.limits
+
+
+def test_each_host_limit_binds_where_it_is_the_smallest(tmp_path):
+    from launcher.probe.limits import Rlimit
+
+    limits = _limits(tmp_path)
+    none = dict(cgroup_pids_max=None, threads_max=None, pid_max=None, rlimits={})
+    assert pids_budget(limits, {}, _facts(**none)) == {
+        "available": None, "binding": "no limit found", "notes": []}
+    # pids.current unread: nothing counted as running
+    b = pids_budget(limits, {}, _facts(**{**none, "cgroup_pids_max": 50,
+                                           "cgroup_pids_current": None}))
+    assert b["available"] == 50 and b["binding"].startswith("pids.max 50 of ")
+    assert b["binding"].endswith("(pids.current 0)")
+    # the host's own RLIMIT_NPROC, where the profile sets none
+    b = pids_budget(limits, {}, _facts(**{**none, "rlimits": {"nproc": Rlimit(40, 40)}}))
+    assert b["available"] == 35 and b["binding"].startswith("RLIMIT_NPROC 40")
+    # 0 is a limit (no new task at all); unlimited is none
+    b = pids_budget(limits, {}, _facts(**{**none, "rlimits": {"nproc": Rlimit(0, 0)}}))
+    assert b["available"] == -5
+    b = pids_budget(limits, {}, _facts(**{**none, "rlimits": {"nproc": Rlimit(None, None)}}))
+    assert b["available"] is None
+    b = pids_budget(limits, {}, _facts(**{**none, "nproc_exempt": True,
+                                           "rlimits": {"nproc": Rlimit(0, 0)}}))
+    assert b["available"] is None and b["notes"][0].startswith("RLIMIT_NPROC 0 does not bind")
+    b = pids_budget(limits, {}, _facts(**{**none, "threads_max": 30}))
+    assert b == {"available": 30, "binding": "kernel.threads-max 30", "notes": []}
+    b = pids_budget(limits, {}, _facts(**{**none, "pid_max": 400}))
+    assert b == {"available": 400, "binding": "kernel.pid_max 400", "notes": []}

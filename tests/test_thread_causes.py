@@ -265,3 +265,75 @@ def test_oom_kill_with_many_threads_names_their_stacks():
                     "counter rose by 1 (peak 64MiB); it ran 1447 threads, each charging its "
                     "kernel stack and the stack it touched.")
     assert "threads" not in explain(-9, before, after, _start(), _watch(threads=99))
+
+
+def _tree(tmp_path: Path, files: dict[str, str], cgroup: str = "0::/job/run\n") -> Path:
+    root = tmp_path / "host"
+    mountinfo = ("24 30 0:22 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - "
+                 "cgroup2 cgroup2 rw,nsdelegate\n")
+    for rel, text in {"proc/self/cgroup": cgroup, "proc/self/mountinfo": mountinfo,
+                      **files}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def test_read_counters_takes_each_figure_from_its_level(tmp_path):
+    from launcher.supervise.diagnose import read_counters
+
+    job, run = "sys/fs/cgroup/job", "sys/fs/cgroup/job/run"
+    ctl = "cpu memory pids\n"
+    root = _tree(tmp_path, {
+        "sys/fs/cgroup/cgroup.controllers": ctl, f"{job}/cgroup.controllers": ctl,
+        f"{run}/cgroup.controllers": ctl,
+        "proc/vmstat": "pgfault 5\noom_kill 7\n",
+        f"{job}/pids.max": "50\n", f"{job}/pids.current": "10\n", f"{job}/pids.events": "max 3\n",
+        f"{run}/pids.max": "max\n", f"{run}/pids.current": "10\n", f"{run}/pids.peak": "12\n",
+        f"{run}/pids.events": "max 1\n", f"{run}/memory.max": "104857600\n",
+        f"{run}/memory.peak": "99999\n",
+        f"{run}/memory.events": "low 0\nhigh 0\nmax 4\noom 1\noom_kill 2\n"})
+    c = read_counters(root)
+    # the level with the least headroom binds; its own peak is missing: the nearest one's
+    assert (c.pids_max, c.pids_where, c.pids_peak) == (50, str(root / job), 12)
+    assert c.pids_events == {str(root / run): 1, str(root / job): 3}
+    assert c.pids_events_max == 3
+    assert (c.oom_kills, c.memory_limit, c.memory_peak) == (2, 100 << 20, 99999)
+    assert c.host_oom_kills == 7
+    # the binding level's own peak wins over a nearer one
+    (root / job / "pids.peak").write_text("49\n")
+    assert read_counters(root).pids_peak == 49
+    # no limit: at or above 2^62 is the kernel's "max" written as a number
+    (root / run / "memory.max").write_text(f"{1 << 62}\n")
+    assert read_counters(root).memory_limit is None
+    (root / run / "memory.max").write_text(f"{(1 << 62) - 1}\n")
+    assert read_counters(root).memory_limit == (1 << 62) - 1
+
+
+def test_read_counters_on_cgroup_v1_and_on_no_cgroup(tmp_path):
+    from launcher.supervise.diagnose import read_counters
+
+    root = tmp_path / "v1"
+    shutil.copytree(ROOT / "tests/fixtures/hosts/v1-docker", root)
+    (root / "sys/fs/cgroup/memory/memory.max_usage_in_bytes").write_text("123456\n")
+    c = read_counters(root)
+    assert c.memory_peak == 123456 and c.memory_limit is not None
+    assert c.oom_kills is not None
+    empty = read_counters(tmp_path / "nothing")
+    assert (empty.pids_max, empty.memory_peak, empty.host_oom_kills) == (None, None, None)
+
+
+def test_refusals_and_kills_count_from_before_even_where_before_read_nothing():
+    before, after = Counters(), Counters()
+    after.pids_events, after.pids_max = {"/new": 1}, 8  # a level that appeared
+    assert "refused 1 thread" in explain(1, before, after)
+    after.pids_events, after.pids_events_max = {}, 1  # one counter, unread before
+    assert "refused 1 thread" in explain(1, before, after)
+    after = Counters()
+    after.host_oom_kills = 1
+    assert explain(-9, before, after).startswith("the kernel's OOM killer killed")
+
+
+def test_the_oom_sentence_names_threads_from_a_hundred():
+    before, after = Counters(), Counters()
+    before.oom_kills, after.oom_kills = 0, 1
+    assert "it ran 100 threads" in explain(-9, before, after, _start(), _watch(threads=100))

@@ -26,10 +26,10 @@ def pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
     soft = nproc.soft if nproc else (facts.rlimits["nproc"].soft if "nproc" in facts.rlimits
                                      else None)
     notes = []
-    if soft is not None and soft > 0 and facts.nproc_exempt:
+    if soft is not None and soft >= 0 and facts.nproc_exempt:
         notes.append(f"RLIMIT_NPROC {soft} does not bind: the kernel exempts root (of the "
                      f"initial user namespace, or CAP_SYS_RESOURCE/CAP_SYS_ADMIN there)")
-    elif soft is not None and soft > 0:
+    elif soft is not None and soft >= 0:  # 0: no new task at all
         cands.append((soft - facts.uid_tasks,
                       f"RLIMIT_NPROC {soft} ({facts.uid_tasks} tasks of UID {facts.uid} running)"))
     if facts.threads_max:
