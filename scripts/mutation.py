@@ -68,19 +68,22 @@ ROOT = Path(__file__).resolve().parents[1]
 # the supervisor's diagnosis (diagnose.py never decides a limit, so a mutant there cannot let
 # a thread bomb or a memory hog loose on this host).
 TESTS: dict[str, list[str]] = {
-    "launcher/caps/budget.py": ["tests/test_budget.py", "tests/test_caps.py",
+    "launcher/caps/budget.py": ["tests/test_budget.py", "tests/test_verdict_bounds.py",
+                                "tests/test_caps.py",
                                 "tests/test_fit.py", "tests/test_cli.py",
                                 "tests/test_plan_golden.py", "tests/test_run_cli.py"],
     "launcher/units.py": ["tests/test_mutants_units.py", "tests/test_units.py",
                           "tests/test_wording.py", "tests/test_caps.py",
                           "tests/test_profiles.py"],
-    "launcher/caps/verdict.py": ["tests/test_fit.py", "tests/test_caps.py", "tests/test_cli.py",
+    "launcher/caps/verdict.py": ["tests/test_verdict_bounds.py", "tests/test_fit.py",
+                                 "tests/test_caps.py", "tests/test_cli.py",
                                  "tests/test_plan_golden.py", "tests/test_run_cli.py"],
     "launcher/probe/cgroup.py": ["tests/test_mutants_cgroup_probe.py", "tests/test_probe.py",
                                  "tests/test_cgroup_placement.py", "tests/test_caps.py",
                                  "tests/test_cli.py"],
     "launcher/supervise/diagnose.py": ["tests/test_thread_causes.py", "tests/test_native.py"],
-    "launcher/caps/fit.py": ["tests/test_fit.py", "tests/test_caps.py"],
+    "launcher/caps/fit.py": ["tests/test_verdict_bounds.py", "tests/test_fit.py",
+                             "tests/test_caps.py"],
     "launcher/cgroups/placement.py": ["tests/test_mutants_placement.py",
                                       "tests/test_cgroup_placement.py"],
 }

@@ -24,7 +24,7 @@ HEADROOM = 0.8  # the estimate at most this share of the budget: the verdict's o
 AFFINITY_BOUND = ("jax",)  # frameworks with pools no thread variable caps (XLA's codegen)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True)  # pragma: no mutate
 class Fit:
     values: dict[str, Any]  # the profile keys set
     was: int  # the estimated peak before, in all

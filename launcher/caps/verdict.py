@@ -42,7 +42,7 @@ def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Thread
         if total > avail:
             say("refuse", f"{desc} would exceed the {budget['binding']}.")
         elif total > 0.8 * avail:
-            say("warn", f"{desc} use {total * 100 // max(avail, 1)}% of the {budget['binding']}.")
+            say("warn", f"{desc} use {total * 100 // avail}% of the {budget['binding']}.")
     per_mem = profile.get("workers.memory")
     mem_budget = memory_budget(profile, limits, facts)
     if per_mem and mem_budget:
