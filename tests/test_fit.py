@@ -1,6 +1,7 @@
 """Fit the budget instead of refusing it (issue 14): when the pids budget is below the
 estimate, plan and run name the largest pool size whose peak fits with headroom, and --fit
-applies it: CPUs for JAX (its pools follow the affinity), thread counts for the others."""
+applies it: stacks first, then thread counts (JAX's through PJRT_NPROC), then CPUs for JAX
+(its codegen pools follow the affinity)."""
 
 from __future__ import annotations
 

@@ -146,3 +146,56 @@ def test_stacks_that_never_fit_say_what_they_reserve(tmp_path):
     said = why_nothing_fits(r)
     assert said.startswith("--fit: nothing fits: even limits.stack 1MiB reserves "), said
     assert said.endswith(" of thread stacks, above half of DATA 1MiB.")
+
+
+def test_the_pids_fit_is_at_most_the_headroom():
+    from types import SimpleNamespace
+
+    from launcher.caps.fit import _pids_fit
+
+    def r(total: int, avail: int | None):  # type: ignore[no-untyped-def]
+        return SimpleNamespace(caps=SimpleNamespace(budget={"available": avail},
+                                                    estimate={"total": total}))
+
+    assert _pids_fit(r(4, 5), 0.8) and not _pids_fit(r(5, 5), 0.8)
+    assert _pids_fit(r(10_000, None), 0.8)
+
+
+def _largest_fit(tmp_path: Path, text: str, key: str, smaller: object, facts=None):  # type: ignore[no-untyped-def]
+    """The pids limit where `key: smaller` just fits and today's setting does not."""
+    import math
+
+    r = _r(tmp_path, text, facts)
+    small = r.with_values({key: smaller}, "test").caps.estimate["total"]
+    pids = math.ceil(small / 0.8)
+    if r.caps.estimate["total"] <= 0.8 * pids:
+        pytest.skip("no pids limit separates the two here")
+    return _r(tmp_path, text + f"limits: {{pids: {pids}}}\n", facts)
+
+
+def test_the_largest_pool_one_below_todays_is_offered_first(tmp_path):
+    r = _largest_fit(tmp_path, "framework: torch\nthreads: {intra_op: 8}\n",
+                     "threads.intra_op", 7)
+    fit = fit_to_budget(r)
+    assert fit is not None and fit.values == {"threads.intra_op": 7}, fit
+
+
+def test_jax_is_offered_all_its_cpus_but_one_first(tmp_path):
+    facts = dataclasses.replace(probe_host(LIMITED, environ={}), affinity_list=None)
+    r = _largest_fit(tmp_path, "framework: jax\n", "limits.cpuset", "0-6", facts)
+    fit = fit_to_budget(r)
+    assert fit is not None and fit.values == {"limits.cpuset": "0-6"}, fit
+    assert fit.cost == "jax's compute runs on 7 of the 8 CPUs it could use"
+
+
+def test_a_stack_already_at_the_smallest_is_not_offered_again(tmp_path):
+    text = "framework: tf\nthreads: {intra_op: 8}\nlimits: {stack: auto}\n"
+    probe = _r(tmp_path, text, probe_host(_limits(tmp_path, str(1 << 20), "unlimited"),
+                                          environ={}))
+    assert probe.caps.estimate["stacks"]["stack"] == 1 << 20
+    four = probe.with_values({"threads.intra_op": 4}, "test").caps.estimate["stacks"]
+    data = 2 * four["reserved"]  # 4 threads per pool fit in half of it, 8 do not
+    facts = probe_host(_limits(tmp_path, str(1 << 20), str(data)), environ={})
+    fit = fit_to_budget(_r(tmp_path, text, facts))
+    assert fit is not None and list(fit.values) == ["threads.intra_op"], fit
+    assert fit.values["threads.intra_op"] >= 4

@@ -11,6 +11,7 @@ CPUs (a cpuset, its pools sized for them) last.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -67,9 +68,13 @@ def apply(r: Resolved, fit: Fit, origin: str = "--fit") -> Resolved:
 
 
 def _fits(r: Resolved, headroom: float) -> bool:
+    return _pids_fit(r, headroom) and fits(_stacks(r), address_limits(r.facts))
+
+
+def _pids_fit(r: Resolved, headroom: float) -> bool:
+    """The estimate takes at most `headroom` of the pids budget (none: it fits)."""
     avail, total = r.caps.budget["available"], r.caps.estimate["total"]
-    return ((avail is None or total <= headroom * avail)
-            and fits(_stacks(r), address_limits(r.facts)))
+    return avail is None or total <= headroom * avail
 
 
 def _stacks(r: Resolved) -> Stacks:
@@ -80,9 +85,10 @@ def _stacks(r: Resolved) -> Stacks:
 def _need(r: Resolved, headroom: float) -> str:
     """What the run would need: a pids budget, or address space for its stacks."""
     avail, total = r.caps.budget["available"], r.caps.estimate["total"]
-    if avail is not None and total > headroom * avail:
-        return (f"needs ~{total} threads, above {int(headroom * 100)}% of the budget {avail} "
-                f"(a budget of at least {-(-total * 10 // int(headroom * 10))})")
+    if not _pids_fit(r, headroom):
+        least = next(b for b in itertools.count(avail) if total <= headroom * b)
+        return (f"needs ~{total} threads, above {headroom:.0%} of the budget {avail} "
+                f"(a budget of at least {least})")
     s = _stacks(r)
     return (f"reserves {format_size(s.reserved)} of thread stacks, above half of "
             + " and ".join(f"{k.upper()} {format_size(v)}"
@@ -110,13 +116,13 @@ def _candidates(r: Resolved, headroom: float) -> list[tuple[dict[str, Any], str]
     pools = "its CPU pools" + (" (PJRT_NPROC)" if r.framework == "jax" else "")
     out += [(base | {"threads.intra_op": n}, f"{pools} shrink from {now} to {n} threads (CPU-bound "
                                       f"work scales with them)")
-            for n in range(now - 1, 0, -1)]
+            for n in reversed(range(1, now))]
     if r.framework in AFFINITY_BOUND:
         allowed = sorted(cpu_ids(r.profile.get("limits.cpuset") or r.facts.affinity_list or
-                                 f"0-{r.facts.affinity_cpus - 1}"))
+                                 format_cpu_list(list(range(r.facts.affinity_cpus)))))
         out += [(base | {"limits.cpuset": format_cpu_list(allowed[:n])},
                  f"{r.framework}'s compute runs on {n} of the {len(allowed)} CPUs it could use")
-                for n in range(len(allowed) - 1, 0, -1)]
+                for n in reversed(range(1, len(allowed)))]
     return out
 
 

@@ -60,7 +60,8 @@ def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Thread
         label = get_vendor(gpu["vendor"]).label
         say("warn", f"the profile asks for {gpu['count']} {label} GPU(s) and "
                     f"this host shows {gpu['found']}; use --gpus none to run on the CPU.")
-    if fw == "tf" and gpu["count"] > 0 and (facts.max_map_count or 0) <= 65530:
+    if fw == "tf" and gpu["count"] > 0 and (facts.max_map_count is None
+                                             or facts.max_map_count <= 65530):
         say("warn", f"vm.max_map_count is {facts.max_map_count} and cannot be raised from a "
                     f"container; TF/CUDA leak ~730 maps per fold, so run one process per fold.")
     for level, reason in stack_reasons(stacks, address_limits(facts)):

@@ -92,12 +92,10 @@ def cgroup_dirs(root: Path, mount: Mount, member: Membership) -> tuple[Path, ...
     top = _join(root, mount.mount_point)
     cg = member.path
     mroot = mount.root.rstrip("/")
-    if mroot and (cg == mroot or cg.startswith(mroot + "/")):
-        rel = cg[len(mroot):]
-    elif mroot and mroot != "/":
-        rel = "" if cg == "/" else cg  # outside the mounted subtree: the mount is our view
-    else:
-        rel = cg
+    # below the mount's root: the path under it; the mount's root itself, or outside the
+    # mounted subtree: the mount is our view
+    inside = mroot and (cg == mroot or cg.startswith(mroot + "/"))
+    rel = cg[len(mroot):] if inside else cg
     parts = [p for p in rel.split("/") if p]
     dirs = [top / "/".join(parts[:i]) if i else top for i in range(len(parts), -1, -1)]
     existing = tuple(d for d in dirs if d.is_dir())
