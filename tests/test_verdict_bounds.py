@@ -199,3 +199,10 @@ def test_a_stack_already_at_the_smallest_is_not_offered_again(tmp_path):
     fit = fit_to_budget(_r(tmp_path, text, facts))
     assert fit is not None and list(fit.values) == ["threads.intra_op"], fit
     assert fit.values["threads.intra_op"] >= 4
+
+
+def test_the_budget_it_would_need_is_the_least_that_fits(tmp_path):
+    # 3 processes x 1 + the supervisor = 4 threads: 80% of 5 is exactly 4
+    r = _r(tmp_path, ONE + "workers: {processes: 3}\nlimits: {pids: 2}\n")
+    assert why_nothing_fits(r).endswith("needs ~4 threads, above 80% of the budget 2 (a budget "
+                                        "of at least 5).")
