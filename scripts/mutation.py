@@ -2,7 +2,7 @@
 
 Usage (from the repository root):
 
-    .venv/bin/python scripts/mutation.py                      # the seven core modules
+    .venv/bin/python scripts/mutation.py                      # every module in TESTS
     .venv/bin/python scripts/mutation.py launcher/units.py --list-survivors
     .venv/bin/python scripts/mutation.py launcher/units.py --tests tests/test_units.py
     .venv/bin/python scripts/mutation.py --jobs 4 --json > mutation.json
@@ -86,6 +86,10 @@ TESTS: dict[str, list[str]] = {
                              "tests/test_caps.py"],
     "launcher/cgroups/placement.py": ["tests/test_mutants_placement.py",
                                       "tests/test_cgroup_placement.py"],
+    # issue 21's: the thread-failure causes, the stacks against the address space
+    "launcher/supervise/causes.py": ["tests/test_thread_causes.py"],
+    "launcher/supervise/evidence.py": ["tests/test_thread_causes.py"],
+    "launcher/caps/stacks.py": ["tests/test_verdict_bounds.py", "tests/test_fit.py"],
 }
 # Tests never run here (pytest -k): they share host state between parallel copies.
 DESELECT = {
