@@ -88,8 +88,10 @@ TESTS: dict[str, list[str]] = {
                                       "tests/test_cgroup_placement.py"],
     # issue 21's: the thread-failure causes, the stacks against the address space
     "launcher/supervise/causes.py": ["tests/test_thread_causes.py"],
-    "launcher/supervise/evidence.py": ["tests/test_thread_causes.py"],
-    "launcher/caps/stacks.py": ["tests/test_verdict_bounds.py", "tests/test_fit.py"],
+    "launcher/supervise/evidence.py": ["tests/test_stacks_evidence.py",
+                                       "tests/test_thread_causes.py"],
+    "launcher/caps/stacks.py": ["tests/test_stacks_evidence.py", "tests/test_verdict_bounds.py",
+                                "tests/test_fit.py"],
 }
 # Tests never run here (pytest -k): they share host state between parallel copies.
 DESELECT = {
