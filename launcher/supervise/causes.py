@@ -54,7 +54,7 @@ def thread_limit(start: Start, watch: Watch, peak: int | None) -> str | None:
     if clone3_refused():
         return ("a seccomp filter refuses clone3 (a probe of it got EPERM): glibc starts threads "
                 "with clone3 and falls back to clone only on ENOSYS, so thread creation fails "
-                "with 'Operation not permitted'; use Docker >= 20.10.10 (its profile answers "
+                "(EPERM); use Docker >= 20.10.10 (its profile answers "
                 "ENOSYS) or a seccomp profile that allows clone3.")
     return None
 
