@@ -15,6 +15,7 @@ from launcher.probe import probe_host
 from launcher.profiles import load_profile
 from tests.conftest import ROOT
 from tests.docker_helpers import launcher
+from tests.host_trees import limited_host
 
 runner = CliRunner()
 LIMITED = ROOT / "tests/fixtures/hosts/v2-limited"  # 8 CPUs of affinity
@@ -111,17 +112,7 @@ def test_the_profiles_limits_fit_fits_only_where_the_preflight_refuses(tmp_path)
 
 
 def _limited_host(tmp_path, data: str = "unlimited", address: str = "unlimited"):  # type: ignore[no-untyped-def]
-    """v2-limited with RLIMIT_DATA and RLIMIT_AS as given (bytes or unlimited)."""
-    import shutil
-
-    host = tmp_path / "host"
-    shutil.copytree(LIMITED, host)
-    limits = host / "proc/self/limits"
-    text = limits.read_text().replace(
-        "Max address space         unlimited            unlimited            bytes",
-        f"Max address space         {address:<20} unlimited            bytes")
-    limits.write_text(text + f"Max data size             {data:<20} unlimited            bytes\n")
-    return host
+    return limited_host(tmp_path / "host", address=address, data=data)
 
 
 def _plan_on(host, tmp_path, text: str, *extra: str) -> dict:  # type: ignore[type-arg]

@@ -23,20 +23,7 @@ from launcher.probe.cgroup import (
     round_quota,
 )
 from launcher.probe.mountinfo import Membership, Mount
-
-V2_MOUNT = "29 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
-
-
-def host(root: Path, files: dict[str, str]) -> Path:
-    """Write `files` (path -> text; a path ending in / is an empty directory) under root."""
-    for name, text in files.items():
-        path = root / name
-        if name.endswith("/"):
-            path.mkdir(parents=True, exist_ok=True)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-    return root
+from tests.host_trees import V2_MOUNT, host
 
 
 def v1_mount(n: int, hierarchy: str, root: str = "/") -> str:

@@ -27,22 +27,10 @@ from launcher.cgroups.placement import (
     uncarried_limits,
 )
 from tests.conftest import FIXTURES
+from tests.host_trees import V2_MOUNT, host
 
 LAUNCHER = {100}
-V2_MOUNT = "29 23 0:26 / /sys/fs/cgroup rw,nosuid - cgroup2 cgroup2 rw,nsdelegate\n"
 OLD = 1_000_000_000  # a leaf's mtime long before the test's clock
-
-
-def host(root: Path, files: dict[str, str]) -> Path:
-    """Write `files` (path -> text; a path ending in / is an empty directory) under root."""
-    for name, text in files.items():
-        path = root / name
-        if name.endswith("/"):
-            path.mkdir(parents=True, exist_ok=True)
-        else:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
-    return root
 
 
 def v1_mount(n: int, hierarchy: str, root: str = "/", options: str = "") -> str:

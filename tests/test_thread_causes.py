@@ -22,6 +22,7 @@ from launcher.supervise import causes
 from launcher.supervise.diagnose import Counters, explain
 from launcher.supervise.evidence import Start, Watch
 from tests.conftest import ROOT
+from tests.host_trees import host
 
 BOMB = ROOT / "tests/fixtures/thread_bomb.py"
 SECCOMP = ROOT / "tests/fixtures/seccomp_clone3.py"
@@ -268,14 +269,10 @@ def test_oom_kill_with_many_threads_names_their_stacks():
 
 
 def _tree(tmp_path: Path, files: dict[str, str], cgroup: str = "0::/job/run\n") -> Path:
-    root = tmp_path / "host"
     mountinfo = ("24 30 0:22 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime shared:9 - "
                  "cgroup2 cgroup2 rw,nsdelegate\n")
-    for rel, text in {"proc/self/cgroup": cgroup, "proc/self/mountinfo": mountinfo,
-                      **files}.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    return root
+    return host(tmp_path / "host", {"proc/self/cgroup": cgroup,
+                                     "proc/self/mountinfo": mountinfo, **files})
 
 
 def test_read_counters_takes_each_figure_from_its_level(tmp_path):

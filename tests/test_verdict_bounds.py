@@ -15,6 +15,7 @@ from launcher.caps.resolve import Resolved, resolve
 from launcher.probe import probe_host
 from launcher.profiles import load_profile
 from tests.conftest import ROOT
+from tests.host_trees import limited_host
 
 LIMITED = ROOT / "tests/fixtures/hosts/v2-limited"  # 8 CPUs, pids.max 77 (3 running), quota 1.5
 
@@ -118,14 +119,7 @@ def test_jax_is_offered_one_cpu_last_from_its_affinity(tmp_path):
 
 
 def _limits(tmp_path: Path, stack: str, data: str) -> Path:
-    host = tmp_path / f"host-{stack}-{data}"
-    shutil.copytree(LIMITED, host)
-    limits = host / "proc/self/limits"
-    text = limits.read_text().replace(
-        "Max stack size            8388608              unlimited",
-        f"Max stack size            {stack:<20} unlimited")
-    limits.write_text(text + f"Max data size             {data:<20} unlimited            bytes\n")
-    return host
+    return limited_host(tmp_path / f"host-{stack}-{data}", stack=stack, data=data)
 
 
 def test_stacks_are_offered_below_the_current_size_only_and_omp_follows(tmp_path):
