@@ -133,8 +133,7 @@ def compute_caps(
     stack_soft = (ulimits["stack"].soft if "stack" in ulimits else
                   facts.rlimits["stack"].soft if "stack" in facts.rlimits else None)
     stacks = stacks_of(est.per_process, est.breakdown, stack_soft,
-                       {k: s.value for k, s in env.items() if s.value is not None} |
-                       {k: v for k, v in inherited.items() if k == "MALLOC_ARENA_MAX"}, fw_cpus)
+                       {k: s.value for k, s in env.items() if s.value is not None}, fw_cpus)
     said = verdict(profile, facts, fw, procs, est, total, budget, limits, gpu, inherited,
                    stacks)
     return Caps(

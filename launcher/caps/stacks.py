@@ -16,11 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from launcher.glibc import ARENA, GUARD, STACK_MIN, STACK_UNLIMITED
 from launcher.units import format_size
 
-UNLIMITED_DEFAULT = 2 * 1024 * 1024  # glibc's default stack where RLIMIT_STACK is unlimited
-GUARD = 4096  # the guard page below every thread stack
-ARENA = 64 << 20  # a malloc arena's reservation (HEAP_MAX_SIZE, 64-bit)
 SHARE = 0.5  # stacks past this share of a limit warn: the interpreter and libraries need the rest
 FIT_SIZES = (4 << 20, 2 << 20, 1 << 20)  # --fit's stack sizes, largest first; 1 MiB at least
 OMP_POOLS = ("torch_intra_op",)  # the estimate's parts that are libgomp workers
@@ -30,8 +28,8 @@ _OMP = re.compile(r"^\s*(\d+)\s*([bkmgBKMG]?)\s*$")
 def default_stack(rlimit_soft: int | None) -> int:
     """glibc's default thread stack for an RLIMIT_STACK soft limit (None or < 0: unlimited)."""
     if rlimit_soft is None or rlimit_soft < 0:
-        return UNLIMITED_DEFAULT
-    return max(rlimit_soft, 16384)
+        return STACK_UNLIMITED
+    return max(rlimit_soft, STACK_MIN)
 
 
 def omp_stack(env: dict[str, str]) -> int | None:
@@ -65,6 +63,10 @@ class Stacks:
         """Address space they reserve: the stacks and the malloc arenas."""
         return self.reserved + self.arenas * ARENA
 
+    def used(self, limit: str) -> int:
+        """What counts against RLIMIT_AS (`as`) or RLIMIT_DATA (`data`)."""
+        return self.address_space if limit == "as" else self.reserved
+
     def describe(self, arenas: bool = False) -> str:
         text = f"{self.threads - 1} thread stacks x {format_size(self.stack)}"
         if self.omp is not None and self.omp_threads:
@@ -95,8 +97,7 @@ def stack_reasons(s: Stacks, limits: dict[str, int | None]) -> list[tuple[str, s
     for name, limit in limits.items():
         if limit is None or limit <= 0:
             continue
-        word, used = {"as": ("RLIMIT_AS", s.address_space), "data": ("RLIMIT_DATA",
-                                                                      s.reserved)}[name]
+        word, used = {"as": "RLIMIT_AS", "data": "RLIMIT_DATA"}[name], s.used(name)
         fix = "lower limits.stack (glibc's default stack) or threads.omp_stack, or the pools"
         if name == "as" and s.arenas:
             fix += ", or set MALLOC_ARENA_MAX=2"
@@ -113,6 +114,5 @@ def stack_reasons(s: Stacks, limits: dict[str, int | None]) -> list[tuple[str, s
 
 def fits(s: Stacks, limits: dict[str, int | None]) -> bool:
     """The threads take at most SHARE of every address-space limit (the verdict's ok)."""
-    return all(limit is None or limit <= 0
-               or (s.address_space if name == "as" else s.reserved) <= SHARE * limit
+    return all(limit is None or limit <= 0 or s.used(name) <= SHARE * limit
                for name, limit in limits.items())

@@ -5,10 +5,10 @@ and a seccomp filter refusing clone3."""
 
 from __future__ import annotations
 
+from launcher.glibc import GUARD
 from launcher.supervise.evidence import Start, Watch
 from launcher.units import format_size
 
-GUARD = 4096
 NEAR = 2  # tasks short of a count limit that still read as reaching it (others come and go)
 RESERVED_PIDS = 300  # PIDs below this are not reused after pid_max wraps (kernel/pid.c)
 

@@ -7,8 +7,10 @@ from __future__ import annotations
 import os
 import resource
 import time
+from pathlib import Path
 
-MIB = 1 << 20
+from launcher.glibc import STACK_UNLIMITED
+from launcher.probe.limits import read_nproc_exempt
 
 
 def _soft(which: int) -> int | None:
@@ -66,15 +68,11 @@ class Start:
     inherits (set by `lifeline.enter` or the entrypoint before the spawn)."""
 
     def __init__(self, env: dict[str, str]) -> None:
-        from pathlib import Path
-
-        from launcher.probe.limits import read_nproc_exempt
-
         self.nproc = _soft(resource.RLIMIT_NPROC)
         self.address_space = _soft(resource.RLIMIT_AS)
         self.data = _soft(resource.RLIMIT_DATA)
         stack = _soft(resource.RLIMIT_STACK)
-        self.stack = stack if stack is not None else 2 * MIB  # glibc's default thread stack
+        self.stack = stack if stack is not None else STACK_UNLIMITED  # glibc's default
         self.uid = os.getuid()
         self.exempt = read_nproc_exempt(Path("/"))
         # the UID's tasks outside the run (less the supervisor's own), counted only where the
