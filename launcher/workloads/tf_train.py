@@ -39,6 +39,16 @@ def driver(args: argparse.Namespace) -> int:
             f.rename(stale / f.name)
         print(f"tf-train: configuration changed; earlier results moved to {stale}", flush=True)
     write_json(cfg_file, config)
+    current: list[subprocess.Popen] = []  # the fold running now
+    stopped: list[int] = []  # a stop signal received: no fold starts after it
+
+    def stop(signum: int, _frame: object) -> None:
+        stopped.append(signum)
+        if current:
+            current[-1].send_signal(signum)
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
     for fold in range(1, args.folds + 1):
         result = out / f"fold-{fold}.json"
         if result.exists():
@@ -50,13 +60,11 @@ def driver(args: argparse.Namespace) -> int:
         cmd = [sys.executable, "-m", "launcher.workloads.tf_train", "--fold-worker", str(fold),
                "--folds", str(args.folds), "--out", str(out)] + (["--quick"] if args.quick
                                                                   else [])
+        if stopped:  # between two folds: the next never starts
+            print(f"tf-train: stopped before fold {fold}; rerun to resume from it", flush=True)
+            return 128 + stopped[0]
         child = subprocess.Popen(cmd, env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
-
-        def stop(signum: int, _frame: object, child: subprocess.Popen = child) -> None:
-            child.send_signal(signum)
-
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            signal.signal(sig, stop)
+        current.append(child)
         code = child.wait()
         if code != 0:
             print(f"tf-train: fold {fold} ended with status {code}; rerun to resume from it",
