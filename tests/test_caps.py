@@ -76,7 +76,8 @@ def test_pids_refusal_names_the_limit(tmp_path):
     caps = resolve(p, facts, processes=5).caps
     assert caps.verdict.level == "refuse"
     per = caps.estimate["per_process"]
-    assert f"5 processes x ~{per} threads would exceed the pids limit 40." in caps.verdict.reasons
+    assert (f"~{5 * per + 1} threads (5 processes x ~{per} + 1 supervisor) would exceed the "
+            f"pids limit 40.") in caps.verdict.reasons
 
 
 def test_cgroup_pids_headroom_binds(limited):
@@ -100,7 +101,8 @@ def test_rig_memory_budget(limited):
     assert parts["torch_autograd_device"] == parts["gpu_event_handler"] == 12
     assert parts["gpu_build"] == 1 and caps.estimate["per_process"] == 26
     assert caps.verdict.level == "refuse"
-    assert "12 processes x ~26 threads would exceed the pids.max 77" in caps.verdict.reasons[0]
+    assert ("~313 threads (12 processes x ~26 + 1 supervisor) would exceed the pids.max 77"
+            in caps.verdict.reasons[0])
     assert caps.environment()["HSA_OVERRIDE_GFX_VERSION"] == "10.3.0"
     assert caps.environment()["PYTORCH_HIP_ALLOC_CONF"] == "max_split_size_mb:64"
 

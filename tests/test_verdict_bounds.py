@@ -36,19 +36,21 @@ ONE = "framework: none\nthreads: {intra_op: 1}\n"  # 1 thread per process (+1 su
 
 def test_one_thread_and_one_process_are_said_so(tmp_path):
     level, reasons = _verdict(tmp_path, ONE + "limits: {pids: 1}\n")
-    assert level == "refuse" and reasons == ["~1 thread would exceed the pids limit 1."]
+    assert level == "refuse" and reasons == [
+        "~2 threads (~1 per process + 1 supervisor) would exceed the pids limit 1."]
     level, reasons = _verdict(tmp_path, "framework: none\nthreads: {intra_op: 2}\n"
                               "limits: {cpuset: '0-1', pids: 2}\n")
-    assert reasons == ["~2 threads would exceed the pids limit 2."]
+    assert reasons == ["~3 threads (~2 per process + 1 supervisor) would exceed the pids limit 2."]
     level, reasons = _verdict(tmp_path, ONE + "limits: {pids: 2}\nworkers: {processes: 2}\n")
-    assert reasons == ["2 processes x ~1 thread would exceed the pids limit 2."]
+    assert reasons == [
+        "~3 threads (2 processes x ~1 + 1 supervisor) would exceed the pids limit 2."]
 
 
 def test_an_estimate_equal_to_the_budget_warns_and_80_percent_is_ok(tmp_path):
     # 3 processes x 1 + the supervisor = 4
     three = ONE + "workers: {processes: 3}\n"
     assert _verdict(tmp_path, three + "limits: {pids: 4}\n") == (
-        "warn", ["3 processes x ~1 thread use 100% of the pids limit 4."])
+        "warn", ["~4 threads (3 processes x ~1 + 1 supervisor) would use 100% of the pids limit 4."])
     assert _verdict(tmp_path, three + "limits: {pids: 5}\n") == ("ok", [])
     assert _verdict(tmp_path, three + "limits: {pids: 3}\n")[0] == "refuse"
 

@@ -34,4 +34,4 @@ def test_one_thread_is_singular(monkeypatch, tmp_path):
     prof.write_text("extends: base\nframework: none\nthreads: {intra_op: 1}\n")
     result = CliRunner().invoke(app, ["run", "-p", str(prof), "--runtime", "fake", "--image",
                                       "img", "--", "true"])
-    assert "~1 thread per process;" in result.stderr, result.stderr
+    assert "~2 threads (~1 per process + 1 supervisor);" in result.stderr, result.stderr

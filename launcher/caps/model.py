@@ -58,3 +58,13 @@ class Caps:
 
     def removed(self) -> list[str]:
         return sorted(k for k, s in self.env.items() if s.value is None)
+
+
+def threads_in_all(estimate: dict) -> str:
+    """`~23 threads (~21 per process + 1 supervisor + 1 of the workload's own)`: the figure a
+    check compares with a budget, the same words on every line that prints it (start line,
+    plan, refusal, report)."""
+    total, per, procs = estimate["total"], estimate["per_process"], estimate.get("processes", 1)
+    each = f"{procs} processes x ~{per}" if procs > 1 else f"~{per} per process"
+    extra = (f" + {estimate['extra']} of the workload's own" if estimate.get("extra") else "")
+    return f"~{total} thread{'' if total == 1 else 's'} ({each} + 1 supervisor{extra})"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from launcher.caps.budget import memory_budget
-from launcher.caps.model import Limit, Verdict
+from launcher.caps.model import Limit, Verdict, threads_in_all
 from launcher.caps.stacks import Stacks, stack_reasons
 from launcher.caps.threads import ThreadEstimate
 from launcher.probe.host import HostFacts
@@ -36,13 +36,13 @@ def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Thread
             say("warn", f"limits.cpuset {cpuset} names CPUs this host does not let the workload "
                         f"run on (its affinity is {facts.affinity_list}): {what}.")
     avail = budget["available"]
-    each = f"~{est.per_process:,} thread{'' if est.per_process == 1 else 's'}"
-    desc = f"{procs} processes x {each}" if procs > 1 else each
+    desc = threads_in_all({"total": total, "per_process": est.per_process, "processes": procs,
+                           "extra": total - procs * est.per_process - 1})
     if avail is not None:
         if total > avail:
             say("refuse", f"{desc} would exceed the {budget['binding']}.")
         elif total > 0.8 * avail:
-            say("warn", f"{desc} use {total * 100 // avail}% of the {budget['binding']}.")
+            say("warn", f"{desc} would use {total * 100 // avail}% of the {budget['binding']}.")
     per_mem = profile.get("workers.memory")
     mem_budget = memory_budget(profile, limits, facts)
     if per_mem and mem_budget:

@@ -56,7 +56,7 @@ def _base_of(dockerfile: str) -> str:
 def build(profile: str, framework: str | None, base_image: str | None, tag: str | None,
           ca_cert: Path | None, host_root: Path | None, no_cache: bool = False,
           push: bool = False) -> int:
-    p = resolve_profile(profile, framework, host_root=host_root, inherit_shell=False,
+    p = resolve_profile(profile, framework=framework, host_root=host_root, inherit_shell=False,
                         for_this_host=False)
     tag = tag or default_tag(p.profile.name, p.framework)
     files, _ = render_files(p, base_image, ca_cert, tag)

@@ -10,11 +10,11 @@ from launcher.probe import probe_host
 from launcher.profiles import load_profile
 
 
-def resolve_profile(profile_ref: str, framework: str | None = None,
+def resolve_profile(profile_ref: str, *, framework: str | None = None,
                     processes: int | None = None, env_pairs: list[str] | None = None,
                     gpus: str | None = None, host_root: Path | None = None,
                     inherit_shell: bool = True, for_this_host: bool = True,
-                    clamp: bool = False) -> Resolved:
+                    clamp: bool = False, extra_threads: int = 0) -> Resolved:
     """Load `profile_ref`, read the host (or `host_root`) and resolve: the one path, with the
     shell's managed variables as the inherited environment when `inherit_shell`."""
     overrides = parse_env_pairs(env_pairs)
@@ -22,7 +22,7 @@ def resolve_profile(profile_ref: str, framework: str | None = None,
     return resolve(load_profile(profile_ref), facts, framework=framework, processes=processes,
                    overrides=overrides, gpus=gpus,
                    inherited=facts.env if inherit_shell else {}, for_this_host=for_this_host,
-                   clamp=clamp)
+                   clamp=clamp, extra_threads=extra_threads)
 
 
 def fit_or_advise(r: Resolved, apply: bool) -> tuple[Resolved, str | None]:

@@ -144,6 +144,8 @@ def doctor(
     _run(lambda: doctor_cmd.doctor(json, profile, host_root, capture, clean))
 
 
+Gpus = Annotated[str | None, typer.Option(
+    "--gpus", help="all | none | N | ID,ID... (default: the profile's gpu.count).")]
 FitOpt = Annotated[bool, typer.Option(
     "--fit", help="When the estimated threads exceed the pids budget, shrink the pools to the "
                   "largest size that fits with headroom (CPUs for JAX, thread counts for the "
@@ -158,6 +160,11 @@ def plan(
         "--processes", "-n", min=1,
         help="Processes sharing the budget (default: profile's).")] = None,
     env: EnvOpt = None,
+    gpus: Gpus = None,
+    workload: Annotated[str | None, typer.Option(
+        "--workload", metavar="NAME",
+        help="Budget for this workload as `launcher run NAME` does: its framework and its own "
+             "threads (a driver, a sampler), so plan and run give the same verdict.")] = None,
     fit: FitOpt = False,
     json: Json = False,
     host_root: HostRoot = None,
@@ -168,11 +175,9 @@ def plan(
     it)."""
     from launcher.cli import plan_cmd
 
-    _run(lambda: plan_cmd.plan(profile, framework, processes, env, json, host_root, fit=fit))
-
-
-Gpus = Annotated[str | None, typer.Option(
-    "--gpus", help="all | none | N | ID,ID... (default: the profile's gpu.count).")]
+    _run(lambda: plan_cmd.plan(profile, framework=framework, processes=processes,
+                               env_pairs=env, gpus=gpus, workload=workload, as_json=json,
+                               host_root=host_root, fit=fit))
 BaseImage = Annotated[str | None, typer.Option(
     "--base-image", help="Base image instead of the profile's or the vendor default.")]
 CaCert = Annotated[Path | None, typer.Option(

@@ -5,16 +5,28 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from launcher.caps.model import threads_in_all
 from launcher.cli.common import fit_or_advise, resolve_profile
 from launcher.cli.output import print_json, table
 from launcher.units import format_rlimit, format_size
 
 
-def plan(profile_ref: str, framework: str | None, processes: int | None,
-         env_pairs: list[str] | None, as_json: bool, host_root: Path | None,
+def plan(profile_ref: str, *, framework: str | None = None, processes: int | None = None,
+         env_pairs: list[str] | None = None, gpus: str | None = None,
+         workload: str | None = None, as_json: bool = False, host_root: Path | None = None,
          fit: bool = False) -> int:
-    r, fitted = fit_or_advise(resolve_profile(profile_ref, framework, processes, env_pairs,
-                                              host_root=host_root, clamp=True), fit)
+    """The caps `launcher run` would use here: the same resolve, with a workload's framework
+    and its own threads when `workload` names one, so plan and run give the same verdict."""
+    extra = 0
+    if workload is not None:
+        from launcher.workloads.catalog import find_workload
+
+        w = find_workload(workload)
+        framework, extra = framework or w.framework, w.extra_threads
+    r, fitted = fit_or_advise(resolve_profile(profile_ref, framework=framework,
+                                              processes=processes, env_pairs=env_pairs,
+                                              gpus=gpus, host_root=host_root, clamp=True,
+                                              extra_threads=extra), fit)
     caps = r.caps
     data = caps.to_json()
     if fitted:
@@ -53,10 +65,9 @@ def _fmt_limit(name: str, value: Any) -> str:
 def print_verdict(data: dict[str, Any]) -> None:
     est, budget = data["estimate"], data["budget"]
     parts = " + ".join(f"{k} {v}" for k, v in est["breakdown"].items())
-    extra = f" + {est['extra']} of the workload's own" if est.get("extra") else ""
-    print(f"threads at their peak: ~{est['per_process']} per process ({parts}); "
-          f"{est['total']} in all (+1 supervisor{extra}); budget {budget['available']} "
+    print(f"threads at their peak: {threads_in_all(est)}; budget {budget['available']} "
           f"({budget['binding']})")
+    print(f"  per process: {parts}")
     if est.get("source"):
         print(f"  estimate: {est['source']}")
     for note in budget.get("notes", ()):

@@ -172,8 +172,8 @@ def render(profile: str, framework: str | None, out: Path, base_image: str | Non
            host_root: Path | None, as_json: bool, target: Target | None = None,
            force: bool = False) -> int:
     framework = framework or (target.framework if target else None)
-    r = resolve_profile(profile, framework, None, env, gpus, host_root, inherit_shell=False,
-                        for_this_host=False)
+    r = resolve_profile(profile, framework=framework, env_pairs=env, gpus=gpus,
+                        host_root=host_root, inherit_shell=False, for_this_host=False)
     image = tag or default_tag(r.profile.name, r.framework)
     files, notes = render_files(r, base_image, ca_cert, image, target)
     if tag is None:

@@ -7,6 +7,7 @@ import argparse
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import sys
 import threading
@@ -15,6 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from launcher.caps.model import threads_in_all
 from launcher.caps.resolve import Resolved, resolve
 from launcher.cli.common import fit_or_advise
 from launcher.cli.output import note, parse_env_pairs, print_json, say
@@ -130,10 +132,11 @@ def run(o: RunOptions) -> int:
         if o.as_json:
             print_json({"runtime": engine.name, "spec": spec.to_json(), "request": request,
                         "threads_estimate": r.caps.estimate,
+                        "verdict": r.caps.to_json()["verdict"],
                         "advisory": advisory, "refused_by": by if advisory else None})
         else:
             print(describe_spec(engine.name, spec))
-            print(f"threads: ~{r.caps.estimate['total']} estimated for the whole run "
+            print(f"threads: {threads_in_all(r.caps.estimate)} estimated for the whole run "
                   f"({r.caps.estimate['source']})")
             for cap, why in advisory.items():
                 print(f"advisory here: {cap} ({why})")
@@ -144,7 +147,7 @@ def run(o: RunOptions) -> int:
         raise LauncherError(r.selection.shortfall)
     if r.caps.verdict.level == "refuse":
         raise LauncherError("refused: " + " ".join(r.caps.verdict.reasons) +
-                            " (see `launcher plan`)")
+                            f" (see `{plan_command(o, workload)}`)")
     _check_limits(engine, spec, _required_by(o, r))
     leftovers = threading.Thread(target=_report_leftovers, args=(engine,), daemon=True)
     leftovers.start()
@@ -168,6 +171,19 @@ def run(o: RunOptions) -> int:
     if status == 0 and o.write_profile is not None and workload is not None:
         _write_profile(o.write_profile, workload, r, run_dir)
     return status
+
+
+def plan_command(o: RunOptions, workload: Workload | None) -> str:
+    """The `launcher plan` that shows this run's verdict: the same profile and options."""
+    words = ["launcher", "plan", "--profile", o.profile]
+    for flag, value in (("--framework", o.framework), ("--processes", o.processes),
+                        ("--gpus", o.gpus), ("--workload", workload and workload.name),
+                        ("--host-root", o.host_root)):
+        if value is not None:
+            words += [flag, str(value)]
+    for pair in o.env:
+        words += ["--env", pair]
+    return shlex.join(words + ["--fit"] * o.fit)
 
 
 def _why_no_container() -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from launcher.caps.model import Caps
+from launcher.caps.model import Caps, threads_in_all
 
 # The pools a reader checks first: variable -> its short name in the summary line.
 POOLS = {"OMP_NUM_THREADS": "OMP", "MKL_NUM_THREADS": "MKL", "OPENBLAS_NUM_THREADS": "OpenBLAS",
@@ -39,25 +39,19 @@ def brief_threads(caps: Caps) -> str:
                      for (value, source), names in groups.items())
 
 
-def plural(n: object, word: str) -> str:
-    """`1 thread`, `2 threads`."""
-    return f"{n} {word}" if str(n) == "1" else f"{n} {word}s"
-
-
 def preflight(caps: Caps, runtime: str, limits: str) -> str:
     """The one line `launcher run` prints before the workload's output."""
     threads = brief_threads(caps)
     return (f"profile {caps.profile}, framework {caps.framework}: "
             + (f"threads {threads}, " if threads else "")
-            + f"~{plural(caps.estimate['per_process'], 'thread')} per process; "
-              f"{runtime} run, {limits}")
+            + f"{threads_in_all(caps.estimate)}; {runtime} run, {limits}")
 
 
 def report(caps: Caps, quiet: bool, say: Callable[[str], None]) -> None:
     if not quiet:
         budget = caps.budget
         say(f"profile {caps.profile}, framework {caps.framework}: {thread_summary(caps)}; "
-            f"~{plural(caps.estimate['per_process'], 'thread')} per process, budget "
+            f"{threads_in_all(caps.estimate)}, budget "
             f"{budget['available'] if budget['available'] is not None else 'unlimited'} "
             f"({budget['binding']})")
     for name, s in caps.env.items():

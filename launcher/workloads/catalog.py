@@ -130,3 +130,16 @@ def catalog() -> dict[str, Workload]:
                 w = _load_user(p)
                 found[w.name] = w
     return found
+
+
+def find_workload(name: str) -> Workload:
+    """The workload named `name`, or an error naming the close ones."""
+    import difflib
+
+    found = catalog()
+    if name in found:
+        return found[name]
+    close = difflib.get_close_matches(name, list(found), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    raise LauncherError(f"--workload {name}: no such workload{hint} (`launcher workloads` "
+                        f"lists them)")

@@ -1,0 +1,91 @@
+"""One figure, one meaning (issue 23, item 1): the threads a check compares with the budget are
+the threads every line prints (the start line, plan, the refusal, the report), and `plan` gives
+the verdict `run` gives for the same limits, with the workload's own threads counted."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+LAUNCHER = [sys.executable, "-m", "launcher"]
+FIGURE = re.compile(r"~(\d+) threads \(~(\d+) per process \+ 1 supervisor"
+                    r"(?: \+ (\d+) of the workload's own)?\)")
+
+
+def launcher(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*LAUNCHER, *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+def profile(tmp_path: Path, pids: int) -> Path:
+    p = tmp_path / f"p{pids}.yaml"
+    p.write_text(f"extends: auto\nlimits:\n  pids: {pids}\n")
+    return p
+
+
+def plan_json(tmp_path: Path, *args: str) -> dict:
+    out = launcher("plan", *args, "--json", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_the_refusal_prints_the_figure_it_compared_and_a_plan_that_agrees(tmp_path,
+                                                                           monkeypatch):
+    monkeypatch.setenv("LAUNCHER_RUNS_DIR", str(tmp_path / "runs"))
+    total = plan_json(tmp_path, "--workload", "stress-jax")["estimate"]["total"]
+    prof = profile(tmp_path, total - 1)  # one short of the whole run, workload's sampler included
+    run = launcher("run", "--profile", str(prof), "--runtime", "native",
+                   "stress-jax", "--phase", "1", "--quick", cwd=tmp_path)
+    assert run.returncode == 1, run.stderr
+    m = FIGURE.search(run.stderr)
+    assert m, run.stderr
+    assert int(m.group(1)) == total > total - 1  # the figure said is the figure compared
+    assert f"would exceed the pids limit {total - 1}." in run.stderr
+    assert m.group(3) == "1"  # stress-jax's own sampler, named
+    assert not (tmp_path / "runs").exists(), "a refused run leaves no run folder"
+    # the hint is a command that works when pasted, and its verdict is the run's
+    hint = re.search(r"\(see `(launcher plan [^`]+)`\)", run.stderr)
+    assert hint, run.stderr
+    words = shlex.split(hint.group(1))
+    assert "--workload" in words and str(prof) in words
+    pasted = launcher(*words[1:], cwd=tmp_path)
+    assert pasted.returncode == 0, pasted.stderr
+    assert "verdict: REFUSE" in pasted.stdout
+    assert FIGURE.search(pasted.stdout).group(1) == str(total), pasted.stdout
+
+
+@pytest.mark.parametrize("workload", ["stress-jax", "tf-train"])
+def test_plan_and_a_run_give_the_same_verdict_at_every_limit(tmp_path, workload):
+    total = plan_json(tmp_path, "--workload", workload)["estimate"]["total"]
+    levels = set()
+    for pids in range(total - 2, int(total / 0.8) + 2):
+        prof = str(profile(tmp_path, pids))
+        plan = plan_json(tmp_path, "--profile", prof, "--workload", workload)
+        dry = launcher("run", "--profile", prof, "--runtime", "native", "--dry-run", "--json",
+                       workload, cwd=tmp_path)
+        assert dry.returncode == 0, dry.stderr
+        ran = json.loads(dry.stdout)
+        assert ran["threads_estimate"]["total"] == plan["estimate"]["total"] == total
+        assert ran["verdict"] == plan["verdict"], (pids, ran["verdict"], plan["verdict"])
+        levels.add(plan["verdict"]["level"])
+    assert levels == {"ok", "warn", "refuse"}  # the sweep crossed both boundaries
+
+
+def test_the_start_line_and_the_report_print_the_figure_the_plan_checked(tmp_path,
+                                                                         monkeypatch):
+    monkeypatch.setenv("LAUNCHER_RUNS_DIR", str(tmp_path / "runs"))
+    prof = str(profile(tmp_path, 40))
+    total = plan_json(tmp_path, "--profile", prof)["estimate"]["total"]
+    run = launcher("run", "--profile", prof, "--runtime", "native", "--name", "fig", "--",
+                   sys.executable, "-c", "pass", cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    start = run.stderr.splitlines()[0]
+    assert FIGURE.search(start) and FIGURE.search(start).group(1) == str(total), start
+    report = launcher("report", "runs/fig", cwd=tmp_path)
+    assert f", {total} estimated by the plan" in report.stdout, report.stdout
