@@ -50,7 +50,8 @@ def test_an_estimate_equal_to_the_budget_warns_and_80_percent_is_ok(tmp_path):
     # 3 processes x 1 + the supervisor = 4
     three = ONE + "workers: {processes: 3}\n"
     assert _verdict(tmp_path, three + "limits: {pids: 4}\n") == (
-        "warn", ["~4 threads (3 processes x ~1 + 1 supervisor) would use 100% of the pids limit 4."])
+        "warn", ["~4 threads (3 processes x ~1 + 1 supervisor) would use 100% of the pids "
+                 "limit 4."])
     assert _verdict(tmp_path, three + "limits: {pids: 5}\n") == ("ok", [])
     assert _verdict(tmp_path, three + "limits: {pids: 3}\n")[0] == "refuse"
 
