@@ -28,7 +28,10 @@ class FakeEngine(Engine):
     def build(self, context: Path, tag: str, labels: dict[str, str], on_event,  # type: ignore[no-untyped-def]
               no_cache: bool = False) -> str:
         files = sorted(p.name for p in context.iterdir())
-        self.calls.append(("build", {"tag": tag, "labels": labels, "files": files}))
+        texts = {name: (context / name).read_text() for name in ("Dockerfile", "caps.json")
+                 if (context / name).is_file()}
+        self.calls.append(("build", {"tag": tag, "labels": labels, "files": files,
+                                     "texts": texts}))
         on_event(BuildEvent("step", "Step 1/1 : FROM scratch"))
         on_event(BuildEvent("done", "sha256:" + "0" * 64))
         return "sha256:" + "0" * 64

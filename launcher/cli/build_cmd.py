@@ -15,25 +15,37 @@ from launcher.render.images import default_tag
 from launcher.runtime.engine import BuildEvent
 from launcher.runtime.engines import first_that
 
+# A terminal's control sequences (the classic builder colours a step's stderr red).
+_ESCAPES = re.compile(r"\x1b(?:\[[0-9;?]*[ -/]*[@-~]|\][^\x07]*\x07|[@-Z\\-_])")
+# What pip, apt and curl say when a proxy re-signs TLS with a CA the image does not trust.
+_TLS_UNTRUSTED = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|"
+                            r"x509: certificate|SSL certificate problem|"
+                            r"Certificate verification failed", re.IGNORECASE)
+
 
 class Progress:
-    """Steps on their own lines; in a terminal, other output overwrites one status line."""
+    """Steps on their own lines; in a terminal, other output overwrites one status line.
+    Control sequences from the build are dropped (they are no colour in a log); the output
+    is kept for the error that may end the build."""
 
     def __init__(self, stream=sys.stdout) -> None:  # type: ignore[no-untyped-def]
         self.stream = stream
         self.tty = stream.isatty()
         self.width = 100
+        self.tls_untrusted = False
 
     def __call__(self, ev: BuildEvent) -> None:
         if ev.kind in ("done", "error"):  # an error ends the build with its own line
             return
+        text = _ESCAPES.sub("", ev.text)
+        self.tls_untrusted = self.tls_untrusted or bool(_TLS_UNTRUSTED.search(text))
         if not self.tty:
-            print(ev.text, file=self.stream, flush=True)
+            print(text, file=self.stream, flush=True)
             return
         if ev.kind == "output":
-            self.stream.write("\r\x1b[2K  " + ev.text[: self.width])
+            self.stream.write("\r\x1b[2K  " + text[: self.width])
         else:
-            self.stream.write("\r\x1b[2K" + ev.text + "\n")
+            self.stream.write("\r\x1b[2K" + text + "\n")
         self.stream.flush()
 
     def end(self) -> None:
@@ -79,6 +91,11 @@ def build(profile: str, framework: str | None, base_image: str | None, tag: str 
                     f"one with `bash scripts/base-image.sh` (in launcher's source tree: "
                     f"debootstrap, then docker import) and pass --base-image "
                     f"launcher-base:bookworm (or set image.base in the profile)") from None
+            if progress.tls_untrusted:
+                raise EngineError(f"{exc}: the build could not verify a TLS certificate (a proxy "
+                                  f"that re-signs TLS?): pass its CA with --ca-cert PEM, e.g. "
+                                  f"--ca-cert /etc/ssl/certs/ca-certificates.crt"
+                                  + (" (this one did not help)" if ca_cert else "")) from None
             raise
         finally:
             progress.end()

@@ -18,7 +18,7 @@ from launcher.contract import IN_IMAGE
 from launcher.errors import LauncherError
 from launcher.render.compose import render_compose, service_specs
 from launcher.render.dockerfile import context_files, copy_package, image_spec
-from launcher.render.images import default_tag
+from launcher.render.images import build_command, default_tag
 from launcher.render.runpod import render_runpod
 from launcher.runtime.spec import Mount, RunSpec
 from launcher.units import format_size
@@ -176,10 +176,12 @@ def render(profile: str, framework: str | None, out: Path, base_image: str | Non
                         host_root=host_root, inherit_shell=False, for_this_host=False)
     image = tag or default_tag(r.profile.name, r.framework)
     files, notes = render_files(r, base_image, ca_cert, image, target)
+    cert = None if ca_cert is None else str(ca_cert)
     if tag is None:
+        push = build_command(profile, r.framework, image="REGISTRY/NAME:TAG",
+                             base_image=base_image, ca_cert=cert, push=True)
         notes.append(f"runpod.json names {image}, a local tag RunPod cannot pull: pass "
-                     f"--image REGISTRY/NAME:TAG and push it with `launcher build --image "
-                     f"REGISTRY/NAME:TAG --push`")
+                     f"--image REGISTRY/NAME:TAG and push it with `{push}`")
     from launcher.vendors import get as get_vendor
 
     vendor = get_vendor(r.selection.vendor)
@@ -198,8 +200,10 @@ def render(profile: str, framework: str | None, out: Path, base_image: str | Non
         print(f"rendered profile {r.profile.name} ({r.framework}) into {out}:")
         for name in sorted([*files, "launcher/"]):
             print(f"  {name}")
-        print(f"build it with `docker build -t {image} {out}` or `launcher build --profile "
-              f"{profile}`")
+        # `launcher build` takes no --env or --gpus: then only docker builds what was written
+        same = "" if env or gpus else " or `{}`".format(build_command(
+            profile, r.framework, image=tag, base_image=base_image, ca_cert=cert))
+        print(f"build it with `{shlex.join(['docker', 'build', '-t', image, str(out)])}`{same}")
     return 0
 
 

@@ -1,0 +1,92 @@
+"""Every hint is a command that works when pasted (issue 23, item 2): the tests paste them.
+The builds here go to the recording engine (a CLI test: what `launcher build` would send);
+the TLS test builds for real."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from launcher.cli import build_cmd
+from launcher.cli.main import app
+from tests.fake_engine import FakeEngine
+
+runner = CliRunner()
+
+
+def pasted(text: str, first: str) -> list[str]:
+    """The words of the `launcher FIRST ...` a line tells the user to run."""
+    m = re.search(rf"`(launcher {first} [^`]+)`", text)
+    assert m, text
+    return shlex.split(m.group(1))[1:]
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    FakeEngine.calls.clear()
+    monkeypatch.setattr(build_cmd, "first_that", lambda capability: FakeEngine())
+    return FakeEngine.calls
+
+
+@pytest.mark.parametrize("args", [
+    ["--profile", "rig-6600", "--workload", "stress-jax --phase 1"],  # jax, not the profile's
+    ["--profile", "runpod", "--image", "reg.example/me/x:1", "--base-image",
+     "launcher-base:bookworm", "--ca-cert", "/etc/ssl/certs/ca-certificates.crt"],
+])
+def test_the_build_a_render_names_builds_the_image_its_compose_file_runs(tmp_path, recorded,
+                                                                          args):
+    out = tmp_path / "out"
+    result = runner.invoke(app, ["render", *args, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    build = pasted(result.stdout, "build")
+    assert runner.invoke(app, build).exit_code == 0
+    (_, built), = [c for c in recorded if c[0] == "build"]
+    compose = yaml.safe_load((out / "compose.yaml").read_text())
+    assert {s["image"] for s in compose["services"].values()} == {built["tag"]}
+    assert built["texts"]["Dockerfile"] == (out / "Dockerfile").read_text()
+    assert json.loads(built["texts"]["caps.json"]) == json.loads((out / "caps.json").read_text())
+    docker = re.search(r"`(docker build [^`]+)`", result.stdout)
+    assert docker and shlex.split(docker.group(1)) == ["docker", "build", "-t", built["tag"],
+                                                       str(out)]
+
+
+def test_the_push_a_runpod_render_names_keeps_its_profile_and_framework(tmp_path, recorded):
+    result = runner.invoke(app, ["render", "--profile", "runpod", "--framework", "torch",
+                                 "--out", str(tmp_path / "out")])
+    assert result.exit_code == 0, result.output
+    words = pasted(result.stderr, "build")
+    assert words[words.index("--framework") + 1] == "torch"
+    assert words[words.index("--profile") + 1] == "runpod" and "--push" in words
+
+
+def test_a_gpu_verdict_names_a_plan_option_that_exists():
+    # the profile asks for GPUs this host lacks: the verdict says `--gpus none`, which plan takes
+    result = runner.invoke(app, ["plan", "--profile", "docker-5gpu"])
+    assert "use --gpus none" in result.stdout, result.stdout
+    again = runner.invoke(app, ["plan", "--profile", "docker-5gpu", "--gpus", "none"])
+    assert again.exit_code == 0, again.output
+    assert "GPU(s) and this host shows" not in again.stdout
+
+
+def test_a_build_behind_a_tls_proxy_names_ca_cert_and_writes_no_terminal_codes(tmp_path):
+    """A real build whose pip install meets this machine's TLS-intercepting proxy without its
+    CA: the error names --ca-cert, and the log (not a terminal) has no escape codes."""
+    from tests.docker_helpers import BASE
+
+    prof = tmp_path / "withpip.yaml"
+    prof.write_text("extends: base\nimage:\n  pip_packages: ['six==1.16.0']\n")
+    proc = subprocess.run([sys.executable, "-m", "launcher", "build", "-p", str(prof), "-f",
+                           "none", "--base-image", BASE, "--image", "launcher-test/nocert:none"],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode == 0:
+        pytest.skip("this machine reaches PyPI without a proxy's CA: nothing to name")
+    assert "pass its CA with --ca-cert PEM" in proc.stderr, proc.stderr[-2000:]
+    assert "\x1b" not in proc.stdout + proc.stderr
+    assert "returned a non-zero code" in proc.stderr  # the daemon's own words are kept
