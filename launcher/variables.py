@@ -1,4 +1,4 @@
-"""Every environment variable launcher manages, and why (README: How the caps are derived).
+"""Every environment variable launcher manages, and why (docs/caps.md).
 
 A leaf: the host readers use it to report what is already set, the caps to set values. GPU
 vendors add their own variables (launcher/vendors/).

@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temp folder (init, config)")
     ap.add_argument("--verbose", action="store_true", help="also show the guest's console")
     ap.add_argument("--readme", action="store_true",
-                    help="write the enforcement table into README.md (a complete run only)")
+                    help=f"write the enforcement table into {readme.PAGE} (a complete run only)")
     ap.add_argument("--from-json", type=Path, dest="json_in",
                     help="judge (and with --readme write) a saved --json file; no boot")
     ap.add_argument("--no-extras", action="store_true",
@@ -76,8 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             print("cgroup2-lab: --readme needs a run of every layout, scenario and extra",
                   file=sys.stderr)
             return 2
-        readme.write_readme(REPO / "README.md", data)
-        print(f"wrote the enforcement table into {REPO / 'README.md'}")
+        readme.write_readme(REPO / readme.PAGE, data)
+        print(f"wrote the enforcement table into {REPO / readme.PAGE}")
     print()
     print(host.table(data))
     print()

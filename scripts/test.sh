@@ -21,4 +21,5 @@ python3 -m venv .venv
 .venv/bin/pip install -q --upgrade pip
 .venv/bin/pip install -q -e '.[dev,frameworks,ray]' --config-settings editable_mode=compat
 .venv/bin/ruff check .
+.venv/bin/mkdocs build --strict --site-dir "${TMPDIR:-/tmp}/launcher-site"
 .venv/bin/python -m pytest -q "$@"

@@ -203,10 +203,10 @@ def test_extra(lab: dict[str, Any], name: str) -> None:
 
 
 def test_the_readme_table_is_the_labs(lab: dict[str, Any]) -> None:
-    """The README's enforcement table is what this lab run showed (regenerate with
+    """The enforcement table (docs/cgroup-v2.md) is what this lab run showed (regenerate with
     `scripts/cgroup2-lab.py --readme`, or `--from-json FILE --readme` from a saved run)."""
     if not readme.complete(lab):
         pytest.skip("a partial lab run (CGROUP2_LAB_RESULTS of a subset)")
-    assert readme.in_readme(ROOT / "README.md") == readme.table(lab), (
-        "README.md's cgroup2-lab block differs from this lab run: run "
+    assert readme.in_readme(ROOT / readme.PAGE) == readme.table(lab), (
+        f"{readme.PAGE}'s cgroup2-lab block differs from this lab run: run "
         "`scripts/cgroup2-lab.py --readme`")

@@ -84,7 +84,8 @@ def test_doctor_text_and_profile_verdict():
     assert "max 77 (set at /sys/fs/cgroup/pids), current 1" in result.stdout
     # 12 torch processes, each seeing the 12 GPUs (autograd's device threads): over pids.max
     assert "verdict: REFUSE" in result.stdout
-    assert "12 processes x ~26 threads would exceed the pids.max 77" in result.stdout
+    assert "~313 threads (12 processes x ~26 + 1 supervisor) would exceed the pids.max 77" in (
+        result.stdout)
 
 
 def test_doctor_names_only_the_controllers_present(tmp_path):
@@ -149,7 +150,7 @@ def test_doctor_capture_round_trip(tmp_path):
 
 
 def test_the_readme_synopsis_lists_only_options_each_command_has():
-    """Each `launcher CMD ... [--opt]` of the README's command table names options CMD has
+    """Each `launcher CMD ... [--opt]` of the command table (docs/commands.md) names options CMD has
     (`jobs plan` once listed `--runtime`, which only `jobs run` takes). In `a / b ARGS [--x]`
     the options belong to `b` and to the bare `a` before it."""
     import re
@@ -160,7 +161,7 @@ def test_the_readme_synopsis_lists_only_options_each_command_has():
     from tests.conftest import ROOT
 
     root = typer.main.get_command(app)
-    rows = [x for x in (ROOT / "README.md").read_text().splitlines()
+    rows = [x for x in (ROOT / "docs" / "commands.md").read_text().splitlines()
             if x.startswith("| `launcher ")]
     checked = 0
     for row in rows:

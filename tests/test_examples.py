@@ -1,4 +1,4 @@
-"""The example job carries its own requirements, and the README says to install them."""
+"""The example job carries its own requirements, and the docs (docs/jobs.md) say to install them."""
 
 from __future__ import annotations
 
@@ -30,6 +30,6 @@ def test_the_example_lists_what_its_worker_imports_and_the_readme_installs_it():
              not line.lstrip().startswith("#")}
     imported = set().union(*(_third_party_imports(p) for p in EXAMPLE.glob("*.py")))
     assert imported and imported <= named, (imported, named)
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "jobs.md").read_text()
     block = readme[readme.index("cd examples/score-survivors"):]
     assert block.splitlines()[1].startswith("pip install -r requirements.txt")

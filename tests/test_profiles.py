@@ -121,9 +121,9 @@ def test_user_profile_path_and_folder(tmp_path, monkeypatch):
 
 
 def test_schema_keys_documented_in_readme():
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "profiles.md").read_text()
     for dotted, _ in walk_schema():
-        assert f"`{dotted}`" in readme, f"README does not document {dotted}"
+        assert f"`{dotted}`" in readme, f"docs/profiles.md does not document {dotted}"
 
 
 def test_a_written_profile_replaces_the_old_one_only_when_it_loads(tmp_path):
@@ -163,5 +163,5 @@ def test_minus_one_is_unlimited_where_unlimited_is_allowed_and_documented(tmp_pa
     bad.write_text("extends: base\nlimits: {pids: -2}\n")
     with pytest.raises(ProfileError, match="limits.pids: must be at least 1"):
         load_profile(str(bad))
-    readme = (ROOT / "README.md").read_text()
+    readme = (ROOT / "docs" / "profiles.md").read_text()
     assert "`-1` means the same" in readme

@@ -1,6 +1,7 @@
 """The profile contract: every key, its type, and whether `auto` or `unlimited` is allowed.
 
-Kept declarative so the README table, validation and did-you-mean all come from one place.
+Kept declarative so the key table of docs/profiles.md, validation and did-you-mean all come
+from one place.
 """
 
 from __future__ import annotations

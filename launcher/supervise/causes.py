@@ -1,5 +1,5 @@
 """The causes of a failed thread creation besides a pids cgroup and the OOM killer, each named
-from its evidence with its fix (the README's table lists them): RLIMIT_NPROC, RLIMIT_AS,
+from its evidence with its fix (docs/running.md's table lists them): RLIMIT_NPROC, RLIMIT_AS,
 RLIMIT_DATA, kernel.threads-max, kernel.pid_max, a memory limit reached without an OOM kill,
 and a seccomp filter refusing clone3."""
 

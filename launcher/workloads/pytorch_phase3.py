@@ -78,7 +78,7 @@ def run_point(envs: int, batch: int, seq: int, d_model: int, seconds: float,
 
 
 def parser() -> argparse.ArgumentParser:
-    """The workload's flags: the one source for `launcher workloads`, --help and the README."""
+    """The workload's flags: the one source for `launcher workloads`, --help and the docs."""
     ap = argparse.ArgumentParser(prog="pytorch-phase3", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--max-points", type=int, default=None, metavar="N",

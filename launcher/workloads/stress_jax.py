@@ -147,7 +147,7 @@ def search_space(quick: bool) -> list[int]:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The workload's flags: the one source for `launcher workloads`, --help and the README."""
+    """The workload's flags: the one source for `launcher workloads`, --help and the docs."""
     ap = argparse.ArgumentParser(prog="stress-jax", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--phase", type=int, choices=(1, 2), default=1,

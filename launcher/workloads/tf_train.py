@@ -129,7 +129,7 @@ def fold_worker(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The workload's flags: the one source for `launcher workloads`, --help and the README."""
+    """The workload's flags: the one source for `launcher workloads`, --help and the docs."""
     ap = argparse.ArgumentParser(prog="tf-train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--folds", type=int, default=3, metavar="K", help="folds (default 3)")

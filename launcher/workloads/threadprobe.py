@@ -34,7 +34,7 @@ def thread_names() -> list[str]:
 
 
 def matmul_loop(framework: str, seconds: float) -> float:
-    """Iterations per second of a 384x384 float32 matmul (the README's throughput kernel)."""
+    """Iterations per second of a 384x384 float32 matmul (the throughput kernel of the docs)."""
     import time
 
     step = _probe(framework).matmul(384)

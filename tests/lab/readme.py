@@ -1,7 +1,7 @@
-"""The README's enforcement table, made from a lab run: one row per caller layout, each cell the
-outcome the kernel's counters showed (never launcher's own words), in words that do not change
-from run to run. `scripts/cgroup2-lab.py --readme` writes it between the markers; the lab's
-test checks that the README holds exactly what the lab it just ran says."""
+"""The enforcement table of the docs (`PAGE`), made from a lab run: one row per caller layout,
+each cell the outcome the kernel's counters showed (never launcher's own words), in words that do
+not change from run to run. `scripts/cgroup2-lab.py --readme` writes it between the markers; the
+lab's test checks that the page holds exactly what the lab it just ran says."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 from tests.lab.spec import BY_NAME, LAYOUTS, MIB
 
+PAGE = "docs/cgroup-v2.md"  # relative to the repository's root
 BEGIN, END = "<!-- cgroup2-lab:begin -->", "<!-- cgroup2-lab:end -->"
 HEAD = ("| # | where the caller is | the run's cgroup | pids 40 (thread bomb) | memory 200MiB "
         "(hog) | cpus 0.5 (busy loop) | only cpus 0.5 asked: the caller's own limits | "
@@ -99,7 +100,7 @@ def table(data: dict[str, Any]) -> str:
 
 
 def complete(data: dict[str, Any]) -> bool:
-    """A run of every layout, scenario and extra (a subset must not rewrite the README)."""
+    """A run of every layout, scenario and extra (a subset must not rewrite the table)."""
     from tests.lab.spec import scenarios
 
     return (len(data["records"]) == len(LAYOUTS) * len(scenarios())
