@@ -1,12 +1,13 @@
-"""Data shipped inside the package (profiles/, images/, compose/ of the source tree, linked
-under launcher/_shipped/ and copied into the wheel), read through importlib.resources."""
+"""Data shipped inside the package (profiles/, images/, compose/, examples/ and scripts/ of the
+source tree, linked under launcher/_shipped/ and copied into the wheel; of scripts/, only the
+base image recipe), read through importlib.resources."""
 
 from __future__ import annotations
 
 from importlib.resources import files
 from pathlib import Path
 
-KINDS = ("profiles", "images", "compose")
+KINDS = ("profiles", "images", "compose", "examples")
 
 
 def shipped(kind: str) -> Path:
@@ -24,3 +25,8 @@ def pythonpath(inherited: str | None = None) -> str:
 
     here = str(Path(__file__).resolve().parent.parent)
     return os.pathsep.join([here, *filter(None, [inherited])])
+
+
+def base_image_recipe() -> Path:
+    """scripts/base-image.sh: a local Debian base image with no registry (debootstrap)."""
+    return Path(str(files("launcher") / "_shipped" / "base-image.sh")).resolve()

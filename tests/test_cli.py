@@ -25,8 +25,8 @@ def _commands(help_text: str) -> list[str]:
 def test_help_lists_commands():
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
-    assert _commands(result.stdout) == ["doctor", "plan", "render", "build", "run", "workloads",
-                                        "report", "calibrate", "bench-memory", "profiles", "jobs"]
+    assert _commands(result.stdout) == ["doctor", "plan", "render", "build", "run", "examples",
+                                        "workloads", "report", "calibrate", "bench-memory", "profiles", "jobs"]
     sub = runner.invoke(app, ["profiles", "--help"])
     assert _commands(sub.stdout) == ["list", "show", "validate"]
     jobs = runner.invoke(app, ["jobs", "--help"])

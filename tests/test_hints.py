@@ -90,3 +90,19 @@ def test_a_build_behind_a_tls_proxy_names_ca_cert_and_writes_no_terminal_codes(t
     assert "pass its CA with --ca-cert PEM" in proc.stderr, proc.stderr[-2000:]
     assert "\x1b" not in proc.stdout + proc.stderr
     assert "returned a non-zero code" in proc.stderr  # the daemon's own words are kept
+
+
+def test_examples_come_out_of_the_package_and_replace_nothing(tmp_path):
+    listed = runner.invoke(app, ["examples", "--json"])
+    assert {e["name"] for e in json.loads(listed.stdout)} == {"score-survivors", "base-image.sh"}
+    assert runner.invoke(app, ["examples", "--out", str(tmp_path), "base-image.sh"]).exit_code == 0
+    mine = tmp_path / "base-image.sh"
+    mine.write_text("my own edits\n")
+    again = runner.invoke(app, ["examples", "--out", str(tmp_path)])
+    assert again.exit_code == 1 and "exists" in again.stderr
+    assert mine.read_text() == "my own edits\n" and not (tmp_path / "score-survivors").exists()
+    forced = runner.invoke(app, ["examples", "--out", str(tmp_path), "--force"])
+    assert forced.exit_code == 0 and mine.read_text().startswith("#!/usr/bin/env bash")
+    assert (tmp_path / "score-survivors" / "job.yaml").is_file()
+    unknown = runner.invoke(app, ["examples", "nope"])
+    assert unknown.exit_code == 1 and "no example 'nope'" in unknown.stderr

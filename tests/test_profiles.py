@@ -165,3 +165,19 @@ def test_minus_one_is_unlimited_where_unlimited_is_allowed_and_documented(tmp_pa
         load_profile(str(bad))
     readme = (ROOT / "docs" / "profiles.md").read_text()
     assert "`-1` means the same" in readme
+
+
+def test_a_name_is_first_looked_for_in_the_current_folder(tmp_path, monkeypatch):
+    """`--profile laptop` beside ./laptop.yaml finds it (and a typo of it gets its name), and
+    a profile it extends is still found beside it, then in the shipped folder."""
+    (tmp_path / "laptop.yaml").write_text("extends: gtx1650\nthreads: {intra_op: 3}\n")
+    (tmp_path / "gtx1650.yaml").write_text("extends: base\nthreads: {intra_op: 5}\n")
+    monkeypatch.chdir(tmp_path)
+    p = load_profile("laptop")
+    assert p.path == tmp_path / "laptop.yaml" and p.get("threads.intra_op") == 3
+    assert p.files[1] == tmp_path / "gtx1650.yaml"  # `extends` beside the file first
+    with pytest.raises(ProfileError, match="did you mean 'laptop'"):
+        load_profile("lapto")
+    monkeypatch.chdir(tmp_path.parent)
+    with pytest.raises(ProfileError, match="profile 'laptop' not found"):
+        load_profile("laptop")

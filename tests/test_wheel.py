@@ -50,6 +50,10 @@ def test_wheel_holds_the_shipped_data(wheel):
     assert {"launcher/_shipped/images/Dockerfile.base", "launcher/_shipped/images/Dockerfile.cuda",
             "launcher/_shipped/images/Dockerfile.rocm",
             "launcher/_shipped/images/Dockerfile.cpu"} <= names
+    assert {"launcher/_shipped/base-image.sh",
+            "launcher/_shipped/examples/score-survivors/job.yaml",
+            "launcher/_shipped/examples/score-survivors/worker.py",
+            "launcher/_shipped/examples/score-survivors/requirements.txt"} <= names
 
 
 def test_wheel_in_a_fresh_venv(wheel, tmp_path):
@@ -80,6 +84,14 @@ def test_wheel_in_a_fresh_venv(wheel, tmp_path):
         assert (out / "compose.yaml").is_file() and (out / "runpod.json").is_file()
     doctor = launcher("doctor")
     assert doctor.returncode == 0, doctor.stderr
+    # the docs' jobs walk-through and the build's hint need the examples and the recipe
+    wrote = launcher("examples", "--out", "ex")
+    assert wrote.returncode == 0, wrote.stderr
+    for name in ("score-survivors/job.yaml", "score-survivors/worker.py", "base-image.sh"):
+        assert (work / "ex" / name).read_bytes() == (ROOT / "examples" / name if "/" in name
+                                                     else ROOT / "scripts" / name).read_bytes()
+    planned = launcher("jobs", "plan", "ex/score-survivors/job.yaml")
+    assert planned.returncode == 0, planned.stderr
 
 
 @pytest.mark.docker

@@ -11,7 +11,7 @@ from pathlib import Path
 from launcher.cli.common import resolve_profile
 from launcher.cli.render_cmd import render_files, write_tree
 from launcher.errors import EngineError
-from launcher.render.images import default_tag
+from launcher.render.images import build_command, default_tag
 from launcher.runtime.engine import BuildEvent
 from launcher.runtime.engines import first_that
 
@@ -88,9 +88,12 @@ def build(profile: str, framework: str | None, base_image: str | None, tag: str 
             if _PULL_FAILED.search(str(exc)) and not engine.image_exists(base):
                 raise EngineError(
                     f"cannot pull the base image {base} (no registry reachable?): build a local "
-                    f"one with `bash scripts/base-image.sh` (in launcher's source tree: "
-                    f"debootstrap, then docker import) and pass --base-image "
-                    f"launcher-base:bookworm (or set image.base in the profile)") from None
+                    f"one (debootstrap, then docker import) with `launcher examples --out . "
+                    f"base-image.sh && bash base-image.sh launcher-base:bookworm`, then `"
+                    + build_command(profile, p.framework, image=tag,
+                                    base_image="launcher-base:bookworm",
+                                    ca_cert=None if ca_cert is None else str(ca_cert))
+                    + "` (or set image.base in the profile)") from None
             if progress.tls_untrusted:
                 raise EngineError(f"{exc}: the build could not verify a TLS certificate (a proxy "
                                   f"that re-signs TLS?): pass its CA with --ca-cert PEM, e.g. "

@@ -326,6 +326,25 @@ def run(
 
 
 @app.command()
+def examples(
+    names: Annotated[list[str] | None, typer.Argument(
+        metavar="[NAME]...", help="Only these (default: all).")] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", "-o", metavar="DIR",
+        help="Write them into DIR (each example a folder; the recipe a file).")] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace what is already in DIR under the same names.")] = False,
+    json: Json = False,
+) -> None:
+    """List the example jobs and the base image recipe shipped with launcher, or write them
+    out (`launcher examples --out . score-survivors`; `launcher examples --out . base-image.sh`
+    then `bash base-image.sh` builds launcher-base:bookworm with no registry)."""
+    from launcher.cli import examples_cmd
+
+    _run(lambda: examples_cmd.examples(out, names or [], json, force))
+
+
+@app.command()
 def workloads(json: Json = False) -> None:
     """List the workloads `launcher run` knows: built-in and user YAML ones."""
     from launcher.cli import workloads_cmd

@@ -89,7 +89,8 @@ def available() -> dict[str, Path]:
 
 
 def locate(ref: str, near: Path | None = None) -> Path:
-    """A profile reference (name or path) to a file."""
+    """A profile reference (name or path) to a file: a path as given; a name as NAME.yaml in
+    the current folder (or beside `near`), then the user folders, then the shipped ones."""
     if "/" in ref or ref.endswith((".yaml", ".yml")):
         p = Path(ref)
         if near is not None and not p.is_absolute():
@@ -97,13 +98,15 @@ def locate(ref: str, near: Path | None = None) -> Path:
         if not p.is_file():
             raise ProfileError(f"{p}: no such profile file")
         return p
-    dirs = ([near.parent] if near is not None else []) + search_dirs()
+    # a name on the command line is first looked for in the current folder (./NAME.yaml, as a
+    # user who just wrote it expects); one named by `extends` beside the file that names it
+    dirs = [near.parent if near is not None else Path.cwd()] + search_dirs()
     for d in dirs:
         for suffix in (".yaml", ".yml"):
             p = d / f"{ref}{suffix}"
             if p.is_file():
                 return p
-    names = list(available())
+    names = sorted({*available(), *(p.stem for p in dirs[0].glob("*.y*ml"))})
     import difflib
 
     hint = difflib.get_close_matches(ref, names, n=1)

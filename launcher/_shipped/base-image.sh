@@ -1,0 +1,1 @@
+../../scripts/base-image.sh
