@@ -26,7 +26,8 @@ def test_help_lists_commands():
     result = runner.invoke(app, ["--help"])
     assert result.exit_code == 0
     assert _commands(result.stdout) == ["doctor", "plan", "render", "build", "run", "examples",
-                                        "workloads", "report", "calibrate", "bench-memory", "profiles", "jobs"]
+                                        "workloads", "report", "calibrate", "bench-memory",
+                                        "profiles", "jobs"]
     sub = runner.invoke(app, ["profiles", "--help"])
     assert _commands(sub.stdout) == ["list", "show", "validate"]
     jobs = runner.invoke(app, ["jobs", "--help"])
