@@ -89,3 +89,42 @@ def test_the_start_line_and_the_report_print_the_figure_the_plan_checked(tmp_pat
     assert FIGURE.search(start) and FIGURE.search(start).group(1) == str(total), start
     report = launcher("report", "runs/fig", cwd=tmp_path)
     assert f", {total} estimated by the plan" in report.stdout, report.stdout
+
+
+PRINT_MEMORY_LIMIT = r"""
+import pathlib
+for line in open('/proc/self/cgroup'):
+    _, ctrl, path = line.strip().split(':', 2)
+    if 'memory' in ctrl.split(','):
+        print(pathlib.Path('/sys/fs/cgroup/memory' + path, 'memory.limit_in_bytes').read_text())
+    elif ctrl == '' and pathlib.Path('/sys/fs/cgroup' + path, 'memory.max').exists():
+        print(pathlib.Path('/sys/fs/cgroup' + path, 'memory.max').read_text())
+"""
+
+
+def test_a_memory_limit_above_the_hosts_memory_is_lowered_with_a_warning(tmp_path,
+                                                                         monkeypatch):
+    """As a ulimit is lowered to the hard limit: the run gets this host's memory, says so, and
+    the figure it prints is the one its cgroup holds."""
+    from launcher.probe import probe_host
+    from launcher.units import format_size
+
+    monkeypatch.setenv("LAUNCHER_RUNS_DIR", str(tmp_path / "runs"))
+    host = probe_host("/").host_memory()
+    prof = tmp_path / "big.yaml"
+    prof.write_text(f"extends: auto\nlimits:\n  memory: {4 * host}\n")
+    run = launcher("run", "--profile", str(prof), "--runtime", "native", "--",
+                   sys.executable, "-c", PRINT_MEMORY_LIMIT, cwd=tmp_path)
+    assert run.returncode == 0, run.stderr
+    assert (f"warning: memory limit: profile limits.memory ({prof.name}:3) = "
+            f"{format_size(4 * host)}, lowered to this host's memory {format_size(host)}"
+            in run.stderr), run.stderr
+    assert f"memory {format_size(host)} (cgroup" in run.stderr  # the start line's figure
+    assert int(run.stdout.split()[-1]) <= host  # the kernel holds no more than was said
+    shown = plan_json(tmp_path, "--profile", str(prof))["limits"]["memory"]
+    assert shown["value"] == host and "lowered" in shown["source"]
+    rendered = launcher("render", "--profile", str(prof), "--out", "r", cwd=tmp_path)
+    assert rendered.returncode == 0, rendered.stderr  # for another machine: not lowered
+    import yaml
+    (svc,) = yaml.safe_load((tmp_path / "r/compose.yaml").read_text())["services"].values()
+    assert svc["mem_limit"] == 4 * host

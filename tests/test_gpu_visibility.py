@@ -65,4 +65,6 @@ def test_dry_run_states_the_estimate_the_run_checks():
     assert est["total"] == json.loads(plan.stdout)["estimate"]["total"] + 1
     text = runner.invoke(app, ["run", "--runtime", "native", "--dry-run", *args,
                                "stress-jax", "--phase", "1"])
-    assert f"threads: ~{est['total']} estimated for the whole run" in text.stdout
+    assert f"threads: ~{est['total']} threads (" in text.stdout
+    same = runner.invoke(app, ["plan", "--workload", "stress-jax", "--json", *args])
+    assert json.loads(same.stdout)["estimate"]["total"] == est["total"]

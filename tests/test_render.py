@@ -101,11 +101,22 @@ def test_multi_gpu_services_share_memory(tmp_path):
     assert services["gpu3"]["devices"] == ["/dev/kfd:/dev/kfd:rwm",
                                            "/dev/dri/renderD131:/dev/dri/renderD131:rwm"]
     assert services["gpu3"]["security_opt"] == ["seccomp=unconfined"]
-    five = yaml.safe_load((render(tmp_path / "b", "--profile", "docker-5gpu") /
-                           "compose.yaml").read_text())["services"]
-    assert [s["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"]
-            for s in five.values()] == [["0"], ["1"], ["2"], ["3"], ["4"]]
-    assert all(s["pids_limit"] == 7680 for s in five.values())
+
+
+def test_one_process_over_five_gpus_is_one_service_that_sees_them_all(tmp_path):
+    """Report 001's set-up: one container, five GPUs (MirroredStrategy), the folds in turn;
+    its memory limit is the measured peak plus 25% (workers.memory 16GiB), not a share of the
+    host's memory."""
+    import yaml
+
+    out = render(tmp_path, "--profile", "docker-5gpu", "--workload", "tf-train --folds 3")
+    (name, svc), = yaml.safe_load((out / "compose.yaml").read_text())["services"].items()
+    assert name == "main" and svc["pids_limit"] == 7680
+    assert svc["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] == [
+        "0", "1", "2", "3", "4"]
+    assert svc["mem_limit"] == 20 << 30 and svc["memswap_limit"] == 20 << 30
+    assert svc["deploy"]["resources"]["reservations"]["memory"] == f"{16 << 30}b"
+    assert svc["command"][-2:] == ["--folds", "3"]
 
 
 def test_ca_cert_in_context_and_dockerfile(tmp_path):

@@ -1,9 +1,10 @@
-"""Ulimits lowered to the hard limits a process may set: the one clamp for `launcher run`, the
-native runtime and the supervisor."""
+"""Limits lowered to what this host has: ulimits to the hard limits a process may set, a memory
+limit to the host's memory; the one clamp for `launcher run`, the native runtime and the
+supervisor."""
 
 from __future__ import annotations
 
-from launcher.caps.model import Caps, Ulimit
+from launcher.caps.model import Caps, Limit, Ulimit
 from launcher.probe.host import HostFacts
 from launcher.units import format_size
 
@@ -31,3 +32,15 @@ def clamp_ulimits(caps: Caps, facts: HostFacts) -> Caps:
                                                     f"limit {shown} (only a privileged process "
                                                     f"can raise a hard limit)")
     return caps
+
+
+def clamp_memory(limits: dict[str, Limit], facts: HostFacts) -> None:
+    """A memory limit above this host's memory (its cgroup's limit, else its RAM) lowered to
+    it, as a ulimit is to the hard limit: the figure printed is then the one that binds."""
+    mem = limits.get("memory")
+    host = facts.host_memory()
+    if mem is None or not isinstance(mem.value, int | float) or not host or mem.value <= host:
+        return
+    what = ("the memory limit of its cgroup" if facts.cgroup.memory_limit else "its RAM")
+    limits["memory"] = Limit(host, f"{mem.source} = {format_size(int(mem.value))}, lowered to "
+                                   f"this host's memory {format_size(host)} ({what})")

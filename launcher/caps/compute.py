@@ -9,6 +9,7 @@ from typing import Any
 
 from launcher.caps.budget import pids_budget
 from launcher.caps.calibrated import calibrated
+from launcher.caps.clamp import clamp_memory
 from launcher.caps.model import UNLIMITED_RLIMIT, Caps, Limit, Setting, Ulimit
 from launcher.caps.sizing import cpuset_count, pool_cpus
 from launcher.caps.stacks import stacks_of
@@ -40,6 +41,7 @@ def compute_caps(
     extra_threads: int = 0,
     gpus_per_process: int | None = None,
     installed: Installed = NOT_HERE,
+    clamp: bool = False,
 ) -> Caps:
     """Resolve a profile against host facts (callers go through `caps.resolve.resolve`).
 
@@ -49,7 +51,8 @@ def compute_caps(
     `extra_threads` the workload's own besides its framework processes (a driver, a sampler);
     `gpus_per_process` the GPUs each process sees when the launcher narrows them (a job's
     chunk sees one), else every selected GPU; `installed` the framework's version and build
-    where it runs (unknown: the thread model errs high).
+    where it runs (unknown: the thread model errs high); `clamp` the run starts on this host,
+    so a memory limit above its memory is lowered to it (before the verdict budgets with it).
     """
     fw = framework or profile.get("framework", "none")
     procs = processes or profile.get("workers.processes", 1)
@@ -118,6 +121,8 @@ def compute_caps(
     env = _settle(want, profile, overrides or {}, inherited)
     ulimits = _ulimits(profile)
     limits = _limits(profile, facts)
+    if clamp:
+        clamp_memory(limits, facts)
     # pools are capped by affinity (the profile's cpuset narrows it), not by the quota
     fw_cpus = min(facts.affinity_cpus, cpuset_count(get("limits.cpuset")) or facts.affinity_cpus)
     settings = Settings(omp=env_int(env, "OMP_NUM_THREADS", omp),

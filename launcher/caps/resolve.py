@@ -32,7 +32,7 @@ class Resolved:
     overrides: dict[str, str]
     caps: Caps
     inputs: dict[str, Any] = field(default_factory=dict)  # the rest of compute_caps's inputs
-    clamp: bool = False  # ulimits lowered to this host's hard limits
+    clamp: bool = False  # ulimits and memory lowered to this host's
 
     def with_values(self, values: dict[str, Any], origin: str) -> Resolved:
         """The same resolution with profile keys set (`threads.intra_op`: 4), each recorded
@@ -48,7 +48,7 @@ class Resolved:
             **self.profile.origin, **{k: origin for k in values}})
         caps = compute_caps(prof, self.facts, framework=self.framework,
                             processes=self.processes, overrides=self.overrides,
-                            selection=self.selection, **self.inputs)
+                            selection=self.selection, clamp=self.clamp, **self.inputs)
         if self.clamp:
             clamp_ulimits(caps, self.facts)
         return dataclasses.replace(self, profile=prof, caps=caps)
@@ -71,8 +71,8 @@ def resolve(profile: Profile, facts: HostFacts, *, framework: str | None = None,
             for_this_host: bool = True, clamp: bool = False,
             extra_threads: int = 0, gpus_per_process: int | None = None) -> Resolved:
     """`for_this_host` False: the target is another machine (render, build), so its GPUs are
-    taken from the profile. `clamp`: the ulimits will be set on this host (run, supervisor),
-    so they are lowered to its hard limits."""
+    taken from the profile. `clamp`: the limits will be set on this host (run, supervisor),
+    so the ulimits are lowered to its hard limits and the memory limit to its memory."""
     if framework is not None and framework not in framework_names():
         raise LauncherError(f"--framework must be one of {', '.join(framework_names())} "
                             f"(got {framework!r})")
@@ -83,7 +83,7 @@ def resolve(profile: Profile, facts: HostFacts, *, framework: str | None = None,
     inputs = {"inherited": inherited or {}, "extra_threads": extra_threads,
               "gpus_per_process": gpus_per_process, "installed": installed_here(fw, facts)}
     caps = compute_caps(narrowed, facts, framework=fw, processes=processes, overrides=overrides,
-                        selection=selection, **inputs)
+                        selection=selection, clamp=clamp, **inputs)
     if clamp:
         clamp_ulimits(caps, facts)
     return Resolved(narrowed, facts, selection, fw, processes, overrides, caps, inputs, clamp)

@@ -48,14 +48,14 @@ def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Thread
     if per_mem and mem_budget:
         need = procs * per_mem
         fits = mem_budget // per_mem
+        each = f"{procs} {_processes(procs)} x {format_size(per_mem)} = {format_size(need)}"
         if need > mem_budget:
-            say("refuse", f"{procs} processes x {format_size(per_mem)} = {format_size(need)} "
-                          f"exceed the {format_size(mem_budget)} memory budget; "
+            say("refuse", f"{each} exceed the {format_size(mem_budget)} memory budget; "
                           f"at most {fits} fit.")
         elif need > 0.9 * mem_budget:
-            say("warn", f"{procs} processes x {format_size(per_mem)} = {format_size(need)} use "
-                        f"{need * 100 // mem_budget}% of the {format_size(mem_budget)} memory "
-                        f"budget; the OOM killer may take workers.")
+            say("warn", f"{each} use {need * 100 // mem_budget}% of the "
+                        f"{format_size(mem_budget)} memory budget; the OOM killer may take "
+                        f"workers.")
     if gpu["count"] > gpu["found"]:
         label = get_vendor(gpu["vendor"]).label
         say("warn", f"the profile asks for {gpu['count']} {label} GPU(s) and "
@@ -73,6 +73,10 @@ def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Thread
             say("warn", f"{name}={value} is deprecated; launcher removes it "
                         f"(use {DEPRECATED[name]}).")
     return v
+
+
+def _processes(n: int) -> str:
+    return "process" if n == 1 else "processes"
 
 
 def above_outer(limits: dict[str, Limit], facts: HostFacts) -> list[str]:

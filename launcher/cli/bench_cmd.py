@@ -3,7 +3,9 @@ peak memory at several chunk sizes, fit it, and write a profile with what was me
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
+from typing import Any
 
 from launcher.cli.output import parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
@@ -39,7 +41,9 @@ def bench(spec: Path, profile: str | None, sizes_text: str, predict: int | None,
     items = read_items(p.spec)
     where = f"GPU {p.plan.gpus[0]}" if p.plan.gpus[0] is not None else "the CPU"
     say(f"bench-memory {p.spec.name}: sizes {', '.join(map(str, sizes))} on {where}, each "
-         f"alone in its own cgroup (cap {format_size(p.plan.usable_bytes or 0) or '-'})")
+        f"alone in its own cgroup (cap {format_size(p.plan.usable_bytes or 0) or '-'}), after "
+        f"a warm-up run at {min(sizes)} items that is not counted (the first run's page cache "
+        f"would be)")
     ms = memory.measure(p, sizes, folder, items, say)
     conc = None
     if concurrent:
@@ -50,34 +54,79 @@ def bench(spec: Path, profile: str | None, sizes_text: str, predict: int | None,
     target = prepare(spec, profile, None, None, parse_env_pairs(env), host_root,
                      on_this_host=False)
     result = memory.result_of(p, ms, predict, conc, target)
-    if write_profile is not None:
+    if write_profile is not None and result["chunk_size"] is not None:
         memory.write_profile(p, write_profile, result)
         result["profile_written"] = str(write_profile)
     if as_json:
         print_json(result)
+    else:
+        for line in _lines(result, predict, target.resolved.profile.name):
+            print(line)
+    if write_profile is None:
         return 0
-    print(f"fit: peak = {format_size(result['base_bytes'])} "
-          f"{term(result['per_item_bytes'], 'bytes')} x items (largest error "
-          f"{result['fit_error']:.1%} at the measured sizes)")
-    if predict:
-        print(f"predicted peak at {predict} items: "
-              f"{format_size(result['predicted_peak_bytes'])}")
-    if conc:
-        what = "their cgroups" if conc["source"] == "cgroup" else "tree RSS: no cgroups"
-        print(f"{conc['workers']} workers of {conc['size']} items at once ({what}): the peak "
-              f"of their total {format_size(conc['peak_of_total_bytes'])}, the sum of their "
-              f"own peaks {format_size(conc['sum_of_peaks_bytes'])}"
-              + (f"; tree RSS total {format_size(conc['rss_peak_of_total_bytes'])}, for "
-                 f"reference only" if conc["source"] == "cgroup" else ""))
-    print(f"chunk_size {result['chunk_size']}: predicted peak "
-          f"{format_size(result['predicted_chunk_peak_bytes'])}; workers.memory "
-          f"{result['workers_memory']} (x{result['margin']}); at most "
-          f"{result['concurrency_binding']} on the machine of profile "
-          f"{target.resolved.profile.name} (not written: `jobs plan` works it out there)")
-    if write_profile is not None:
+    if result["chunk_size"] is None:
+        again = _again(spec, sizes, result, profile=profile, gpus=gpus,
+                       write_profile=write_profile)
+        raise LauncherError(f"--write-profile: not written: {_beyond(result)}; measure at it: "
+                            f"`{again}`")
+    if not as_json:
         from launcher.profiles.writer import shown
 
         print(f"wrote {write_profile} (workers.memory, jobs.chunk_size and the fit; no "
               f"max_concurrent: the machine that runs the job sets it): `launcher jobs plan "
-              f"{spec} --profile {shown(write_profile)}`")
+              f"{shlex.quote(str(spec))} --profile {shlex.quote(shown(write_profile))}`")
     return 0
+
+
+def _lines(result: dict[str, Any], predict: int | None, machine: str) -> list[str]:
+    out = [_fit_line(result)]
+    if predict:
+        peak = result["predicted_peak_bytes"]
+        out.append(f"predicted peak at {predict} items: {format_size(peak)}" if peak is not None
+                   else f"no prediction at {predict} items: more than the largest size "
+                        f"measured ({result['largest_size']}), with no per-item cost")
+    conc = result.get("concurrent")
+    if conc:
+        what = "their cgroups" if conc["source"] == "cgroup" else "tree RSS: no cgroups"
+        out.append(f"{conc['workers']} workers of {conc['size']} items at once ({what}): the "
+                   f"peak of their total {format_size(conc['peak_of_total_bytes'])}, the sum of "
+                   f"their own peaks {format_size(conc['sum_of_peaks_bytes'])}"
+                   + (f"; tree RSS total {format_size(conc['rss_peak_of_total_bytes'])}, for "
+                      f"reference only" if conc["source"] == "cgroup" else ""))
+    if result["chunk_size"] is None:
+        out.append(f"chunk_size {result['spec_chunk_size']}: no limit for it: {_beyond(result)}")
+    else:
+        out.append(f"chunk_size {result['chunk_size']}: predicted peak "
+                   f"{format_size(result['predicted_chunk_peak_bytes'])}; workers.memory "
+                   f"{result['workers_memory']} (x{result['margin']}); at most "
+                   f"{result['concurrency_binding']} on the machine of profile {machine} (not "
+                   f"written: `jobs plan` works it out there)")
+    return out
+
+
+def _fit_line(result: dict[str, Any]) -> str:
+    if result["refused"]:
+        return (f"fit: no per-item cost, refused: {result['refused']}; a chunk's peak is taken "
+                f"as the largest measured, {format_size(result['base_bytes'])}, for chunks of "
+                f"at most {result['largest_size']} items")
+    return (f"fit: peak = {format_size(result['base_bytes'])} "
+            f"{term(result['per_item_bytes'], 'bytes')} x items (largest error "
+            f"{result['fit_error']:.1%} at the measured sizes)")
+
+
+def _beyond(result: dict[str, Any]) -> str:
+    return (f"the spec's chunk_size {result['spec_chunk_size']} is more than the largest size "
+            f"measured ({result['largest_size']}), and with no per-item cost nothing predicts "
+            f"its peak")
+
+
+def _again(spec: Path, sizes: list[int], result: dict[str, Any], *, profile: str | None,
+           gpus: str | None, write_profile: Path) -> str:
+    """The same bench-memory with the spec's chunk size among the sizes."""
+    wanted = sorted({*sizes, int(result["spec_chunk_size"])})
+    argv = ["launcher", "bench-memory", str(spec), "--sizes", ",".join(map(str, wanted))]
+    if profile:
+        argv += ["--profile", profile]
+    if gpus:
+        argv += ["--gpus", gpus]
+    return shlex.join([*argv, "--write-profile", str(write_profile)])

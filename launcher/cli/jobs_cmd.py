@@ -38,9 +38,12 @@ def plan(spec: Path, profile: str | None, framework: str | None, max_concurrent:
     pl = p.plan
     print(f"job {p.spec.name}: {pl.sentence()}")
     print(table([(name, str(n)) for name, n in pl.bounds.items()]))
+    if pl.nodes > 1:
+        print(f"over the spec's {pl.nodes} nodes: {pl.job_concurrency} at once (a Kubernetes "
+              f"render's parallelism; `jobs run --backend local` uses this machine alone)")
     memory = (f"its own memory limit {format_size(pl.peak_bytes)}" if pl.peak_bytes else
-              "no memory limit of its own (the profile has no workers.memory; `launcher "
-              "bench-memory` measures one)")
+              f"no memory limit of its own (the profile has no workers.memory; this measures "
+              f"one: `{_bench_hint(p, spec, profile, gpus)}`)")
     print(f"each chunk: {memory}, ~{pl.tasks_per_chunk} tasks"
           + (", one GPU" if pl.gpus[0] is not None else ""))
     print(f"folder: {p.spec.folder()} (ledger.sqlite, chunks/NNNNN/out)")
@@ -49,6 +52,19 @@ def plan(spec: Path, profile: str | None, framework: str | None, max_concurrent:
         if not (shortfall and "this host shows" in r):  # said once, at the top
             print(f"  - {r}")
     return 0
+
+
+def _bench_hint(p: Prepared, spec: Path, profile: str | None, gpus: str | None) -> str:
+    """`launcher bench-memory` for this job: half, one and two chunks (within the items),
+    writing a profile beside the spec."""
+    size, items = p.plan.chunk_size, p.spec.items
+    sizes = sorted({min(items, s) for s in (max(1, size // 2), size, 2 * size)})
+    if len(sizes) < 2:
+        sizes = [1, 2] if items >= 2 else sizes
+    measured = p.spec.path.resolve().parent / f"{p.resolved.profile.name}-measured.yaml"
+    argv = ["launcher", "bench-memory", str(spec), "--sizes", ",".join(map(str, sizes)),
+            "--profile", profile or p.spec.profile, "--write-profile", str(measured)]
+    return shlex.join(argv + (["--gpus", gpus] if gpus else []))
 
 
 def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: int | None,
@@ -78,17 +94,10 @@ def status(target: Path, as_json: bool) -> int:
     from launcher.jobs import summary as summ
     from launcher.jobs.ledger import Ledger
 
-    folder = target
-    if target.is_file():  # a spec: its folder
-        from launcher.jobs.spec import load_job
-
-        folder = load_job(target).folder()
-    db = folder / "ledger.sqlite"
-    if not db.is_file():
-        raise LauncherError(f"{folder}: no job ledger here (ledger.sqlite); give a job folder "
-                            f"or the job's spec")
-    ledger = Ledger(db)
-    info = json.loads(ledger.meta().get("info", "{}"))
+    folder = _job_folder(target)
+    ledger = Ledger(folder / "ledger.sqlite")
+    meta = ledger.meta()
+    info = json.loads(meta.get("info", "{}"))
     running = ledger.chunks("running")
     s = summ.summarize(ledger, max(1, len(running)))
     ledger.close()
@@ -98,16 +107,51 @@ def status(target: Path, as_json: bool) -> int:
             "for_s": round(time.time() - (c.started or time.time()), 1)} for c in running]
     if holder is None:  # marked running by a launcher that is gone: nothing runs them
         s["counts"] = {**s["counts"], "running": 0, "interrupted": len(running)}
+    c = s["counts"]
     data = {**s, "job": info.get("name"), "folder": str(folder),
             "running_now": now if holder else [], "interrupted": [] if holder else [
                 {k: v for k, v in r.items() if k != "for_s"} for r in now],
-            "runner": holder, "last_run": last}
+            "runner": holder, "last_run": last,
+            "finished": not holder and not c["pending"] and not c["running"]
+            and not c.get("interrupted"),
+            "rerun": meta.get("rerun") or shlex.join(["launcher", "jobs", "run",
+                                                      str(info.get("spec", "SPEC"))])}
     if as_json:
         print_json(data)
         return 0
     for line in _status_lines(data, info, holder):
         print(line)
     return 0
+
+
+def _job_folder(target: Path) -> Path:
+    """The job's folder: the one given, or the spec's (beside it, wherever this runs)."""
+    if not target.is_file():
+        if not (target / "ledger.sqlite").is_file():
+            raise LauncherError(f"{target}: no job ledger here (ledger.sqlite); give a job "
+                                f"folder or the job's spec")
+        return target
+    from launcher.jobs.spec import load_job
+
+    spec = load_job(target)
+    folder = spec.folder()
+    if not (folder / "ledger.sqlite").is_file():
+        raise LauncherError(f"{target}: job {spec.name} has not run yet (no ledger in "
+                            f"{folder}): `launcher jobs run {shlex.quote(str(target))}`")
+    return folder
+
+
+def _runner_line(data: dict, holder: str | None) -> str:  # type: ignore[type-arg]
+    """Who runs the job; else how to go on, or that it is finished (nothing to go on with)."""
+    c = data["counts"]
+    if holder:
+        return f"runner: {holder}"
+    if not data["finished"]:
+        return f"runner: none; to go on: `{data['rerun']}`"
+    if c["failed"]:
+        return (f"finished: {c['done']} done, {c['failed']} failed (why, below); a rerun runs "
+                f"nothing more")
+    return f"finished: every chunk done ({c['done']} of {c['done']})"
 
 
 def _status_lines(data: dict, info: dict, holder: str | None) -> list[str]:  # type: ignore[type-arg]
@@ -118,7 +162,7 @@ def _status_lines(data: dict, info: dict, holder: str | None) -> list[str]:  # t
            + (f"{c['running']} running, " if holder else f"{c['interrupted']} interrupted, ")
            + f"{c['failed']} failed, {c['split']} split ({data['items_done']} of "
              f"{info.get('items')} items)",
-           f"runner: {holder}" if holder else "runner: none (rerun `launcher jobs run` to go on)"]
+           _runner_line(data, holder)]
     for r in data["running_now"]:
         out.append(f"  running: chunk {r['chunk']} (items {r['items'][0]}-{r['items'][1]}) on "
                    f"{r['slot']}{'' if r['gpu'] is None else ' GPU ' + str(r['gpu'])} for "
@@ -205,7 +249,8 @@ def render(spec: Path, profile: str | None, target: str, out: Path, image: str |
              f"{shlex.quote(str(context))} && docker push {shlex.quote(job_image)}")
     _write(dockerfile, render_dockerfile(p.spec.name, base, workdir, build))
     _write(dockerfile.with_name(dockerfile.name + ".dockerignore"),
-           _dockerignore(context, p.spec.folder()))
+           _dockerignore(context, p.spec.folder(), out.resolve(),
+                         [path.name, dockerfile.name, dockerfile.name + ".dockerignore"]))
     _write(path, render_indexed_job(job))
     if as_json:
         print_json({"file": str(path), "dockerfile": str(dockerfile), "build": build,
@@ -214,13 +259,13 @@ def render(spec: Path, profile: str | None, target: str, out: Path, image: str |
                     "kubernetes": f"{MIN_VERSION} or later"})
     else:
         print(f"wrote {path}: an Indexed Job of {job.chunks} chunks, {job.parallelism} at once "
-              f"({p.plan.binding}), results on the claim {claim_name(job)}"
+              f"({_across(p)}), results on the claim {claim_name(job)}"
               + ("" if claim else f" (written too, {job.claim_size}, ReadWriteMany)")
               + f"; Kubernetes {MIN_VERSION} or later")
         print(f"wrote {dockerfile}: {job.image} is {base} with the job's folder in {workdir}; "
               f"build and push it: {build}")
-        print(f"then `kubectl apply -f {path}`; pids are bounded by the kubelet's "
-              f"podPidsLimit (~{p.plan.tasks_per_chunk} tasks per chunk)")
+        print(f"then `kubectl apply -f {shlex.quote(str(path))}`; pids are bounded by the "
+              f"kubelet's podPidsLimit (~{p.plan.tasks_per_chunk} tasks per chunk)")
     return 0
 
 
@@ -262,7 +307,7 @@ def _indexed_job(p: Prepared, image: str, workdir: str, claim: str | None,
                             f"do not fit a ConfigMap (1 MiB); bake the file into the image")
     return IndexedJob(
         name=p.spec.name, image=image, command=p.spec.command, items=p.spec.items,
-        chunk_size=pl.chunk_size, chunks=len(pl.chunks), parallelism=pl.concurrency,
+        chunk_size=pl.chunk_size, chunks=len(pl.chunks), parallelism=pl.job_concurrency,
         retries=p.spec.retries, memory=pl.peak_bytes,
         cpus=float(max(1, r.caps.threads["omp"])),
         gpu_resource=vendor.k8s_resource if vendor else None,
@@ -271,11 +316,26 @@ def _indexed_job(p: Prepared, image: str, workdir: str, claim: str | None,
         tasks_per_chunk=pl.tasks_per_chunk, claim=claim, claim_size=claim_size)
 
 
-def _dockerignore(context: Path, folder: Path) -> str:
-    """What the job's image leaves out of its folder: runs, the job's own output folder."""
+def _across(p: Prepared) -> str:
+    """Where the Job's parallelism comes from: each node's cap, times the spec's nodes."""
+    pl = p.plan
+    each = f"each node's cap {pl.concurrency}, set by {pl.binding}"
+    if pl.nodes == 1:
+        return f"one node: {each}; the spec's `nodes` says how many run it"
+    capped = " (the chunks)" if pl.job_concurrency < pl.concurrency * pl.nodes else ""
+    return f"{pl.nodes} nodes x {each}{capped}"
+
+
+def _dockerignore(context: Path, folder: Path, out: Path, rendered: list[str]) -> str:
+    """What the job's image leaves out of its folder (the build context): runs, the job's own
+    output folder, and the render's: its folder when it is below the context, else its files
+    when it is the context itself."""
     lines = ["runs/", ".git/", "**/__pycache__/"]
-    if folder.is_relative_to(context) and folder != context:
-        lines.append(f"{folder.relative_to(context).as_posix()}/")
+    for below in (folder, out):
+        if below.is_relative_to(context) and below != context:
+            lines.append(f"{below.relative_to(context).as_posix()}/")
+    if out == context:
+        lines += rendered
     return "".join(line + "\n" for line in lines if "\n" not in line)
 
 

@@ -216,9 +216,9 @@ def render(
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
-    """Write the Dockerfile, entrypoint, compose.yaml (one service per GPU, each with its CPUs
-    and memory), the RunPod template and the caps into a folder you can read, commit and
-    `docker build`."""
+    """Write the Dockerfile, entrypoint, compose.yaml (one service per GPU where the profile
+    runs a process per GPU, else one seeing them all; each with its CPUs and memory), the
+    RunPod template and the caps into a folder you can read, commit and `docker build`."""
     from launcher.cli import render_cmd
 
     _run(lambda: render_cmd.render(profile, framework, out, base_image, ca_cert, tag, gpus, env,
@@ -518,7 +518,8 @@ def bench_memory(
                                     "additive).")] = None,
     write_profile: Annotated[Path | None, typer.Option(
         "--write-profile", help="Write a profile (FILE.yaml) extending --profile with "
-                                "workers.memory, jobs.chunk_size and jobs.max_concurrent.")
+                                "workers.memory and jobs.chunk_size (no jobs.max_concurrent: "
+                                "`jobs plan` works it out on the machine that runs the job).")
     ] = None,
     gpus: Gpus = None,
     env: EnvOpt = None,

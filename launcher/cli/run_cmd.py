@@ -222,7 +222,12 @@ def _pull(engine: Engine, image: str) -> None:
 
 def _report_lowered_ulimits(r: Resolved) -> None:
     """A ulimit lowered to this host's hard limit: a warning when the user's own profile asked
-    for more, a note (-v) when it is a shipped default (nofile 1048576 on an ordinary host)."""
+    for more, a note (-v) when it is a shipped default (nofile 1048576 on an ordinary host).
+    A memory limit lowered to this host's memory: always a warning (a profile written for a
+    bigger machine)."""
+    memory = r.caps.limits.get("memory")
+    if memory is not None and "lowered to this host's memory" in memory.source:
+        say(f"warning: memory limit: {memory.source}")
     for name, u in r.caps.ulimits.items():
         if "lowered" in u.source:
             line = f"ulimit {name}: {u.source}"

@@ -99,11 +99,13 @@ HEADROOM = 1.25  # a service's memory limit over its expected peak (workers.memo
 
 def service_specs(r: Resolved, command: list[str], image: str) -> dict[str, RunSpec]:
     """The services of a deployable stack (compose, later Kubernetes): one per GPU (`gpuN`)
-    for multi-GPU profiles, else one (`main`). Each gets its share of CPUs and memory; where
-    the profile gives `workers.memory` (the measured peak), a service's limit is that peak
-    plus 25% headroom and the peak is its reservation."""
+    where the profile runs a process per GPU (rig-6600: 12 processes, 12 GPUs), else one
+    (`main`) that sees every selected GPU (docker-5gpu: one process, five GPUs, as report 001
+    ran it). Each gets its share of CPUs and memory; where the profile gives `workers.memory`
+    (the measured peak of one process), a service's limit is its processes' peak plus 25%
+    headroom and that peak is its reservation (a note says when the limits overcommit)."""
     sel = r.selection
-    per_gpu = sel.vendor != "none" and sel.count > 1
+    per_gpu = sel.vendor != "none" and sel.count > 1 and r.caps.processes >= sel.count
     n = sel.count if per_gpu else 1
     procs = max(1, (r.caps.processes // n) if per_gpu else r.caps.processes)
     specs = ({f"gpu{i}": build_spec(r, command, image, selection=GpuSelection(sel.vendor, (i,)),
@@ -115,7 +117,7 @@ def service_specs(r: Resolved, command: list[str], image: str) -> dict[str, RunS
         lim = spec.limits
         memory = lim.memory
         if peak:  # the measured peak, with headroom, is the limit; the peak the reservation
-            memory = max(memory or 0, math.ceil(peak * procs * HEADROOM / 2**20) * 2**20)
+            memory = math.ceil(peak * procs * HEADROOM / 2**20) * 2**20
         spec.limits = Limits(lim.pids, memory, lim.swap, peak * procs if peak else None,
                              lim.shm, lim.cpus or cpus, lim.cpuset)
     return specs
