@@ -518,3 +518,69 @@ def test_a_profile_path_in_a_spec_is_the_specs_folders(tmp_path):
     assert bad.returncode == 1
     assert bad.stderr == (f"error: job2/bad.yaml:4: profile: no such profile file "
                           f"'{job / 'nope.yaml'}' (got './nope.yaml')\n")
+
+
+K8S_IMAGE = "registry.example.com/me/three:1"
+
+
+def _render_three(job: Path, out: Path, nodes: int, items: int = 98172) -> tuple[
+        subprocess.CompletedProcess, dict]:  # type: ignore[type-arg]
+    import yaml
+
+    (job / "job.yaml").write_text(f"name: three\ncommand: [python3, worker.py]\nitems: {items}\n"
+                                  f"chunk_size: 1000\nframework: torch\nprofile: rig-6600\n"
+                                  f"nodes: {nodes}\n")
+    proc = launcher("jobs", "render", str(job / "job.yaml"), "--out", str(out), "--image",
+                    K8S_IMAGE, "--host-root", str(HOSTS / "rig-6600"))
+    assert proc.returncode == 0, proc.stderr
+    *_, manifest = yaml.safe_load_all((out / "launcher-three.yaml").read_text())
+    return proc, manifest
+
+
+def _context(job: Path, out: Path) -> set[str]:
+    """The files `docker build -f OUT/launcher-three.Dockerfile JOB` sends (BuildKit reads the
+    Dockerfile's own .dockerignore beside it)."""
+    from docker.utils.build import exclude_paths
+
+    ignore = (out / "launcher-three.Dockerfile.dockerignore").read_text().split()
+    return set(exclude_paths(str(job), ignore))
+
+
+def test_a_kubernetes_render_runs_every_nodes_chunks_and_copies_the_job(tmp_path):
+    """Three rigs of 12 GPUs, each capped at 9 (400MiB workers): 27 pods at once, not one
+    rig's 9; the image holds the job's files, not the render's folder nor its runs."""
+    job = tmp_path / "job"
+    (job / "runs/jobs/three").mkdir(parents=True)
+    (job / "runs/jobs/three/ledger.sqlite").write_text("")
+    (job / "worker.py").write_text("print('scored')\n")
+    out = job / "k8s"  # the render's folder inside the job's
+    proc, manifest = _render_three(job, out, nodes=3)
+    assert manifest["spec"]["parallelism"] == 27 and manifest["spec"]["completions"] == 99
+    assert "27 at once (3 nodes x each node's cap 9, set by memory" in proc.stdout
+    for version in ("1.29", "1.37"):  # the oldest that runs it as written, the newest
+        check = subprocess.run([str(Path(sys.executable).parent / "kubernetes-validate"),
+                                "--strict", "-k", f"{version}.0",
+                                str(out / "launcher-three.yaml")], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+    _render_three(job, out, nodes=3)  # a second render: its own files already there
+    assert _context(job, out) == {"worker.py", "job.yaml"}
+    # rendered into the job's folder itself: the rendered files stay out, the job's go in
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / "worker.py").write_text("print('scored')\n")
+    _render_three(alone, alone, nodes=3)
+    assert _context(alone, alone) == {"worker.py", "job.yaml"}
+    # one node: its cap; more nodes than chunks: every chunk at once
+    assert _render_three(job, out, nodes=1)[1]["spec"]["parallelism"] == 9
+    assert _render_three(job, out, nodes=3, items=12000)[1]["spec"]["parallelism"] == 12
+    plan = json.loads(launcher("jobs", "plan", str(job / "job.yaml"), "--host-root",
+                               str(HOSTS / "rig-6600"), "--json").stdout)
+    assert (plan["plan"]["concurrency"], plan["plan"]["job_concurrency"]) == (9, 12)
+
+
+def test_nodes_in_a_spec_is_a_whole_number(tmp_path):
+    spec = tmp_path / "job.yaml"
+    spec.write_text("name: j\ncommand: ['true']\nitems: 4\nnodes: 0\n")
+    proc = launcher("jobs", "plan", str(spec))
+    assert proc.returncode == 1 and proc.stderr == (
+        f"error: {spec}:4: nodes: must be a whole number of machines, 1 or more (got 0)\n")

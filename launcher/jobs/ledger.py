@@ -101,6 +101,10 @@ class Ledger:
         with self.lock:
             return {r["key"]: r["value"] for r in self.db.execute("SELECT * FROM meta")}
 
+    def set_meta(self, key: str, value: str) -> None:
+        self._tx(lambda db: db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                       (key, value)))
+
     def init(self, identity: str, info: dict[str, Any],
              chunks: list[tuple[int, int]]) -> bool:
         """Make a new job or check that this folder holds the same one; True when new."""

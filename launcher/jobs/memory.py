@@ -8,6 +8,7 @@ cgroup of its own); a fit peak = base + per_item x size with its error; N worker
 from __future__ import annotations
 
 import math
+import signal
 import statistics
 import threading
 import time
@@ -16,13 +17,31 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import LauncherError
-from launcher.jobs.execute import LocalExecutor, chunk_dir
+from launcher.jobs.execute import LocalExecutor, Outcome, chunk_dir
 from launcher.jobs.job import Prepared
 from launcher.jobs.ledger import Chunk
 from launcher.units import format_size, term
 
 MARGIN = 1.10  # workers.memory over the predicted peak (at least the fit's error)
+MAX_FIT_ERROR = 0.25  # a line that misses a measured peak by more is refused
 SAMPLE_S = 0.05
+
+
+@dataclass(frozen=True)
+class Fit:
+    """peak = base + per_item x size; refused (a reason): no per-item term, and base the
+    largest peak measured, which holds up to the largest size measured and no further."""
+
+    base: float
+    per_item: float
+    error: float  # the line's largest relative error at the measured sizes
+    largest: int
+    refused: str | None = None
+
+    def peak(self, size: int) -> float | None:
+        if self.refused and size > self.largest:
+            return None
+        return self.base + self.per_item * size
 
 
 @dataclass
@@ -123,29 +142,80 @@ def _executor(p: Prepared, folder: Path, items: list[str] | None,
 
 def measure(p: Prepared, sizes: list[int], folder: Path, items: list[str] | None,
             say: Any = None) -> list[Measurement]:
-    """Each size alone, on the first GPU of the plan (one GPU visible, as in a job)."""
+    """Each size alone, on the first GPU of the plan (one GPU visible, as in a job), after a
+    warm-up run of the smallest size that is thrown away: the first run reads the framework's
+    files from disk, and that page cache is charged to its cgroup's peak (369 MiB for a
+    worker whose later runs peak at 150); the runs after it find the files cached."""
     for size in sizes:
         if size > p.spec.items:
             raise LauncherError(f"--sizes: {size} is more than the job's {p.spec.items} items")
     ex = _executor(p, folder, items, p.plan.usable_bytes)
-    gpu = p.plan.gpus[0]
+    first = sizes.index(min(sizes))
+    _one(ex, p, min(sizes), 1_000_000 + first, folder)  # the warm-up: discarded
     out = []
     for k, size in enumerate(sizes):
-        rss = TreeRss()
-        rss.start()
-        started = time.monotonic()
-        o = ex.execute(Chunk(1_000_000 + k, 0, size), gpu, threading.Event(),
-                       observe=lambda info, rss=rss: info.pid and rss.add(info.pid))
-        rss.stop()
-        m = Measurement(size, o.cgroup_peak, max(rss.pids.values(), default=0),
-                        round(time.monotonic() - started, 3), o.status, o.diagnosis)
-        if o.status != 0:
-            raise LauncherError(f"the worker failed at {size} items: {failure(o)} (log: "
-                                f"{chunk_dir(folder, 1_000_000 + k) / 'log.txt'})")
+        m = _one(ex, p, size, 1_000_000 + k, folder)
         if say:
             say(m.sentence())
         out.append(m)
     return out
+
+
+def _one(ex: LocalExecutor, p: Prepared, size: int, chunk_id: int,
+         folder: Path) -> Measurement:
+    """The worker at one size, alone; a failure is one line with its cause and its log."""
+    rss = TreeRss()
+    rss.start()
+    started = time.monotonic()
+    try:
+        [o] = run_stoppable(ex, [(Chunk(chunk_id, 0, size), p.plan.gpus[0])],
+                            lambda info: info.pid and rss.add(info.pid))
+    finally:
+        rss.stop()
+    if o.status != 0:
+        raise LauncherError(f"the worker failed at {size} items: {failure(o)} (log: "
+                            f"{chunk_dir(folder, chunk_id) / 'log.txt'})")
+    return Measurement(size, o.cgroup_peak, max(rss.pids.values(), default=0),
+                       round(time.monotonic() - started, 3), o.status, o.diagnosis)
+
+
+def run_stoppable(ex: LocalExecutor, runs: list[tuple[Chunk, int | None]],
+                  observe: Any = None) -> list[Outcome]:
+    """The chunks at once, each on a thread of its own, so that Ctrl-C or SIGTERM reaches
+    launcher rather than being forwarded to one worker as a failure: the workers are stopped
+    (SIGTERM; SIGKILL at a second signal), their cgroups go with them, and KeyboardInterrupt
+    (`interrupted`, exit 130) follows once they have ended."""
+    stopping = threading.Event()
+    outcomes: list[Outcome | None] = [None] * len(runs)
+    errors: list[BaseException] = []
+
+    def one(k: int) -> None:
+        try:
+            outcomes[k] = ex.execute(runs[k][0], runs[k][1], stopping, observe=observe)
+        except BaseException as exc:  # noqa: BLE001 - raised on the main thread below
+            errors.append(exc)
+
+    def stop(_signum: int, _frame: object) -> None:
+        again = stopping.is_set()
+        stopping.set()  # first: a worker starting now sees it and stops at once
+        ex.stop_all(signal.SIGKILL if again else signal.SIGTERM)
+
+    threads = [threading.Thread(target=one, args=(k,), daemon=True) for k in range(len(runs))]
+    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(timeout=0.2)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if stopping.is_set():
+        raise KeyboardInterrupt
+    if errors:
+        raise errors[0]
+    return [o for o in outcomes if o is not None]
 
 
 def fit(points: list[tuple[int, int]]) -> tuple[float, float, float]:
@@ -171,24 +241,16 @@ def measure_concurrent(p: Prepared, size: int, n: int, folder: Path,
     ex = _executor(p, folder, items, p.plan.usable_bytes)
     rss = TreeRss()
     rss.start()
-    outcomes: list[Any] = [None] * n
     gpus = p.plan.gpus
-
-    def one(k: int) -> None:
-        outcomes[k] = ex.execute(Chunk(2_000_000 + k, 0, size), gpus[k % len(gpus)],
-                                 threading.Event(), observe=lambda info: info.pid and
-                                 rss.add(info.pid))
-
-    threads = [threading.Thread(target=one, args=(k,)) for k in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    rss.stop()
+    try:
+        outcomes = run_stoppable(ex, [(Chunk(2_000_000 + k, 0, size), gpus[k % len(gpus)])
+                                      for k in range(n)],
+                                 lambda info: info.pid and rss.add(info.pid))
+    finally:
+        rss.stop()
     for k, o in enumerate(outcomes):
-        if o is None or o.status != 0:
-            why = failure(o) if o else "no outcome"
-            raise LauncherError(f"--concurrent {n}: a worker failed: {why} (log: "
+        if o.status != 0:
+            raise LauncherError(f"--concurrent {n}: a worker failed: {failure(o)} (log: "
                                 f"{chunk_dir(folder, 2_000_000 + k) / 'log.txt'})")
     rss_peaks = list(rss.pids.values())
     if all(o.cgroup_peak for o in outcomes):  # each its own cgroup: what the limits see
@@ -208,21 +270,43 @@ def failure(o: Any) -> str:
     return o.diagnosis + (f" Its last line: {last}" if last else "")
 
 
-def choose_chunk_size(p: Prepared, base: float, per_item: float) -> int:
+def robust_fit(points: list[tuple[int, int]]) -> Fit:
+    """The line, unless the measurements refuse it: a peak that falls as the size grows (no
+    worker's memory does: page cache or noise) or a line that misses a measured peak by more
+    than MAX_FIT_ERROR. Refused, the fit has no per-item term: a chunk's peak is the largest
+    measured, and holds only up to the largest size measured."""
+    base, per, err = fit(points)
+    largest = max(s for s, _ in points)
+    seen = ", ".join(f"{s} items {format_size(v)}" for s, v in sorted(points))
+    if per < 0:
+        why = f"the peak does not grow with the size ({seen})"
+    elif err > MAX_FIT_ERROR:
+        why = (f"the line misses a measured peak by {err:.0%}, more than {MAX_FIT_ERROR:.0%} "
+               f"({seen})")
+    else:
+        return Fit(base, per, err, largest)
+    return Fit(float(max(v for _, v in points)), 0.0, err, largest, why)
+
+
+def choose_chunk_size(p: Prepared, f: Fit) -> int | None:
     """The spec's chunk_size; for `auto`, the largest size whose predicted peak lets every
-    slot run at once within the usable memory, and no more than an even share of the items."""
+    slot run at once within the usable memory, and no more than an even share of the items.
+    With no per-item term, no size beyond the largest measured (None: the spec's is)."""
     if p.spec.chunk_size:
-        return p.spec.chunk_size
+        return p.spec.chunk_size if f.peak(p.spec.chunk_size) is not None else None
     slots = p.plan.slots
-    share = math.ceil(p.spec.items / slots)
-    if not p.plan.usable_bytes or per_item <= 0:
-        return share
-    fits = int((p.plan.usable_bytes / slots / MARGIN - base) / per_item)
-    if fits < 1:
-        raise LauncherError(f"even one item needs ~{format_size(int(base + per_item))}; "
-                            f"{slots} slots of {format_size(p.plan.usable_bytes // slots)} "
-                            f"cannot hold it: use fewer slots (--max-concurrent)")
-    size = min(fits, share)
+    size = math.ceil(p.spec.items / slots)
+    if f.refused:
+        size = min(size, f.largest)
+    elif p.plan.usable_bytes and f.per_item > 0:
+        fits = int((p.plan.usable_bytes / slots / MARGIN - f.base) / f.per_item)
+        if fits < 1:
+            raise LauncherError(f"even one item needs ~{format_size(int(f.base + f.per_item))}"
+                                f"; {slots} slots of {format_size(p.plan.usable_bytes // slots)}"
+                                f" cannot hold it: use fewer slots (--max-concurrent)")
+        size = min(fits, size)
+    else:
+        return size
     digits = 10 ** max(0, len(str(size)) - 2)  # two significant figures
     return max(1, size // digits * digits)
 
@@ -237,12 +321,18 @@ def write_profile(p: Prepared, path: Path, result: dict[str, Any]) -> None:
     source = m[0]["source"] if m else "cgroup"
     what = ("each chunk's cgroup peak, what its memory limit sees" if source == "cgroup" else
             "the process tree's RSS: the chunks had no memory cgroup of their own")
+    if result["refused"]:
+        model = (f"No per-item cost: {result['refused']}; a chunk's peak is the largest "
+                 f"measured, {format_size(result['base_bytes'])}, for chunks of at most "
+                 f"{result['largest_size']} items.")
+    else:
+        model = (f"Fit: peak = base {format_size(int(result['base_bytes']))} "
+                 f"({result['base_bytes']} bytes) {term(result['per_item_bytes'], 'bytes')} per "
+                 f"item (largest error {result['fit_error']:.1%}).")
     notes = [
-        f"For job {p.spec.name} ({p.spec.path}). Measured ({what}): "
-        + ", ".join(f"{x['size']} items {format_size(x['peak'])}" for x in m) + ".",
-        f"Fit: peak = base {format_size(int(result['base_bytes']))} "
-        f"({result['base_bytes']} bytes) {term(result['per_item_bytes'], 'bytes')} per item "
-        f"(largest error {result['fit_error']:.1%}).",
+        f"For job {p.spec.name} ({p.spec.path}). Measured ({what}) after a discarded warm-up "
+        f"run: " + ", ".join(f"{x['size']} items {format_size(x['peak'])}" for x in m) + ".",
+        model,
         f"chunk_size {result['chunk_size']}: predicted peak "
         f"{format_size(result['predicted_chunk_peak_bytes'])}; workers.memory = that x "
         f"{result['margin']:.2f}. No jobs.max_concurrent: the machine that runs the job sets "
@@ -255,32 +345,40 @@ def write_profile(p: Prepared, path: Path, result: dict[str, Any]) -> None:
 def result_of(p: Prepared, ms: list[Measurement], predict: int | None,
               concurrent: dict[str, Any] | None, target: Prepared | None = None) -> dict[str, Any]:
     """The fit and what follows from it; `target`: the job planned for the profile's machine
-    (its GPUs, its memory), which sets the chunk size and the concurrency, not this host."""
+    (its GPUs, its memory), which sets the chunk size and the concurrency, not this host.
+    `chunk_size` None: the spec's is beyond what a fit with no per-item term tells."""
     p = target or p
-    base, per, err = fit([(m.size, m.peak) for m in ms])
-    size = choose_chunk_size(p, base, per)
-    chunk_peak = base + per * size
-    margin = max(MARGIN, 1 + err)
+    f = robust_fit([(m.size, m.peak) for m in ms])
+    size = choose_chunk_size(p, f)
+    out: dict[str, Any] = {
+        "measurements": [{**asdict(m), "peak": m.peak, "source": m.source} for m in ms],
+        "base_bytes": round(f.base), "per_item_bytes": f.per_item, "fit_error": round(f.error, 4),
+        "refused": f.refused, "largest_size": f.largest, "chunk_size": size,
+        "spec_chunk_size": p.spec.chunk_size}
+    if size is not None:
+        out.update(_limit(p, f, size))
+    if predict:
+        peak = f.peak(predict)
+        out["predict_items"] = predict
+        out["predicted_peak_bytes"] = None if peak is None else round(peak)
+    if concurrent:
+        out["concurrent"] = concurrent
+    return out
+
+
+def _limit(p: Prepared, f: Fit, size: int) -> dict[str, Any]:
+    """A chunk's memory limit at `size` (its predicted peak plus the margin, in whole MiB, as
+    written) and how many such chunks the profile's machine holds at once."""
+    chunk_peak = f.peak(size) or 0.0
+    margin = MARGIN if f.refused else max(MARGIN, 1 + f.error)
     memory = math.ceil(chunk_peak * margin / 2**20) * 2**20  # whole MiB: shown as written
     bounds = {"GPU slots" if p.plan.gpus[0] is not None else "CPU slots": p.plan.slots}
     if p.plan.usable_bytes:
         bounds[f"memory ({format_size(p.plan.usable_bytes)} usable / "
                f"{format_size(memory)})"] = max(1, p.plan.usable_bytes // memory)
-    pids = {k: v for k, v in p.plan.bounds.items() if k.startswith("the pids")}
-    bounds.update(pids)
+    bounds.update({k: v for k, v in p.plan.bounds.items() if k.startswith("the pids")})
     binding, concurrency = min(bounds.items(), key=lambda kv: kv[1])
-    out: dict[str, Any] = {
-        "measurements": [{**asdict(m), "peak": m.peak, "source": m.source} for m in ms],
-        "base_bytes": round(base), "per_item_bytes": per, "fit_error": round(err, 4),
-        "chunk_size": size, "predicted_chunk_peak_bytes": round(chunk_peak),
-        "margin": round(margin, 3), "workers_memory_bytes": memory,
-        "workers_memory": f"{memory >> 20}MiB",
-        "max_concurrent": concurrency, "concurrency_binding": f"{concurrency} (set by "
-                                                             f"{binding})",
-    }
-    if predict:
-        out["predict_items"] = predict
-        out["predicted_peak_bytes"] = round(base + per * predict)
-    if concurrent:
-        out["concurrent"] = concurrent
-    return out
+    return {"predicted_chunk_peak_bytes": round(chunk_peak), "margin": round(margin, 3),
+            "workers_memory_bytes": memory, "workers_memory": f"{memory >> 20}MiB",
+            "max_concurrent": concurrency,
+            "concurrency_binding": f"{concurrency} (set by {binding})"}

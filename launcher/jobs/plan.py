@@ -5,7 +5,9 @@ concurrency = min(slots, floor(usable / peak per chunk), the profile's cap, --ma
 the pids budget / tasks per chunk), where usable = (the memory limit, else hardware.memory -
 reserved_memory, else this host's memory) x safety (default 0.8), and the slots are the GPUs
 (one chunk per GPU) or, on the CPU, what the cap asks for, else the CPUs the thread pools of one
-chunk leave room for. The bound that gives the fewest is named.
+chunk leave room for. The bound that gives the fewest is named. That is one machine's cap;
+the job's, over the spec's `nodes` machines of the profile's kind, is nodes x that (a
+Kubernetes render's parallelism), never more than the chunks.
 """
 
 from __future__ import annotations
@@ -37,10 +39,17 @@ class JobPlan:
     peak_bytes: int | None = None  # expected peak of one chunk = its memory limit
     usable_bytes: int | None = None
     tasks_per_chunk: int = 1
+    nodes: int = 1  # machines of the profile's kind the job runs on (the spec's `nodes`)
+
+    @property
+    def job_concurrency(self) -> int:
+        """Chunks at once over the job's nodes, each at its own cap; at most the chunks."""
+        return max(1, min(self.concurrency * self.nodes, len(self.chunks)))
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
         out["chunks"] = len(self.chunks)
+        out["job_concurrency"] = self.job_concurrency
         return out
 
     @property
@@ -88,8 +97,8 @@ def plan_job(spec: JobSpec, r: Resolved, max_concurrent: int | None = None) -> J
             1, int(caps.budget["available"]) // tasks)
     binding, concurrency = min(bounds.items(), key=lambda kv: kv[1])
     size = spec.chunk_size or profile.get("jobs.chunk_size") or max(
-        1, math.ceil(spec.items / (concurrency * WAVES)))
+        1, math.ceil(spec.items / (concurrency * spec.nodes * WAVES)))
     chunks = [(s, min(s + size, spec.items)) for s in range(0, spec.items, size)]
     gpus: list[int | None] = list(gpu_ids[:concurrency]) if gpu_ids else [None] * concurrency
     return JobPlan(spec.items, size, spec.min_chunk_size or max(1, size // 8), chunks, gpus,
-                   concurrency, binding, bounds, peak, usable, tasks)
+                   concurrency, binding, bounds, peak, usable, tasks, spec.nodes)

@@ -5,6 +5,7 @@ summary."""
 from __future__ import annotations
 
 import contextlib
+import shlex
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,31 @@ class JobRun:
     gpus: str | None = None
 
 
+def rerun_command(job: JobRun) -> str:
+    """`launcher jobs run` as this run was asked for, its paths absolute: pasted in any folder,
+    it goes on with the same job (`jobs status` shows it when no launcher holds the job)."""
+    argv = ["launcher", "jobs", "run", str(job.spec.resolve())]
+    options = {"--profile": _profile_arg(job.profile), "--framework": job.framework,
+               "--max-concurrent": job.max_concurrent, "--gpus": job.gpus,
+               "--runtime": None if job.runtime == "native" else job.runtime,
+               "--image": job.image, "--backend": None if job.backend == "local" else job.backend,
+               "--address": job.address,
+               "--host-root": job.host_root.resolve() if job.host_root else None}
+    for flag, value in options.items():
+        if value is not None:
+            argv += [flag, str(value)]
+    for name, value in (job.env or {}).items():
+        argv += ["--env", f"{name}={value}"]
+    return shlex.join(argv)
+
+
+def _profile_arg(profile: str | None) -> str | None:
+    """A profile path made absolute (a bare name is a profile's name, found anywhere)."""
+    if profile and ("/" in profile or profile.endswith((".yaml", ".yml"))):
+        return str(Path(profile).resolve())
+    return profile
+
+
 def run_job(job: JobRun, progress: Callable[[int, int], Any],
             say: Callable[[str], None]) -> tuple[dict[str, Any], bool]:
     """A job from its spec to its summary: prepared, locked, its ledger opened, its pending
@@ -55,12 +81,15 @@ def run_job(job: JobRun, progress: Callable[[int, int], Any],
     release = lock_job(str(folder / ".lock"))
     try:
         ledger, notes = open_ledger(p)
+        rerun = rerun_command(job)
+        ledger.set_meta("rerun", rerun)
         for note in notes:
             say(note)
         counts = ledger.counts()
         if counts["pending"] == 0:
             say(f"job {p.spec.name}: nothing left to run ({counts['done']} done, "
-                f"{counts['failed']} failed); see `launcher jobs status {folder}`")
+                f"{counts['failed']} failed); see `launcher jobs status "
+                f"{shlex.quote(str(folder))}`")
         if here:  # what killed runs left here that holds nothing goes
             with contextlib.suppress(LauncherError):
                 tidy_leftovers(get_engine(job.runtime))
@@ -74,7 +103,8 @@ def run_job(job: JobRun, progress: Callable[[int, int], Any],
         if gpus.sampler.any:
             gpus.start()
         started, since = time.monotonic(), time.time()
-        queue = PullQueue(p.spec, p.plan, ledger, be.executor(), shown, owner(), slots, say)
+        queue = PullQueue(p.spec, p.plan, ledger, be.executor(), shown, owner(), slots,
+                          say=say, rerun=rerun)
         try:
             finished = queue.run()
         finally:

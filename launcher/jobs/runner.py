@@ -53,9 +53,10 @@ class Slot:
 
 class PullQueue:
     def __init__(self, spec: JobSpec, plan: JobPlan, ledger: Ledger, executor: Executor,
-                 progress: Progress, runner_id: str, slots: list[Slot] | None = None,
-                 say: Callable[[str], None] = lambda _msg: None) -> None:
-        self.say = say
+                 progress: Progress, runner_id: str, slots: list[Slot] | None = None, *,
+                 say: Callable[[str], None] = lambda _msg: None,
+                 rerun: str = "launcher jobs run SPEC") -> None:
+        self.say, self.rerun = say, rerun  # rerun: the command that goes on with the job
         self.spec, self.plan, self.ledger = spec, plan, ledger
         self.executor, self.progress, self.runner_id = executor, progress, runner_id
         self.slots = slots or [Slot(f"slot{i}", gpu) for i, gpu in enumerate(plan.gpus)]
@@ -89,8 +90,8 @@ class PullQueue:
             self.executor.stop_all(signal.SIGKILL)
             return
         self.stopping.set()
-        self.say(f"{signal.Signals(signum).name}: stopping the running chunks; rerun the "
-                 f"same command to go on")
+        self.say(f"{signal.Signals(signum).name}: stopping the running chunks; to go on: "
+                 f"`{self.rerun}`")
         self.executor.stop_all(signal.SIGTERM)
         with self.changed:
             self.changed.notify_all()
@@ -174,7 +175,7 @@ class PullQueue:
             self.stopping.set()
             self.gave_up = True
             self.say(f"the first {counts['failed']} chunks failed and none succeeded: stopping "
-                     f"(the rest stay pending; fix the cause and rerun)")
+                     f"(the rest stay pending; fix the cause, then `{self.rerun}`)")
             with self.changed:
                 self.changed.notify_all()
 

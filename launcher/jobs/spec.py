@@ -11,7 +11,10 @@
     retries: 1                  # other failures: tried again this many times
     timeout: 10m                # per chunk (seconds, or 30s, 10m, 2h)
     output: runs/score          # the job's folder (ledger, chunks); relative to this file
+                                # (default: runs/jobs/NAME beside this file)
     env: {SCORER: fast}         # explicit variables for every chunk
+    nodes: 3                    # machines of the profile's kind that run it (a Kubernetes
+                                # render's parallelism: nodes x each one's cap)
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from launcher.profiles.yamlsrc import Located, load_yaml
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 KEYS = ("name", "command", "items", "chunk_size", "min_chunk_size", "framework", "profile",
-        "retries", "timeout", "output", "env", "image")
+        "retries", "timeout", "output", "env", "image", "nodes")
 
 
 class JobSpecError(ProfileError):
@@ -56,6 +59,7 @@ class JobSpec:
     output: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
     image: str | None = None
+    nodes: int = 1  # machines of the profile's kind that run the job (a cluster's render)
 
     def identity(self) -> str:
         """What makes two runs the same job (a rerun resumes it; another spec may not)."""
@@ -64,9 +68,14 @@ class JobSpec:
         return json.dumps({"command": self.command, "items": items}, sort_keys=True)
 
     def folder(self) -> Path:
-        """The job's folder, absolute: chunks run in the spec's folder, and on other nodes."""
-        runs = Path(os.environ.get("LAUNCHER_RUNS_DIR") or "runs")
-        return (self.output or runs / "jobs" / self.name).resolve()
+        """The job's folder (its ledger), absolute and the spec's, wherever launcher is run
+        from: `output` (relative to the spec), else $LAUNCHER_RUNS_DIR/jobs/NAME, else
+        runs/jobs/NAME beside the spec."""
+        if self.output is not None:
+            return self.output.resolve()
+        env = os.environ.get("LAUNCHER_RUNS_DIR")
+        runs = Path(env) if env else self.path.resolve().parent / "runs"
+        return (runs / "jobs" / self.name).resolve()
 
     def to_json(self) -> dict[str, Any]:
         return {k: (str(v) if isinstance(v, Path) else v) for k, v in asdict(self).items()}
@@ -111,6 +120,9 @@ def load_job(path: Path) -> JobSpec:
     framework = data.get("framework")
     if framework is not None and framework not in framework_names():
         fail("framework", f"must be one of {', '.join(framework_names())}", framework)
+    nodes = data.get("nodes", 1)
+    if not _positive_int(nodes):
+        fail("nodes", "must be a whole number of machines, 1 or more", nodes)
     retries = data.get("retries", 1)
     if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
         fail("retries", "must be a whole number, 0 or more", retries)
@@ -137,7 +149,7 @@ def load_job(path: Path) -> JobSpec:
         min_chunk_size=min_chunk, framework=framework, profile=profile,
         retries=int(retries), timeout=timeout,
         output=(path.parent / output).resolve() if output else None, env=env,
-        image=data.get("image"))
+        image=data.get("image"), nodes=int(nodes))
 
 
 def _positive_int(v: Any) -> bool:

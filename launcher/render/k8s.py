@@ -1,10 +1,11 @@
-"""A job as a Kubernetes Indexed Job (batch/v1): completions = chunks, parallelism = the cap,
-each pod's chunk from JOB_COMPLETION_INDEX (derived by the image's supervisor, which commits
-the chunk's output on the results claim), one GPU as a limit, memory from the measured peak,
-/dev/shm as an emptyDir of medium Memory, a per-index backoff and a pod failure policy; the
-results on a PersistentVolumeClaim (written here, or an existing one); and the Dockerfile that
-puts the job's own folder into the image the pods pull. Built as data and dumped by PyYAML
-(every value quoted by the emitter).
+"""A job as a Kubernetes Indexed Job (batch/v1): completions = chunks, parallelism = the job's
+cap (the spec's nodes x each node's cap, at most the chunks), each pod's chunk from
+JOB_COMPLETION_INDEX (derived by the image's supervisor, which commits the chunk's output on
+the results claim), one GPU as a limit, memory from the measured peak, /dev/shm as an emptyDir
+of medium Memory, a per-index backoff and a pod failure policy; the results on a
+PersistentVolumeClaim (written here, or an existing one); and the Dockerfile that puts the
+job's own folder (less runs, its output and the render's) into the image the pods pull. Built
+as data and dumped by PyYAML (every value quoted by the emitter).
 
 Valid for Kubernetes 1.28 to 1.37 (checked with kubernetes-validate --strict for each); it runs
 as written from 1.29 (backoffLimitPerIndex on by default; 1.28 needs the
@@ -38,7 +39,7 @@ class IndexedJob:
     items: int
     chunk_size: int
     chunks: int
-    parallelism: int
+    parallelism: int  # the job's: every node's chunks at once, not one node's
     retries: int
     memory: int | None  # bytes: the chunk's limit (the measured peak)
     cpus: float | None
