@@ -39,6 +39,7 @@ PRIVATE = (RESOLVED, REMOVE, WATCH_STDIN, RUN_CGROUPS, CGROUP_UNDO, CPUSET, RLIM
 # Variables a user or an image sets for the supervisor.
 CAPS = "LAUNCHER_CAPS"  # another caps.json than CAPS_FILE
 QUIET = "LAUNCHER_QUIET"  # say only warnings and a failure's diagnosis
+VERBOSE = "LAUNCHER_VERBOSE"  # also the notes that change nothing (a shipped default lowered)
 
 
 def flag(env: dict[str, str], name: str) -> bool:

@@ -99,3 +99,31 @@ def test_profile_only_change_reuses_lower_layers(client, tmp_path):
     caps_step = next(i for i, line in enumerate(lines) if "COPY caps.json" in line)
     before = "\n".join(lines[:caps_step])
     assert "Using cache" in before and "Running in" not in before
+
+
+def test_a_shipped_default_lowered_is_no_warning_at_each_start(client, tmp_path):
+    """base.yaml's nofile 1048576 lowered to the daemon's hard limit is a note (shown with
+    LAUNCHER_VERBOSE=1), not a warning at every container start; a limit of the user's own
+    lowered is still a warning."""
+    hard = int(client.containers.run(BASE, ["sh", "-c", "ulimit -Hn"], remove=True))
+    if hard >= 1048576:
+        pytest.skip("the daemon's containers may have nofile 1048576: nothing is lowered")
+    for name, text in (("quiet", "extends: base\n"),
+                       ("mine", "extends: base\nlimits:\n  nofile: 1048576\n")):
+        prof = tmp_path / f"{name}.yaml"
+        prof.write_text(text)
+        tag = f"launcher-test/{name}:none"
+        built = launcher("build", "-p", str(prof), "-f", "none", "--base-image", BASE,
+                         "--tag", tag)
+        assert built.returncode == 0, built.stdout[-2000:] + built.stderr
+    logs = client.containers.run("launcher-test/quiet:none", ["true"], remove=True,
+                                 stderr=True, stdout=False).decode()
+    assert "nofile" not in logs, logs
+    verbose = client.containers.run("launcher-test/quiet:none", ["true"], remove=True,
+                                    stderr=True, stdout=False,
+                                    environment={"LAUNCHER_VERBOSE": "1"}).decode()
+    assert f"nofile: profile limits.nofile (profiles/base.yaml:14), lowered to this host's " \
+           f"hard limit {hard}" in verbose and "warning: nofile" not in verbose, verbose
+    mine = client.containers.run("launcher-test/mine:none", ["true"], remove=True,
+                                 stderr=True, stdout=False).decode()
+    assert "warning: nofile: profile limits.nofile (" in mine and "mine.yaml:3), lowered" in mine

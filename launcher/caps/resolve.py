@@ -58,7 +58,7 @@ class Resolved:
         p = self.profile
         return {
             "profile": {"name": p.name, "path": display_path(p.path), "data": p.data,
-                        "origin": p.origin, "chain": p.chain},
+                        "origin": p.origin, "chain": p.chain, "shipped": p.shipped},
             "framework": self.framework,
             "processes": self.processes,
             "overrides": self.overrides,
@@ -97,7 +97,8 @@ def installed_here(framework: str, facts: HostFacts) -> Installed:
 
 def profile_of(recipe: dict[str, Any]) -> Profile:
     p = recipe["profile"]
-    return Profile(p["name"], Path(p["path"]), p["data"], p["origin"], p["chain"])
+    return Profile(p["name"], Path(p["path"]), p["data"], p["origin"], p["chain"],
+                   shipped=p.get("shipped", []))
 
 
 def resolve_recipe(recipe: dict[str, Any], facts: HostFacts, overrides: dict[str, str],

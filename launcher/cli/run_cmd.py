@@ -231,19 +231,10 @@ def _report_lowered_ulimits(r: Resolved) -> None:
     for name, u in r.caps.ulimits.items():
         if "lowered" in u.source:
             line = f"ulimit {name}: {u.source}"
-            if _from_shipped(r, f"limits.{name}"):
+            if r.profile.from_shipped(f"limits.{name}"):
                 note(line)
             else:
                 say(f"warning: {line}")
-
-
-def _from_shipped(r: Resolved, key: str) -> bool:
-    """Whether profile value `key` comes from a profile shipped with launcher."""
-    from launcher.profiles.loader import display_path, shipped_dir
-
-    where = r.profile.where(key).rpartition(":")[0]
-    return any(display_path(f) == where and f.resolve().parent == shipped_dir()
-               for f in r.profile.files)
 
 
 def _parse_workload_args(parser: argparse.ArgumentParser, args: list[str]) -> int | None:

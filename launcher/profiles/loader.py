@@ -65,6 +65,9 @@ class Profile:
     origin: dict[str, str] = field(default_factory=dict)  # "limits.pids" -> "file:line"
     chain: list[str] = field(default_factory=list)
     files: list[Path] = field(default_factory=list)  # this file and every file it extends
+    # the files of the chain that ship with launcher, as `origin` names them (kept in caps.json,
+    # so the supervisor in an image knows a shipped default from the user's own value)
+    shipped: list[str] = field(default_factory=list)
 
     def get(self, dotted: str, default: Any = None) -> Any:
         node: Any = self.data
@@ -76,6 +79,11 @@ class Profile:
 
     def where(self, dotted: str) -> str:
         return self.origin.get(dotted, str(self.path))
+
+    def from_shipped(self, dotted: str) -> bool:
+        """Whether the value of `dotted` comes from a profile shipped with launcher (a default
+        such as base.yaml's nofile 1048576), not from the user's own file."""
+        return self.where(dotted).rpartition(":")[0] in self.shipped
 
 
 def available() -> dict[str, Path]:
@@ -148,13 +156,14 @@ def _load(path: Path, stack: list[Path]) -> Profile:
             errors.append(f"{path}:{doc.line(('extends',))}: extends: {exc}")
     if errors:
         raise ProfileError("\n".join(errors))
+    mine = [display_path(path)] if resolved.parent == shipped_dir() else []
     if parent_path is None:
-        return Profile(name, path, data, origin, [name], [path])
+        return Profile(name, path, data, origin, [name], [path], mine)
     parent = _load(parent_path, [*stack, resolved])
     merged = _merge(parent.data, data)
     merged["name"] = name
     return Profile(name, path, merged, {**parent.origin, **origin}, [*parent.chain, name],
-                   [*parent.files, path])
+                   [*parent.files, path], [*parent.shipped, *mine])
 
 
 def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

@@ -73,8 +73,11 @@ def prepare_env() -> tuple[dict[str, str], list[str]] | tuple[int, str]:
         hint = "" if r.profile.get("limits.fit") else (
             "; `limits: {fit: true}` in the profile shrinks the pools instead")
         return 1, f"refused: not started{hint}"
-    for note in apply_rlimits(r.caps):
-        say(f"warning: {note}")
+    warnings, notes = apply_rlimits(r.caps, r.profile.from_shipped)
+    for line in warnings:
+        say(f"warning: {line}")
+    for line in notes if c.flag(dict(os.environ), c.VERBOSE) else ():
+        say(line)
     dirs = sorted({str(d) for d in entry.cgroup.dirs.values()}) if entry.cgroup else []
     env = child_env(r.caps, dict(os.environ))
     if entry.cgroup is not None and entry.cgroup.undo:

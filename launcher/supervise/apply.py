@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -63,15 +64,19 @@ def rlimit_triples(ulimits: dict[str, Any]) -> list[tuple[int, int, int]]:
             for n, u in ulimits.items() if n in RLIMITS]
 
 
-def apply_rlimits(caps: Caps) -> list[str]:
-    """Set the caps' rlimits in this process; return a note for each lowered or refused."""
-    notes = [f"{n}: {u.source}" for n, u in caps.ulimits.items() if "lowered" in u.source]
+def apply_rlimits(caps: Caps, shipped: Callable[[str], bool]) -> tuple[list[str], list[str]]:
+    """Set the caps' rlimits in this process; return the warnings (a limit of the user's own
+    lowered, or refused) and the notes (a shipped default lowered: nofile 1048576 on an
+    ordinary host is no news at every container start)."""
+    lowered = [(n, u) for n, u in caps.ulimits.items() if "lowered" in u.source]
+    notes = [f"{n}: {u.source}" for n, u in lowered if shipped(f"limits.{n}")]
+    warnings = [f"{n}: {u.source}" for n, u in lowered if not shipped(f"limits.{n}")]
     for res, soft, hard in rlimit_triples(caps.ulimits):
         try:
             resource.setrlimit(res, (soft, hard))
         except (ValueError, OSError) as exc:
-            notes.append(f"cannot set rlimit {res} to {soft}/{hard}: {exc}")
-    return notes
+            warnings.append(f"cannot set rlimit {res} to {soft}/{hard}: {exc}")
+    return warnings, notes
 
 
 def read_base_env(path: Path) -> dict[str, str] | None:
