@@ -5,6 +5,7 @@ the TLS test builds for real."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import subprocess
@@ -106,3 +107,26 @@ def test_examples_come_out_of_the_package_and_replace_nothing(tmp_path):
     assert (tmp_path / "score-survivors" / "job.yaml").is_file()
     unknown = runner.invoke(app, ["examples", "nope"])
     assert unknown.exit_code == 1 and "no example 'nope'" in unknown.stderr
+
+
+def test_a_user_workloads_help_says_what_it_runs_and_how_to_reach_its_own(tmp_path,
+                                                                           monkeypatch):
+    folder = tmp_path / "workloads"
+    folder.mkdir()
+    (folder / "mytrain.yaml").write_text(
+        "name: mytrain\ndescription: my training script\n"
+        "command: [python3, -c, \"import sys; print('ARGS', sys.argv[1:])\"]\n"
+        "args: [--epochs, '3']\n")
+    env = {**os.environ, "LAUNCHER_WORKLOAD_PATH": str(folder),
+           "LAUNCHER_RUNS_DIR": str(tmp_path / "runs")}
+    shown = subprocess.run([sys.executable, "-m", "launcher", "run", "mytrain", "--help"],
+                           capture_output=True, text=True, env=env, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith("mytrain: my training script\n")
+    assert str(folder / "mytrain.yaml") in shown.stdout
+    assert not (tmp_path / "runs").exists()  # nothing ran
+    words = pasted(shown.stdout, "run")
+    ran = subprocess.run([sys.executable, "-m", "launcher", *words, ], capture_output=True,
+                         text=True, env=env, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert "ARGS ['--epochs', '3', '--help']" in ran.stdout

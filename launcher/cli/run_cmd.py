@@ -77,6 +77,9 @@ def run(o: RunOptions) -> int:
     workload = workloads.get(o.command[0])
     if workload is None:
         _check_not_a_typo(o.command[0], list(workloads))
+    elif workload.module is None and o.command[1:] in (["--help"], ["-h"]):
+        print(_user_workload_help(workload))  # what it runs: it has no flags of launcher's
+        return 0
     elif (parser := workload.parser()) is not None:
         stop = _parse_workload_args(parser, o.command[1:])
         if stop is not None:  # its help, or its usage error: before any run folder exists
@@ -288,6 +291,18 @@ def _write_profile(path: Path, workload: Workload, r: Resolved, run_dir: Path) -
     write_profile(path, r.profile, by, sections, notes)
     say(f"wrote {path}: `launcher plan --profile {shown(path)}`; a run under it uses "
         f"{', '.join(f'{k} {v}' for k, v in found.items())}")
+
+
+def _user_workload_help(w: Workload) -> str:
+    """A user workload's --help: what it runs, from where; its command's own --help is a
+    command to paste."""
+    command = shlex.join([*w.command, *w.args])
+    framework = ["--framework", w.framework] if w.framework != "none" else []
+    return (f"{w.name}: {w.description or '(no description)'}\n"
+            f"  defined in {w.source}\n"
+            f"  runs: {command} [ARGS...]  (framework {w.framework})\n"
+            f"every word after the name is the command's; its own --help: "
+            f"`{shlex.join(['launcher', 'run', *framework, '--', *w.command, *w.args, '--help'])}`")
 
 
 def _check_not_a_typo(word: str, names: list[str]) -> None:
