@@ -58,3 +58,45 @@ def test_the_pins_resolve_for_the_base_images_python(vendor, tmp_path):
     got = {norm(i["metadata"]["name"]): i["metadata"]["version"].split("+")[0]  # 2.13.0+cpu
            for i in json.loads(report.read_text())["install"]}
     assert {norm(n): v for n, (_, v) in pins.items()} == got, (python, got)
+
+
+@pytest.mark.parametrize("vendor", ["nvidia", "amd", "none"])
+@pytest.mark.parametrize("fw", names())
+def test_every_image_is_pinned_or_refused_with_its_reason(fw, vendor):
+    """No image without its framework: each framework x vendor pins every requirement (index
+    options aside), or a render refuses it in one line saying why (jax[rocm] once installed
+    the CPU jaxlib with no word)."""
+    from launcher.errors import LauncherError
+
+    framework = get(fw)
+    if vendor in framework.unsupported:
+        with pytest.raises(LauncherError, match=f"no {framework.label} image for"):
+            framework_requirements(fw, vendor)
+        return
+    reqs = [r for r in framework_requirements(fw, vendor) if not r.startswith("--")]
+    assert fw == "none" or reqs, (fw, vendor)
+    unpinned = [r for r in reqs if "==" not in r and r != "numpy"]  # none's numpy: the base's
+    assert not unpinned, (fw, vendor, unpinned)
+
+
+def test_an_unsupported_image_is_refused_before_anything_is_written(tmp_path):
+    from typer.testing import CliRunner
+
+    from launcher.cli.main import app
+
+    out = tmp_path / "out"
+    result = CliRunner().invoke(app, ["render", "-p", "rig-6600", "-f", "jax", "--out",
+                                      str(out)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: no jax image for AMD GPUs: jax 0.10 has no `rocm`")
+    assert not out.exists()
+
+
+def test_the_docs_name_the_base_images_a_render_uses():
+    from pathlib import Path
+
+    from launcher.vendors import all_vendors
+
+    page = (Path(__file__).resolve().parent.parent / "docs/images.md").read_text()
+    for v in all_vendors():
+        assert f"`{v.base_image}`" in page, v.name

@@ -75,6 +75,8 @@ class Framework:
     install: str  # what to pip install on the host for a native run
     models: tuple[Model, ...]  # newest last
     requirements: dict[str, list[str]]  # GPU vendor -> the image's framework layer (pinned)
+    # GPU vendor -> why no image of this framework is built for it (a render says so)
+    unsupported: dict[str, str] = field(default_factory=dict)
     rounding: str = "down"  # a fractional CPU quota: half-up or down (pool_cpus)
     facts: tuple[str, ...] = ()  # for `doctor`
     probe: str = ""  # module with first_op(), train(), matmul(n) for threadprobe

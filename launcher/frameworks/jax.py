@@ -122,8 +122,10 @@ FRAMEWORK = Framework(
                   _cpu_0_11, _gpu, _beyond_probe_0_11)),
     # 0.10.2: the newest on PyPI that the model covers (0.11.2 was measured from a GPU host's
     # own install); it needs Python 3.11 or newer
-    requirements={"nvidia": ["jax[cuda13]==0.10.2"], "amd": ["jax[rocm]==0.10.2"],
-                  "none": ["jax==0.10.2"]},
+    requirements={"nvidia": ["jax[cuda13]==0.10.2"], "none": ["jax==0.10.2"]},
+    # jax has no `rocm` extra: jax[rocm] installed the CPU jaxlib, silently
+    unsupported={"amd": "jax 0.10 has no `rocm` extra, and its ROCm plugin on PyPI "
+                        "(jax-rocm7-plugin) needs ROCm 7, where the AMD base is ROCm 6.4.1"},
     facts=("PJRT_NPROC sizes XLA's CPU client pools (tf_XLAEigen, the client's); its "
            "codegen pools (llvm-worker, tf_foreach) follow the CPU affinity",),
     probe=__name__,

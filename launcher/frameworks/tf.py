@@ -67,8 +67,9 @@ FRAMEWORK = Framework(
     name="tf", label="tensorflow", module="tensorflow",
     distributions=("tensorflow", "tensorflow-cpu"), install="tensorflow-cpu",
     models=(Model("2", "tensorflow-cpu 2.21, 1-2 CPUs, 2026-11", _cpu, _gpu),),
-    requirements={"nvidia": ["tensorflow[and-cuda]==2.21.0"], "amd": ["tensorflow-rocm"],
-                  "none": ["tensorflow-cpu==2.21.0"]},
+    requirements={"nvidia": ["tensorflow[and-cuda]==2.21.0"], "none": ["tensorflow-cpu==2.21.0"]},
+    unsupported={"amd": "PyPI's tensorflow-rocm stops at 2.14 (2023), with wheels for Python "
+                        "3.9-3.11 only, and the AMD base's Python is 3.12"},
     rounding="half-up",
     facts=("TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS are read once, at the first "
            "device creation; TF/CUDA leak ~730 memory maps per fold: one process per fold",),

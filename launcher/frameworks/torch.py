@@ -76,7 +76,8 @@ FRAMEWORK = Framework(
     models=(Model("2", "torch 2.13 CPU at 1-2 CPUs; 2.11+cu130 at 1-16 CPUs with one H100, "
                        "2026-11", _cpu, _gpu),),
     requirements={"nvidia": ["torch==2.11.0"],
-                  "amd": ["--index-url https://download.pytorch.org/whl/rocm6.4", "torch"],
+                  # the newest release with ROCm 6.4 builds (the AMD base is ROCm 6.4.1)
+                  "amd": ["--index-url https://download.pytorch.org/whl/rocm6.4", "torch==2.9.1"],
                   "none": ["--index-url https://download.pytorch.org/whl/cpu", "torch==2.13.0"]},
     rounding="half-up",  # its idle workers block soon: a fractional CPU of quota pays
     facts=("OMP_NUM_THREADS and MKL_NUM_THREADS size the intra-op pool; "

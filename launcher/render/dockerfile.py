@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from launcher.errors import LauncherError
 from launcher.frameworks import get as get_framework
 from launcher.profiles.loader import Profile
 from launcher.render.images import check_apt_packages, check_image_ref, check_pip_requirements
@@ -33,10 +34,20 @@ class ImageSpec:
 
 
 def framework_requirements(framework: str, vendor: str) -> list[str]:
-    """The image's framework layer: the framework's pins for this vendor, else the vendor's."""
-    known = get_framework(framework).requirements
-    return list(known[vendor] if vendor in known else
-                get_vendor(vendor).requirements.get(framework, []))
+    """The image's framework layer: the framework's pins for this vendor, else the vendor's;
+    an error where neither knows one (an image without its framework is no image)."""
+    fw = get_framework(framework)
+    if vendor in fw.unsupported:
+        raise LauncherError(f"no {fw.label} image for {get_vendor(vendor).label} GPUs: "
+                            f"{fw.unsupported[vendor]}; pick another --framework, or give "
+                            f"--base-image and image.pip_packages that you know work")
+    known = fw.requirements
+    reqs = (known[vendor] if vendor in known else
+            get_vendor(vendor).requirements.get(framework))
+    if reqs is None:
+        raise LauncherError(f"no {fw.label} requirements for {get_vendor(vendor).label} GPUs "
+                            f"(the framework's module and the vendor's name none)")
+    return list(reqs)
 
 
 def image_spec(profile: Profile, framework: str, vendor: str, base_image: str | None = None,
