@@ -46,6 +46,12 @@ DEPRECATED = {
 }
 
 
+def verdict_says(name: str, value: str | None) -> bool:
+    """Whether the verdict already names an inherited `name` that launcher replaces with
+    `value` (a deprecated variable, removed): its replacement line would say it twice."""
+    return name in DEPRECATED and value is None
+
+
 def managed() -> dict[str, str]:
     """The core variables and every registered vendor's."""
     from launcher.vendors import all_vendors

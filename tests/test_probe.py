@@ -128,3 +128,17 @@ def test_nvidia_proc(tmp_path):
     (d / "information").write_text("Model: \t\t NVIDIA GeForce GTX 1650\nIRQ: 1\n")
     facts = probe_host(tmp_path, environ={})
     assert [(g.vendor, g.model) for g in facts.gpus] == [("nvidia", "NVIDIA GeForce GTX 1650")]
+
+
+def test_tasks_running_from_loadavg(tmp_path):
+    """/proc/loadavg's 4th field is running/total tasks: the total is what threads-max and
+    pid_max count; no file (an older capture) is None, a malformed one names the file."""
+    from tests.host_trees import host
+
+    assert probe_host(host(tmp_path / "a", {"proc/loadavg": "0.52 0.58 0.59 3/124 15333\n"}),
+                      environ={}).tasks == 124
+    assert probe_host(HOSTS / "v2-limited", environ={}).tasks is None
+    bad = host(tmp_path / "b", {"proc/loadavg": "0.52 0.58 0.59 124 15333\n"})
+    with pytest.raises(HostError, match=r"proc/loadavg: malformed line .*running/total"):
+        probe_host(bad, environ={})
+

@@ -226,3 +226,27 @@ def test_report_of_a_run_whose_launcher_was_killed(tmp_path: Path):
     assert result.exit_code == 0, result.output
     assert "launcher ended before the run did (killed?): no summary.json" in result.stdout
     assert CliRunner().invoke(app, ["report", str(tmp_path)]).exit_code == 1  # not a run
+
+
+def test_report_of_a_summary_older_than_its_gpu_rows(tmp_path: Path):
+    """A summary.json written before it had per-GPU rows (no "gpus" key) beside a telemetry.jsonl
+    with GPU samples: the report computes the rows from the samples, one per GPU."""
+    run_dir = tmp_path / "old-gpu-run"
+    run_dir.mkdir()
+    rows = read_series(FIXTURES / "gpu-run/telemetry.jsonl")
+    second = [{**r, "gpus": [*r["gpus"], {**r["gpus"][0], "gpu": 1, "util_percent": 50,
+                                            "mem_used_bytes": 1024 * MiB}]} for r in rows]
+    (run_dir / "telemetry.jsonl").write_text("".join(json.dumps(r) + "\n" for r in second))
+    old = summarize(second, _meta("old-gpu-run", 110))
+    del old["gpus"]  # the older format
+    (run_dir / "summary.json").write_text(json.dumps(old))
+    out = runner.invoke(app, ["report", str(run_dir)])
+    assert out.exit_code == 0, out.output
+    lines = out.stdout.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.split()[:1] == ["gpu"])
+    assert [line.split() for line in lines[header + 1:header + 3]] == [
+        ["GPU", "0", "(nvidia)", "27%", "11.1%", "60.4GiB", "79.6GiB", "75.8%", "8"],
+        ["GPU", "1", "(nvidia)", "50%", "50.0%", "1GiB", "79.6GiB", "1.3%", "8"]]
+    assert not lines[header + 3].startswith("GPU")
+    as_json = json.loads(runner.invoke(app, ["report", str(run_dir), "--json"]).stdout)
+    assert [g["util_peak_percent"] for g in as_json["gpus"]] == [27, 50]

@@ -32,10 +32,14 @@ def pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
     elif soft is not None and soft >= 0:  # 0: no new task at all
         cands.append((soft - facts.uid_tasks,
                       f"RLIMIT_NPROC {soft} ({facts.uid_tasks} tasks of UID {facts.uid} running)"))
-    if facts.threads_max:
-        cands.append((facts.threads_max, f"kernel.threads-max {facts.threads_max}"))
-    if facts.pid_max:
-        cands.append((facts.pid_max, f"kernel.pid_max {facts.pid_max}"))
+    # every task the kernel runs counts against threads-max, and holds a PID under pid_max
+    # (per PID namespace on Linux 6.14+, where the namespace's own tasks count: the kernel's
+    # total is at least those, so the figure errs low); those running are not available
+    running = "" if facts.tasks is None else f" ({facts.tasks} tasks running)"
+    for value, name in ((facts.threads_max, "kernel.threads-max"),
+                        (facts.pid_max, "kernel.pid_max")):
+        if value:
+            cands.append((value - (facts.tasks or 0), f"{name} {value}{running}"))
     if not cands:
         return {"available": None, "binding": "no limit found", "notes": notes}
     avail, why = min(cands, key=lambda c: c[0])  # a tie: the first, the most specific

@@ -14,6 +14,7 @@ from launcher.probe import HostFacts, probe_host
 from launcher.profiles import load_profile
 from launcher.profiles.schema import AUTO
 from launcher.units import format_size
+from launcher.variables import verdict_says
 
 
 def _at(facts: HostFacts, controller: str) -> str:
@@ -30,7 +31,7 @@ def diagnose(facts: HostFacts, profile_ref: str | None) -> dict[str, Any]:
     caps = resolve(profile, facts, inherited=facts.env).caps
     warnings = []
     for name, s in caps.env.items():
-        if s.replaced is not None:
+        if s.replaced is not None and not verdict_says(name, s.value):
             new = "removed" if s.value is None else f"set to {s.value}"
             warnings.append(f"{name}={s.replaced} inherited from the shell; under profile "
                             f"{profile.name} launcher replaces it ({new}, {s.source}).")
@@ -107,9 +108,8 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
         ("pools", "sized for " + ", ".join(f"{fw} {n}" for fw, n in report["pool_cpus"].items())
          + " CPU(s) (quota rounded down for OpenBLAS and JAX, half up for torch and TF)"),
         ("cgroup", f"{cg.version} ({', '.join(dirs) or '-'})"),
-        ("pids", f"max {_lim(cg.pids_max)}{_at(facts, 'pids')}, current "
-                 f"{'-' if cg.pids_current is None else cg.pids_current}"
-         if "pids" in cg.dirs else "no pids controller on this cgroup or above it"),
+        ("pids", _pids(facts) if "pids" in cg.dirs
+         else "no pids controller on this cgroup or above it"),
         ("memory", f"limit {format_size(cg.memory_limit) if cg.memory_limit else 'none'}"
                    f"{_at(facts, 'memory')}, usage "
                    f"{format_size(cg.memory_usage) if cg.memory_usage else '-'}, OOM kills "
@@ -124,9 +124,11 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
     if facts.uid is not None:
         rows.append(("tasks", f"{facts.uid_tasks} of UID {facts.uid} (RLIMIT_NPROC counts "
                               f"these)"))
+    running = ("tasks running unknown (no /proc/loadavg here)" if facts.tasks is None
+               else f"{facts.tasks} tasks running (threads-max and pid_max count them)")
     rows.append(("kernel", f"threads-max {_known(facts.threads_max)}, pid_max "
                            f"{_known(facts.pid_max)}, vm.max_map_count "
-                           f"{_known(facts.max_map_count)}"))
+                           f"{_known(facts.max_map_count)}; {running}"))
     if facts.mem_total:
         rows.append(("RAM", f"{format_size(facts.mem_total)} total, "
                             f"{format_size(facts.mem_available or 0)} available"))
@@ -141,7 +143,7 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
     gpus = ", ".join(f"{g.vendor} {g.index}: {g.model}" for g in facts.gpus) or "none found"
     rows.append(("GPUs", gpus))
     first = report["first_limit"]
-    rows.append(("first limit", f"{first['binding']} ({first['available']} tasks available)"
+    rows.append(("first limit", f"{first['binding']}: {first['available']} tasks available"
                  if first["available"] is not None else "none found"))
     print(table(rows, indent=""))
     if report["warnings"]:
@@ -161,6 +163,16 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
 
         print_verdict(report["plan"])
     return 0
+
+
+def _pids(facts: HostFacts) -> str:
+    """The pids cgroup's limit and count, in words where either is missing."""
+    cg = facts.cgroup
+    if cg.pids_current is not None:
+        return f"max {_lim(cg.pids_max)}{_at(facts, 'pids')}, current {cg.pids_current}"
+    if cg.pids_max is None:
+        return "no limit (pids.current not readable here)"
+    return f"max {cg.pids_max}{_at(facts, 'pids')}; pids.current not readable here"
 
 
 def _known(v: int | None) -> str:

@@ -33,6 +33,8 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
         summary = _unfinished(run_dir)
     except ValueError as exc:
         raise LauncherError(f"{path}: not valid JSON: {exc}") from None
+    if "gpus" not in summary:
+        summary["gpus"] = _gpus_from_telemetry(run_dir)
     if as_json:
         print_json(summary)
         return 0
@@ -90,6 +92,20 @@ def _unfinished(run_dir: Path) -> dict[str, Any]:
         "command": ["?"], "exit_status": "?", "engine": {},
         "diagnosis": "launcher ended before the run did (killed?): no summary.json, so these "
                      "are the peaks of the telemetry it left"})
+
+
+def _gpus_from_telemetry(run_dir: Path) -> list[dict[str, Any]]:
+    """The per-GPU rows of a summary.json written before it had them: the summarizer's own,
+    from the samples in telemetry.jsonl (unnamed: the run's host facts are not kept)."""
+    from launcher.telemetry.summary import gpu_peaks, read_series
+
+    series = run_dir / "telemetry.jsonl"
+    if not series.is_file():
+        return []
+    try:
+        return gpu_peaks(read_series(series), {})
+    except (ValueError, KeyError, TypeError):
+        return []  # a series too damaged to summarise: the report goes on without GPU rows
 
 
 def threads_line(threads: dict[str, Any], pids: dict[str, Any]) -> str:

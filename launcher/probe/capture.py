@@ -11,7 +11,7 @@ from launcher.probe.cgroup import find_chains
 
 _FILES = [
     "proc/self/cgroup", "proc/self/mountinfo", "proc/self/status", "proc/self/limits",
-    "proc/self/uid_map",
+    "proc/self/uid_map", "proc/loadavg",
     "proc/meminfo", "proc/sys/kernel/threads-max", "proc/sys/kernel/pid_max",
     "proc/sys/vm/max_map_count", "sys/devices/system/cpu/online", "etc/group",
 ]

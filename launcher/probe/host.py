@@ -19,6 +19,7 @@ from launcher.probe.limits import (
     read_nproc_exempt,
     read_rlimits,
     read_sysctl,
+    read_tasks,
     read_uid_tasks,
 )
 from launcher.variables import managed_in
@@ -47,6 +48,7 @@ class HostFacts:
     calibration: list[dict[str, Any]] = field(default_factory=list)  # `launcher calibrate`
     affinity_list: str | None = None  # the CPUs themselves, e.g. 0-3
     nproc_exempt: bool = False  # RLIMIT_NPROC does not bind (root of the initial namespace)
+    tasks: int | None = None  # every task the kernel runs (/proc/loadavg), threads included
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -105,4 +107,5 @@ def probe_host(root: Path | str = "/", environ: dict[str, str] | None = None) ->
         calibration=read_calibration(root),
         affinity_list=affinity_list,
         nproc_exempt=read_nproc_exempt(root),
+        tasks=read_tasks(root),
     )

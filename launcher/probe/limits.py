@@ -63,6 +63,23 @@ def read_sysctl(root: Path, name: str) -> int | None:
         raise HostError(f"{path}: malformed value {text!r}") from None
 
 
+def read_tasks(root: Path) -> int | None:
+    """Every task the kernel runs, threads included (kernel.threads-max caps these, and each
+    holds a PID, so kernel.pid_max too): the total of /proc/loadavg's 4th field (running/total).
+    None where the file is missing (a captured tree from before it was captured)."""
+    path = root / "proc/loadavg"
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    fields = text.split()
+    running, slash, total = fields[3].partition("/") if len(fields) > 3 else ("", "", "")
+    if not (slash and running.isdigit() and total.isdigit()):
+        raise HostError(f"{path}: malformed line {text.strip()!r} (its 4th field is "
+                        f"running/total tasks)")
+    return int(total)
+
+
 def _status(path: Path) -> dict[str, str]:
     out = {}
     for line in path.read_text().splitlines():

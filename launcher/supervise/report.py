@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from launcher.caps.model import Caps, threads_in_all
+from launcher.variables import verdict_says
 
 # The pools a reader checks first: variable -> its short name in the summary line.
 POOLS = {"OMP_NUM_THREADS": "OMP", "MKL_NUM_THREADS": "MKL", "OPENBLAS_NUM_THREADS": "OpenBLAS",
@@ -55,7 +56,7 @@ def report(caps: Caps, quiet: bool, say: Callable[[str], None]) -> None:
             f"{budget['available'] if budget['available'] is not None else 'unlimited'} "
             f"({budget['binding']})")
     for name, s in caps.env.items():
-        if s.replaced is not None:
+        if s.replaced is not None and not verdict_says(name, s.value):
             new = "removed it" if s.value is None else f"set {s.value}"
             say(f"{name}={s.replaced} was inherited; {new} ({s.source})")
     for reason in caps.verdict.reasons:
