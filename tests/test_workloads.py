@@ -210,3 +210,63 @@ def test_stress_jax_runs_every_configuration_that_fits_its_pids_limit():
     assert why and "+ up to 10 more" in why and "pids.max 126" in why
     assert threads_would_pass(first, {"pids_max": None, "pids_current": 3}, 108) is None
     assert threads_would_pass([], lim, 108) is None
+
+
+@pytest.mark.parametrize(("flag", "argv"), [
+    ("--folds", ["tf-train", "--folds", "0"]), ("--folds", ["tf-train", "--folds", "1"]),
+    ("--steps", ["stress-jax", "--steps", "0"]), ("--max-runs", ["stress-jax", "--max-runs", "-1"]),
+    ("--num-envs", ["stress-jax", "--num-envs", "0"]),
+    ("--max-points", ["pytorch-phase3", "--max-points", "0"]),
+    ("--vectorized-envs", ["pytorch-phase3", "--vectorized-envs", "-4", "--batch-size", "16"]),
+    ("--batch-size", ["pytorch-phase3", "--batch-size", "x"]),
+])
+def test_a_nonsense_number_is_a_usage_error_before_any_run_folder(flag, argv):
+    """The workload's parser refuses it, so `launcher run` exits 2 before anything starts."""
+    runs = Path(os.environ["LAUNCHER_RUNS_DIR"])
+    result = runner.invoke(app, ["run", "--runtime", "native", *argv])
+    assert result.exit_code == 2, result.output
+    assert f"{argv[0]}: error: argument {flag}: " in result.stderr
+    assert "launcher:" not in result.output  # no launch line
+    assert not any(runs.iterdir())
+
+
+def _no_framework_warnings(stderr: str) -> None:
+    lines = [x for x in stderr.splitlines() if "Warning" in x or "shuffle" in x]
+    assert not lines, stderr[-2000:]
+
+
+def test_pytorch_phase3_prints_no_torch_warning(tmp_path):
+    _need("torch")
+    proc = subprocess.run([sys.executable, "-m", "launcher.workloads.pytorch_phase3", "--quick",
+                           "--vectorized-envs", "4", "--batch-size", "16", "--out",
+                           str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    _no_framework_warnings(proc.stderr)
+
+
+def test_tf_train_fold_prints_no_keras_warning(tmp_path):
+    """One fold (what each fold process runs): Keras warned that its shuffle=True is ignored
+    for the tf.data pipeline, which shuffles itself."""
+    _need("tf")
+    proc = subprocess.run([sys.executable, "-m", "launcher.workloads.tf_train", "--folds", "2",
+                           "--quick", "--fold-worker", "1", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert (tmp_path / "fold-1.json").exists()
+    _no_framework_warnings(proc.stderr)
+
+
+def test_stress_jax_says_why_its_recommendation_is_not_the_fastest():
+    from launcher.workloads.stress_jax import recommended_line
+
+    def runs(*rates: int) -> list[dict]:  # type: ignore[type-arg]
+        return [{"num_envs": 64 << i, "steps_per_s": r} for i, r in enumerate(rates)]
+
+    assert recommended_line(runs(900_000, 1_200_000, 1_000_000)) == (
+        "recommended num_envs 256 (the largest that ran within the limits, at 83% of the "
+        "fastest, 128: 1,000,000 vs 1,200,000 steps/s)")
+    assert recommended_line(runs(900_000, 1_200_000)) == "recommended num_envs 128 (the fastest)"
+    assert recommended_line(runs(5, 5)) == "recommended num_envs 128 (the fastest)"  # a tie
+    assert recommended_line(runs(7)) == "recommended num_envs 64 (the only one run)"
+    assert recommended_line([]) == "no configuration ran within the limits"

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import resource
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,3 +66,19 @@ def describe_limits(lim: dict[str, int | None]) -> str:
     else:
         memory = "no memory limit"
     return f"{pids}, {memory}"
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    """An argparse type: a whole number >= `minimum`, so that a nonsense value is a usage error
+    (exit 2) before `launcher run` starts anything. The built-in workloads share it."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number (got {text!r})") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum} (got {value})")
+        return value
+
+    return parse

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.workloads.common import (
+    at_least,
     describe_limits,
     env_int,
     limits,
@@ -73,7 +74,7 @@ def run_point(envs: int, batch: int, seq: int, d_model: int, seconds: float,
     elapsed = time.perf_counter() - t0
     gpu_peak = torch.cuda.max_memory_allocated() if device == "cuda" else None
     return {"vectorized_envs": envs, "batch_size": batch, "samples_per_s": round(samples /
-            elapsed, 1), "steps": steps, "loss": float(loss), "peak_rss": peak_rss(),
+            elapsed, 1), "steps": steps, "loss": loss.item(), "peak_rss": peak_rss(),
             "gpu_peak": gpu_peak, "threads": threads_now()}
 
 
@@ -81,15 +82,15 @@ def parser() -> argparse.ArgumentParser:
     """The workload's flags: the one source for `launcher workloads`, --help and the docs."""
     ap = argparse.ArgumentParser(prog="pytorch-phase3", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--max-points", type=int, default=None, metavar="N",
+    ap.add_argument("--max-points", type=at_least(1), default=None, metavar="N",
                     help="grid points to try")
     ap.add_argument("--quick", action="store_true", help="a small grid and model")
     ap.add_argument("--out", metavar="DIR", help="results folder (default: this run's folder)")
-    ap.add_argument("--vectorized-envs", type=int, metavar="N",
+    ap.add_argument("--vectorized-envs", type=at_least(1), metavar="N",
                     default=env_int("LAUNCHER_VECTORIZED_ENVS", 0) or None,
                     help="run this point only, with --batch-size (default: the profile's "
                          "recommended.vectorized_envs, else the grid)")
-    ap.add_argument("--batch-size", type=int, metavar="N",
+    ap.add_argument("--batch-size", type=at_least(1), metavar="N",
                     default=env_int("LAUNCHER_BATCH_SIZE", 0) or None,
                     help="(default: the profile's recommended.batch_size)")
     return ap

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.workloads.common import (
+    at_least,
     describe_limits,
     env_int,
     limits,
@@ -153,17 +154,34 @@ def parser() -> argparse.ArgumentParser:
     ap.add_argument("--phase", type=int, choices=(1, 2), default=1,
                     help="1: rollouts (vmap over envs, lax.scan over steps); 2: + a policy "
                          "trained with jax.grad")
-    ap.add_argument("--max-runs", type=int, default=None, metavar="N",
+    ap.add_argument("--max-runs", type=at_least(1), default=None, metavar="N",
                     help="configurations to try")
     ap.add_argument("--quick", action="store_true", help="small sizes for a 2-core machine")
-    ap.add_argument("--steps", type=int, default=None, metavar="N",
+    ap.add_argument("--steps", type=at_least(1), default=None, metavar="N",
                     help="steps per episode (default 500; 50 with --quick)")
     ap.add_argument("--out", metavar="DIR", help="results folder (default: this run's folder)")
-    ap.add_argument("--num-envs", type=int, metavar="N",
+    ap.add_argument("--num-envs", type=at_least(1), metavar="N",
                     default=env_int("LAUNCHER_NUM_ENVS", 0) or None,
                     help="run this num_envs only (default: the profile's recommended.num_envs, "
                          "else the sweep)")
     return ap
+
+
+def recommended_line(runs: list[dict[str, Any]]) -> str:
+    """`recommended num_envs N (why)`: the largest num_envs that ran within the limits (the
+    sweep rises, so the last run), and, when another ran faster, how it compares to that one."""
+    if not runs:
+        return "no configuration ran within the limits"
+    largest, best = runs[-1], max(runs, key=lambda r: r["steps_per_s"])
+    n = largest["num_envs"]
+    if len(runs) == 1:
+        return f"recommended num_envs {n} (the only one run)"
+    if largest["steps_per_s"] >= best["steps_per_s"]:  # a tie counts as the fastest
+        return f"recommended num_envs {n} (the fastest)"
+    share = largest["steps_per_s"] / best["steps_per_s"]
+    return (f"recommended num_envs {n} (the largest that ran within the limits, at {share:.0%} "
+            f"of the fastest, {best['num_envs']}: {largest['steps_per_s']:,} vs "
+            f"{best['steps_per_s']:,} steps/s)")
 
 
 def recommendation(result_dir: Path) -> tuple[dict[str, Any], list[str]]:
@@ -238,9 +256,8 @@ def main(argv: list[str] | None = None) -> int:
                               "reason": "largest configuration that ran within the limits"}}
     out = out_dir(args.out, "stress-jax")
     write_json(out / f"phase{args.phase}.json", result)
-    print(f"stress-jax: recommended num_envs {result['recommended']['num_envs']} (fastest "
-          f"{result['recommended']['fastest_num_envs']}); written to {out}/phase{args.phase}"
-          f".json", flush=True)
+    print(f"stress-jax: {recommended_line(runs)}; written to {out}/phase{args.phase}.json",
+          flush=True)
     return 0 if runs else 1
 
 

@@ -19,7 +19,14 @@ import sys
 import time
 from pathlib import Path
 
-from launcher.workloads.common import env_int, out_dir, peak_rss, threads_now, write_json
+from launcher.workloads.common import (
+    at_least,
+    env_int,
+    out_dir,
+    peak_rss,
+    threads_now,
+    write_json,
+)
 
 
 def config_of(args: argparse.Namespace) -> dict:  # type: ignore[type-arg]
@@ -116,7 +123,9 @@ def fold_worker(args: argparse.Namespace) -> int:
                                  tf.keras.layers.Dense(32, activation="relu"),
                                  tf.keras.layers.Dense(1, activation="sigmoid")])
     model.compile(optimizer="adam", loss="binary_crossentropy", metrics=["accuracy"])
-    model.fit(pipeline(x[train], y[train], True), epochs=cfg["epochs"], verbose=0)
+    # the pipeline shuffles; Keras's own shuffle (on by default) does not apply to a Dataset
+    model.fit(pipeline(x[train], y[train], True), epochs=cfg["epochs"], shuffle=False,
+              verbose=0)
     loss, acc = model.evaluate(pipeline(x[val], y[val], False), verbose=0)
     result = {"fold": fold, "pid": os.getpid(), "val_loss": float(loss),
               "val_accuracy": float(acc), "threads": threads_now(), "peak_rss": peak_rss(),
@@ -132,20 +141,18 @@ def parser() -> argparse.ArgumentParser:
     """The workload's flags: the one source for `launcher workloads`, --help and the docs."""
     ap = argparse.ArgumentParser(prog="tf-train", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--folds", type=int, default=3, metavar="K", help="folds (default 3)")
+    ap.add_argument("--folds", type=at_least(2), default=3, metavar="K",
+                    help="folds, at least 2 (default 3)")
     ap.add_argument("--quick", action="store_true", help="small data and model")
     ap.add_argument("--out", metavar="DIR",
                     help="results folder (default: this run's folder; the same --out, or "
                          "`launcher run --resume RUN_ID`, resumes)")
-    ap.add_argument("--fold-worker", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--fold-worker", type=at_least(1), help=argparse.SUPPRESS)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = parser()
-    args = ap.parse_args(argv)
-    if args.folds < 2:
-        ap.error("--folds must be at least 2")
+    args = parser().parse_args(argv)
     return fold_worker(args) if args.fold_worker else driver(args)
 
 
