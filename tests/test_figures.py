@@ -128,3 +128,30 @@ def test_a_memory_limit_above_the_hosts_memory_is_lowered_with_a_warning(tmp_pat
     import yaml
     (svc,) = yaml.safe_load((tmp_path / "r/compose.yaml").read_text())["services"].values()
     assert svc["mem_limit"] == 4 * host
+
+
+def test_a_run_gives_every_refusal_at_once_before_asking_for_a_framework(tmp_path,
+                                                                         monkeypatch):
+    """The checks that cost nothing come first, all in one line (the pids budget and the GPUs
+    the profile asks for); `pip install jax` is asked for only of a run that would start."""
+    import importlib.util
+
+    from typer.testing import CliRunner
+
+    from launcher.cli.main import app
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "jax" else real(name, *a))
+    prof = tmp_path / "lap.yaml"
+    prof.write_text("extends: gtx1650\nlimits: {pids: 22}\n")
+    runner = CliRunner()
+    refused = runner.invoke(app, ["run", "-p", str(prof), "--runtime", "native",
+                                  "stress-jax", "--phase", "1", "--quick"])
+    assert refused.exit_code == 1
+    assert "would exceed the pids limit 22" in refused.stderr, refused.stderr
+    assert "use --gpus none" in refused.stderr and "needs jax" not in refused.stderr
+    prof.write_text("extends: gtx1650\n")
+    asked = runner.invoke(app, ["run", "-p", str(prof), "--runtime", "native", "--gpus",
+                                "none", "stress-jax", "--phase", "1", "--quick"])
+    assert asked.exit_code == 1 and "stress-jax needs jax" in asked.stderr, asked.stderr

@@ -72,7 +72,7 @@ def test_nothing_fits_and_the_refusal_stands(tmp_path):
     assert plan["verdict"]["level"] == "refuse" and "fit" not in plan
     # it says so, with what the smallest pool would still need
     said = [r for r in plan["verdict"]["reasons"] if r.startswith("--fit")]
-    assert len(said) == 1 and ("nothing fits: even limits.cpuset 0 needs ~" in said[0]
+    assert len(said) == 1 and ("nothing fits: even limits.cpuset 0 (CPU 0) needs ~" in said[0]
                                or "nothing smaller to try" in said[0]), said
 
 

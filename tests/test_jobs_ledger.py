@@ -103,8 +103,11 @@ def test_a_job_run_from_another_folder_goes_on_from_its_ledger(tmp_path):
     data = json.loads(_launcher(["launcher", "jobs", "status", str(folder), "--json"],
                                 tmp_path).stdout)
     assert data["finished"] is True
+    last = (folder / "summary.json").read_bytes()
     again = _launcher(["launcher", "jobs", "run", "job.yaml", "-p", "./one.yaml"], job)
     assert again.returncode == 0 and "nothing left to run (4 done" in again.stderr
+    assert again.stdout == "" and "chunks pending" not in again.stderr  # one line, no summary
+    assert (folder / "summary.json").read_bytes() == last  # the last run's figures stay
     assert _launcher(_hint(again.stderr, "; see "), tmp_path / "b").returncode == 0
 
 

@@ -181,3 +181,12 @@ def test_a_name_is_first_looked_for_in_the_current_folder(tmp_path, monkeypatch)
     monkeypatch.chdir(tmp_path.parent)
     with pytest.raises(ProfileError, match="profile 'laptop' not found"):
         load_profile("laptop")
+
+
+def test_a_name_found_nowhere_lists_the_profiles_not_every_yaml_here(tmp_path, monkeypatch):
+    (tmp_path / "job.yaml").write_text("name: j\ncommand: [true]\nitems: 3\n")
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ProfileError) as err:
+        load_profile("zzzz")
+    assert "known: auto, base," in str(err.value) and "job" not in str(err.value).split(
+        "known:")[1].split("(")[0]

@@ -118,7 +118,7 @@ def test_jax_is_offered_one_cpu_last_from_its_affinity(tmp_path):
         r = _r(tmp_path, "framework: jax\nlimits: {pids: 10}\n", f)
         assert fit_to_budget(r) is None
         said = why_nothing_fits(r)
-        assert said.startswith("--fit: nothing fits: even limits.cpuset 0 needs ~"), said
+        assert said.startswith("--fit: nothing fits: even limits.cpuset 0 (CPU 0) needs ~"), said
 
 
 def _limits(tmp_path: Path, stack: str, data: str) -> Path:

@@ -127,4 +127,6 @@ def _candidates(r: Resolved, headroom: float) -> list[tuple[dict[str, Any], str]
 
 
 def _shown(key: str, value: Any) -> str:
+    if key == "limits.cpuset":  # `limits.cpuset 0` read as no CPU at all
+        return f"{value} (CPU{'s' if len(cpu_ids(str(value))) > 1 else ''} {value})"
     return format_size(value) if key in ("limits.stack", "threads.omp_stack") else str(value)

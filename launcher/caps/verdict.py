@@ -14,6 +14,8 @@ from launcher.units import format_size
 from launcher.variables import DEPRECATED
 from launcher.vendors import get as get_vendor
 
+GPU_SHORT = "the profile asks for"  # the opening of the reason that names missing GPUs
+
 
 def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: ThreadEstimate,
              total: int, budget: dict[str, Any], limits: dict[str, Limit],
@@ -58,7 +60,7 @@ def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Thread
                         f"workers.")
     if gpu["count"] > gpu["found"]:
         label = get_vendor(gpu["vendor"]).label
-        say("warn", f"the profile asks for {gpu['count']} {label} GPU(s) and "
+        say("warn", f"{GPU_SHORT} {gpu['count']} {label} GPU(s) and "
                     f"this host shows {gpu['found']}; use --gpus none to run on the CPU.")
     if fw == "tf" and gpu["count"] > 0 and (facts.max_map_count is None
                                              or facts.max_map_count <= 65530):

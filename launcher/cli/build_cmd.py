@@ -28,9 +28,9 @@ class Progress:
     Control sequences from the build are dropped (they are no colour in a log); the output
     is kept for the error that may end the build."""
 
-    def __init__(self, stream=sys.stdout) -> None:  # type: ignore[no-untyped-def]
-        self.stream = stream
-        self.tty = stream.isatty()
+    def __init__(self, stream=None) -> None:  # type: ignore[no-untyped-def]
+        self.stream = stream or sys.stdout  # the one in force now, not at import
+        self.tty = self.stream.isatty()
         self.width = 100
         self.tls_untrusted = False
 

@@ -82,7 +82,7 @@ def run(spec: Path, profile: str | None, framework: str | None, max_concurrent: 
                           progress=Progress, say=say)
     if as_json:
         print_json(s)
-    else:
+    elif s.get("ran", True):  # a job with nothing left said so in one line
         for line in summ.lines(s):
             print(line)
     if not finished:

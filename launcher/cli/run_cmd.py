@@ -18,6 +18,7 @@ from pathlib import Path
 
 from launcher.caps.model import threads_in_all
 from launcher.caps.resolve import Resolved, resolve
+from launcher.caps.verdict import GPU_SHORT
 from launcher.cli.common import fit_or_advise
 from launcher.cli.output import note, parse_env_pairs, print_json, say
 from launcher.errors import LauncherError
@@ -105,8 +106,6 @@ def run(o: RunOptions) -> int:
     # an image named with --image is pulled when missing: auto takes the first engine that
     # answers; the default tag is a local build, never pulled
     engine, chose = choose_engine(o.runtime, image, check_image=o.image is None)
-    if workload is not None and workload.module and engine.inherits_environment:
-        _check_framework(workload.name, workload.framework)
     command = workload.argv(o.command[1:], engine.python) if workload else o.command
     facts = probe_host(o.host_root or "/")
     r = resolve(prof, facts, framework=fw, processes=o.processes, overrides=overrides,
@@ -146,11 +145,18 @@ def run(o: RunOptions) -> int:
             if advisory and by:
                 print(f"a real run refuses: {by}")
         return 0
+    if r.caps.verdict.level == "refuse":  # every reason at once (a GPU shortfall's too)
+        reasons = r.caps.verdict.reasons
+        if r.selection.shortfall:  # its own words: how many this host has, and what to pass
+            reasons = [x for x in reasons if not x.startswith(GPU_SHORT)]
+            reasons.append(f"{r.selection.shortfall[0].upper()}{r.selection.shortfall[1:]}.")
+        raise LauncherError("refused: " + " ".join(reasons) +
+                            f" (see `{plan_command(o, workload)}`)")
     if r.selection.shortfall:
         raise LauncherError(r.selection.shortfall)
-    if r.caps.verdict.level == "refuse":
-        raise LauncherError("refused: " + " ".join(r.caps.verdict.reasons) +
-                            f" (see `{plan_command(o, workload)}`)")
+    # after the checks that cost nothing: no one installs a framework to be refused then
+    if workload is not None and workload.module and engine.inherits_environment:
+        _check_framework(workload.name, workload.framework)
     _check_limits(engine, spec, _required_by(o, r))
     leftovers = threading.Thread(target=_report_leftovers, args=(engine,), daemon=True)
     leftovers.start()

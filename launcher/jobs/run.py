@@ -86,10 +86,13 @@ def run_job(job: JobRun, progress: Callable[[int, int], Any],
         for note in notes:
             say(note)
         counts = ledger.counts()
-        if counts["pending"] == 0:
+        if counts["pending"] == 0:  # the last run's figures stay as they are
             say(f"job {p.spec.name}: nothing left to run ({counts['done']} done, "
                 f"{counts['failed']} failed); see `launcher jobs status "
                 f"{shlex.quote(str(folder))}`")
+            s = summ.summarize(ledger, 1)
+            ledger.close()
+            return s | {"job": p.spec.name, "folder": str(folder), "ran": False}, True
         if here:  # what killed runs left here that holds nothing goes
             with contextlib.suppress(LauncherError):
                 tidy_leftovers(get_engine(job.runtime))

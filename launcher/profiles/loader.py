@@ -114,10 +114,11 @@ def locate(ref: str, near: Path | None = None) -> Path:
             p = d / f"{ref}{suffix}"
             if p.is_file():
                 return p
-    names = sorted({*available(), *(p.stem for p in dirs[0].glob("*.y*ml"))})
+    names = list(available())  # the profiles; the current folder's YAML may be anything
     import difflib
 
-    hint = difflib.get_close_matches(ref, names, n=1)
+    hint = difflib.get_close_matches(
+        ref, sorted({*names, *(p.stem for p in dirs[0].glob("*.y*ml"))}), n=1)
     extra = f"; did you mean {hint[0]!r}?" if hint else f"; known: {', '.join(names) or 'none'}"
     looked = ", ".join(str(d) for d in dirs)
     raise ProfileError(f"profile {ref!r} not found{extra} (looked in {looked})")
