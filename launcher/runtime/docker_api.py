@@ -214,7 +214,8 @@ class DockerAPI:
             raise EngineError(f"cannot attach to the container: {resp.read().decode().strip()}")
         return resp.frames()
 
-    def wait_stream(self, cid: str) -> Response:
-        """Register a wait before start, so no exit is missed; `.read()` gives the result."""
-        return self._send("POST", f"{API}/containers/{cid}/wait?condition=next-exit", None,
+    def wait_stream(self, cid: str, condition: str = "next-exit") -> Response:
+        """Register a wait before start, so no exit is missed; `.read()` gives the result.
+        `removed`: the answer comes once an AutoRemove container is gone (docker run --rm)."""
+        return self._send("POST", f"{API}/containers/{cid}/wait?condition={condition}", None,
                           {"Connection": "close"}, None)

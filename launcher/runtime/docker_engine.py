@@ -157,18 +157,23 @@ class DockerEngine(Engine):
         return create_request(spec)
 
     def leftovers(self) -> list[Leftover]:
-        """Containers labelled with an owner launcher that ran here and is gone."""
-        from launcher.runtime.docker_api import DockerAPI
+        """Containers labelled with an owner launcher that ran here and is gone (one round
+        trip: no daemon answers, no leftovers; one the daemon is removing is none)."""
+        from launcher.runtime.docker_api import ApiError, DockerAPI
 
-        if not self.available():
+        try:
+            found = DockerAPI().request("GET", "/containers/json", query={
+                "all": "1", "filters": json.dumps({"label": [OWNER_LABEL]})}, timeout=10)
+        except ApiError:
+            raise
+        except EngineError:
             return []
-        found = DockerAPI().request("GET", "/containers/json", query={
-            "all": "1", "filters": json.dumps({"label": [OWNER_LABEL]})})
         return [Leftover("container", c["Id"][:12],
                          f"{(c.get('Names') or ['?'])[0].lstrip('/')}, run "
                          f"{c['Labels'].get(RUN_LABEL, '?')}, {c.get('State', '?')}",
                          idle=c.get("State") == "created")
-                for c in found if is_orphan(c["Labels"].get(OWNER_LABEL, ""))]
+                for c in found if c.get("State") != "removing"
+                and is_orphan(c["Labels"].get(OWNER_LABEL, ""))]
 
     def remove(self, leftover: Leftover) -> None:
         from launcher.runtime.docker_api import ApiError, DockerAPI
@@ -242,8 +247,11 @@ class DockerEngine(Engine):
 
     def run(self, spec: RunSpec, on_output: OutputSink,
             on_start: StartHook | None = None) -> RunResult:
-        """Create with AutoRemove, attach and wait before start (as the docker CLI does),
-        stream, and remove in any case."""
+        """Create with AutoRemove; attach and register the waits for its exit and for its
+        removal before start (as `docker run --rm` does); stream; the status from the exit.
+        The removal is waited for beside the caller's own end of the run (a thread the
+        interpreter joins before it exits), so nothing is left when launcher exits; a run that
+        did not end is removed here."""
         from launcher.runtime.docker_api import ApiError, DockerAPI
 
         api = DockerAPI()
@@ -265,9 +273,11 @@ class DockerEngine(Engine):
 
         old = forward_signals(stop)
         finished = False
+        removal = None
         try:
             frames = api.attach(cid, stdin=spec.supervised)
             waiter = api.wait_stream(cid)
+            removal = api.wait_stream(cid, "removed")
             try:
                 api.request("POST", f"/containers/{cid}/start")
             except ApiError as exc:
@@ -289,12 +299,33 @@ class DockerEngine(Engine):
             if starter is not None:
                 starter.join()
             finished = True
+            _await_removal(removal)
+            removal = None
             return RunResult(int(result.get("StatusCode", 1)), enforcement)
         finally:
             restore_signals(old)
+            if removal is not None:
+                removal.sock.close()
             if not finished:  # AutoRemove removes a container that ended; this one did not
                 _quiet(lambda: api.request("DELETE", f"/containers/{cid}",
                                            query={"force": "1"}))
+
+
+REMOVAL_S = 30.0  # the most an exit waits for the daemon to remove an ended container
+
+
+def _await_removal(removal: Any) -> None:
+    """The daemon removes the ended container (AutoRemove) some 10-30 ms after its exit: that
+    wait runs in a thread that the interpreter joins before it exits (not a daemon thread), so
+    the caller writes its summary meanwhile and launcher still leaves no container behind."""
+    removal.sock.settimeout(REMOVAL_S)
+
+    def wait() -> None:
+        with contextlib.suppress(Exception):  # gone, or the daemon with it: nothing to do
+            removal.read()
+        removal.sock.close()
+
+    threading.Thread(target=wait, name="launcher-removal").start()
 
 
 def pull_failed(image: str, why: str) -> str:

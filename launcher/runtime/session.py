@@ -5,6 +5,7 @@ detached process. The CLI parses and prints: output and notes go through callbac
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import shutil
@@ -60,6 +61,10 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
         s.start()
         samplers.append(s)
 
+    # The run is a launcher process's last work: what was built to get here (modules, the
+    # CLI, the profile) lives until it exits. Frozen, no collection walks it again, during the
+    # run or at exit (~20 ms of every `launcher run`).
+    gc.freeze()
     try:
         result = engine.run(spec, on_output, started_hook)
     except LauncherError:
