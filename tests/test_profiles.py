@@ -190,3 +190,34 @@ def test_a_name_found_nowhere_lists_the_profiles_not_every_yaml_here(tmp_path, m
         load_profile("zzzz")
     assert "known: auto, base," in str(err.value) and "job" not in str(err.value).split(
         "known:")[1].split("(")[0]
+
+
+def test_a_parsed_profile_is_kept_and_an_edit_is_seen(tmp_path, monkeypatch):
+    """The JSON kept in the user's cache spares PyYAML's import; an edited file (its size or
+    times change) is parsed again, and a value JSON cannot give back is not kept."""
+    from launcher.profiles import yamlsrc
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    prof = tmp_path / "mine.yaml"
+    prof.write_text("extends: base\nthreads: {intra_op: 3}\n")
+    assert load_profile(str(prof)).get("threads.intra_op") == 3
+    kept = list((tmp_path / "cache/launcher/yaml").glob("*.json"))
+    assert len(kept) == 2  # mine and base
+    calls = []
+    real = yamlsrc._parse
+    monkeypatch.setattr(yamlsrc, "_parse", lambda p: calls.append(p) or real(p))
+    again = load_profile(str(prof))
+    assert calls == [] and again.get("threads.intra_op") == 3
+    assert again.where("threads.intra_op").endswith("mine.yaml:2")  # lines kept too
+    prof.write_text("extends: base\nthreads: {intra_op: 4}\n")
+    assert load_profile(str(prof)).get("threads.intra_op") == 4 and calls == [prof]
+    dated = tmp_path / "dated.yaml"
+    dated.write_text("when: 2026-11-23\n")
+    yamlsrc.load_yaml(dated)
+    yamlsrc.load_yaml(dated)
+    assert calls.count(dated) == 2  # a date does not survive JSON: parsed each time
+    monkeypatch.setattr(yamlsrc, "CACHE_KEEP", 2)
+    for i in range(3):
+        (tmp_path / f"x{i}.yaml").write_text(f"a: {i}\n")
+        yamlsrc.load_yaml(tmp_path / f"x{i}.yaml")
+    assert len(list((tmp_path / "cache/launcher/yaml").glob("*.json"))) <= 3

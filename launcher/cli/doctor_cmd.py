@@ -123,7 +123,9 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
             rows.append((f"RLIMIT_{name.upper()}", f"soft {fmt(r.soft)}, hard {fmt(r.hard)}"))
     if facts.uid is not None:
         rows.append(("tasks", f"{facts.uid_tasks} of UID {facts.uid} (RLIMIT_NPROC counts "
-                              f"these)"))
+                              f"these)" if facts.uid_tasks is not None else
+                              f"UID {facts.uid}'s not counted: RLIMIT_NPROC does not bind it "
+                              f"(the kernel exempts it)"))
     running = ("tasks running unknown (no /proc/loadavg here)" if facts.tasks is None
                else f"{facts.tasks} tasks running (threads-max and pid_max count them)")
     rows.append(("kernel", f"threads-max {_known(facts.threads_max)}, pid_max "

@@ -3,7 +3,6 @@ streamed, watched by telemetry, its exit status passed on."""
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -12,9 +11,9 @@ import shutil
 import sys
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from launcher.caps.model import threads_in_all
 from launcher.caps.resolve import Resolved, resolve
@@ -30,6 +29,9 @@ from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
 from launcher.units import format_rlimit, format_size, mib_up
 from launcher.workloads.catalog import Workload
+
+if TYPE_CHECKING:  # argparse comes with a workload's parser, only when one is named
+    import argparse
 
 
 def runs_dir() -> Path:
@@ -331,7 +333,7 @@ def _run_id(o: RunOptions, what: str) -> str:
     if o.name:
         return o.name
     slug = "".join(c if c.isalnum() or c in "-_" else "-" for c in Path(what).name)[:24]
-    return f"{time.strftime('%Y%m%d-%H%M%S')}-{slug or 'run'}-{uuid.uuid4().hex[:4]}"
+    return f"{time.strftime('%Y%m%d-%H%M%S')}-{slug or 'run'}-{os.urandom(2).hex()}"
 
 
 def _caller() -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import HostError
+from launcher.kernel import read_nproc_exempt
 from launcher.probe.calibration import read_calibration
 from launcher.probe.cgroup import effective_cpus, parse_cpu_list
 from launcher.probe.cgroup_facts import CgroupFacts, read_cgroup
@@ -16,7 +17,6 @@ from launcher.probe.limits import (
     Rlimit,
     read_affinity_list,
     read_meminfo,
-    read_nproc_exempt,
     read_rlimits,
     read_sysctl,
     read_tasks,
@@ -36,7 +36,7 @@ class HostFacts:
     cgroup: CgroupFacts
     rlimits: dict[str, Rlimit]
     uid: int | None
-    uid_tasks: int
+    uid_tasks: int | None  # None: not counted, RLIMIT_NPROC does not bind (nproc_exempt)
     threads_max: int | None
     pid_max: int | None
     max_map_count: int | None
@@ -85,7 +85,9 @@ def probe_host(root: Path | str = "/", environ: dict[str, str] | None = None) ->
     affinity_list = read_affinity_list(root)
     affinity = parse_cpu_list(affinity_list) if affinity_list else online
     meminfo = read_meminfo(root)
-    uid, tasks = read_uid_tasks(root)
+    exempt = read_nproc_exempt(root)
+    # every /proc/PID/status read: thousands on a busy server, for a limit that binds not root
+    uid, tasks = read_uid_tasks(root, count=not exempt)
     groups = {g for v in all_vendors() for g in v.host_groups}
     return HostFacts(
         root=str(root),
@@ -106,6 +108,6 @@ def probe_host(root: Path | str = "/", environ: dict[str, str] | None = None) ->
         env=managed_in(dict(os.environ if environ is None else environ)),
         calibration=read_calibration(root),
         affinity_list=affinity_list,
-        nproc_exempt=read_nproc_exempt(root),
+        nproc_exempt=exempt,
         tasks=read_tasks(root),
     )

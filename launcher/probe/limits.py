@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from launcher.errors import HostError
+from launcher.kernel import proc_status as _status
 from launcher.probe.cgroup import parse_cpu_list
 
 # /proc/self/limits row names -> our names
@@ -80,14 +81,6 @@ def read_tasks(root: Path) -> int | None:
     return int(total)
 
 
-def _status(path: Path) -> dict[str, str]:
-    out = {}
-    for line in path.read_text().splitlines():
-        key, _, value = line.partition(":")
-        out[key] = value.strip()
-    return out
-
-
 def read_affinity_list(root: Path) -> str | None:
     """CPUs this process may run on (Cpus_allowed_list), e.g. 0-3."""
     path = root / "proc/self/status"
@@ -100,8 +93,9 @@ def read_affinity_list(root: Path) -> str | None:
     return text or None
 
 
-def read_uid_tasks(root: Path) -> tuple[int | None, int]:
-    """(real UID of this process, tasks = threads of all processes with that real UID).
+def read_uid_tasks(root: Path, count: bool = True) -> tuple[int | None, int | None]:
+    """(real UID of this process, tasks = threads of all processes with that real UID, or
+    None when not `count`ed).
 
     RLIMIT_NPROC counts exactly these, across containers that share the UID.
     """
@@ -110,6 +104,8 @@ def read_uid_tasks(root: Path) -> tuple[int | None, int]:
         uid = int(_status(proc / "self/status")["Uid"].split()[0])
     except (FileNotFoundError, KeyError, ValueError, IndexError):
         return None, 0
+    if not count:
+        return uid, None
     tasks = 0
     for d in proc.iterdir():
         if not d.name.isdigit():
@@ -121,22 +117,6 @@ def read_uid_tasks(root: Path) -> tuple[int | None, int]:
         except (OSError, KeyError, ValueError, IndexError):
             continue  # the process exited while we looked
     return uid, tasks
-
-
-def read_nproc_exempt(root: Path) -> bool:
-    """Whether RLIMIT_NPROC does not bind this process: the kernel exempts root of the initial
-    user namespace, and a task with CAP_SYS_ADMIN or CAP_SYS_RESOURCE there (copy_process in
-    kernel/fork.c). A container's root without a user namespace is that root; a rootless one
-    is not."""
-    try:
-        uid_map = (root / "proc/self/uid_map").read_text().split()
-        status = _status(root / "proc/self/status")
-        uid = int(status["Uid"].split()[0])
-        cap_eff = int(status.get("CapEff", "0"), 16)
-    except (OSError, KeyError, ValueError, IndexError):
-        return False
-    initial = uid_map[:3] == ["0", "0", "4294967295"]
-    return initial and (uid == 0 or bool(cap_eff & (1 << 21 | 1 << 24)))
 
 
 def read_meminfo(root: Path) -> dict[str, int]:

@@ -12,7 +12,6 @@ import subprocess
 import sys
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import IO, Any
 
@@ -90,7 +89,7 @@ class NativeEngine(Engine):
             on_start: StartHook | None = None) -> RunResult:
         plan = self._plan(spec)
         # a pids cgroup even with no limit asked: the kernel counts the run's peak
-        rc = make_run_cgroup(f"launcher-{os.getpid()}-{spec.name or uuid.uuid4().hex[:12]}",
+        rc = make_run_cgroup(f"launcher-{os.getpid()}-{spec.name or os.urandom(6).hex()}",
                              spec.limits.pids, spec.limits.memory, spec.limits.cpus,
                              self.cgroup_root, count=spec.supervised)
         enforcement = Enforcement(rc.enforced, rc.advisory, rc.notes,

@@ -65,6 +65,7 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     # CLI, the profile) lives until it exits. Frozen, no collection walks it again, during the
     # run or at exit (~20 ms of every `launcher run`).
     gc.freeze()
+    gc.enable()  # `launcher run` starts with it off (cli/main.py): nothing to collect yet
     try:
         result = engine.run(spec, on_output, started_hook)
     except LauncherError:

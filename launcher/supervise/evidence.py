@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from launcher.glibc import STACK_UNLIMITED
-from launcher.probe.limits import read_nproc_exempt
+from launcher.kernel import read_nproc_exempt
 
 
 def _soft(which: int) -> int | None:
