@@ -41,17 +41,18 @@ def load_yaml(path: Path) -> Located:
 
 
 def _cache_file(path: Path) -> Path | None:
-    import hashlib
+    """The file's device and inode name it; its size and times say it is unchanged (a name
+    with no hash: hashlib's import would cost what the cache saves)."""
     import os
 
     try:
         st = path.stat()
     except OSError:
         return None  # _parse says why
-    key = "\0".join(map(str, (path.resolve(), st.st_ino, st.st_size, st.st_mtime_ns,
-                                 st.st_ctime_ns, CACHE_FORMAT)))
+    key = "-".join(map(str, (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                             f"v{CACHE_FORMAT}")))
     home = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(home, "launcher", "yaml", hashlib.sha256(key.encode()).hexdigest() + ".json")
+    return Path(home, "launcher", "yaml", f"{key}.json")
 
 
 CACHE_FORMAT = 1

@@ -9,7 +9,6 @@ import gc
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -135,6 +134,8 @@ def write_summary(run_dir: Path, r: Resolved, engine: Engine, result: RunResult,
 def plot_in_background(run_dir: Path) -> None:
     """telemetry.png, drawn by a detached process: matplotlib costs a second or more, and the
     user should not wait for it. `launcher report RUN_DIR --plot` draws it on demand."""
+    import subprocess
+
     from launcher.shipped import pythonpath
 
     env = {**os.environ, "PYTHONPATH": pythonpath(os.environ.get("PYTHONPATH"))}
