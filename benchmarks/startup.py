@@ -93,15 +93,15 @@ api.DockerAPI._send, api.Response.frames, api.Response.read = _send, _frames, _r
 atexit.register(lambda: (mark("atexit"), open(os.environ["PHASES_OUT"], "w").write(
     json.dumps(marks))))
 sys.argv = ["launcher", *sys.argv[1:]]
-from launcher.cli.main import main
+from launcher.cli.entry import main
 mark("imported")
 main()
 """
 
 STEPS = [  # (step, from mark, to mark), the marks made on launcher's main thread
     ("interpreter start", "exec", "python up"),
-    ("import launcher.cli.main (typer, click)", "python up", "imported"),
-    ("run: CLI, profile, probe, resolve, spec", "imported", "-> create"),
+    ("import the entry point", "python up", "imported"),
+    ("run: click, CLI, profile, probe, resolve, spec", "imported", "-> create"),
     ("create (daemon)", "-> create", "<- create"),
     ("attach, wait exit, wait removal", "<- create", "-> start"),
     ("start (daemon: namespaces, mounts, network)", "-> start", "<- start"),

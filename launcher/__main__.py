@@ -1,3 +1,3 @@
-from launcher.cli.main import main
+from launcher.cli.entry import main
 
 main()

@@ -64,8 +64,9 @@ def test_fake_vendor_reaches_the_container_and_the_stack(xpu, tmp_path):
                                  str(host)])
     assert result.exit_code == 0, result.output
     services = yaml.safe_load((out / "compose.yaml").read_text())["services"]
+    # one process over two GPUs: one service that sees both (a process per GPU: one each)
     assert {n: s["devices"] for n, s in services.items()} == {
-        "gpu0": ["/dev/xpu0:/dev/xpu0:rwm"], "gpu1": ["/dev/xpu1:/dev/xpu1:rwm"]}
+        "main": ["/dev/xpu0:/dev/xpu0:rwm", "/dev/xpu1:/dev/xpu1:rwm"]}
     assert "FROM example/xpu-runtime:1" in (out / "Dockerfile").read_text()
     assert (out / "requirements-framework.txt").read_text() == "torch-xpu\n"
 

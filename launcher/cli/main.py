@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 os.environ.setdefault("TYPER_USE_RICH", "0")  # plain help; rich costs ~100 ms at start
 
@@ -17,12 +17,28 @@ import typer.main  # noqa: E402
 typer.core.HAS_RICH = typer.main.HAS_RICH = False
 
 from launcher.cli.errors import run_guarded  # noqa: E402
-from launcher.cli.run_args import RunCommand  # noqa: E402
 from launcher.runtime.engines import REGISTRY as ENGINES  # noqa: E402 - names only, no import
 
 RUNTIMES = " | ".join(ENGINES)  # the built-in engines, as the registry lists them
 
+class LauncherGroup(typer.core.TyperGroup):
+    """The typer-built commands, and `run` from cli/run_command.py (click alone, so that
+    `launcher run` does not import typer), listed after `build`."""
+
+    def __init__(self, **attrs: Any) -> None:
+        super().__init__(**attrs)
+        from launcher.cli.run_command import run
+
+        self.add_command(run)
+
+    def list_commands(self, ctx: typer.Context) -> list[str]:
+        names = [n for n in super().list_commands(ctx) if n != "run"]
+        at = names.index("build") + 1 if "build" in names else len(names)
+        return [*names[:at], "run", *names[at:]]
+
+
 app = typer.Typer(
+    cls=LauncherGroup,
     help="Run ML workloads (JAX, PyTorch, TensorFlow) inside correctly capped containers.\n\n"
     "A hardware profile is resolved against the host's real cgroup limits into thread, memory\n"
     "and allocator settings that are in place before Python starts.\n\n"
@@ -248,83 +264,6 @@ def build(
                                  no_cache, push))
 
 
-@app.command(cls=RunCommand, context_settings={"allow_interspersed_args": False,
-                                                  "help_option_names": ["-h", "--help"]})
-def run(
-    command: Annotated[list[str] | None, typer.Argument(
-        help="A workload and its flags (`launcher workloads`), or -- a command and its "
-             "arguments.", show_default=False, metavar="WORKLOAD [ARGS] | -- CMD [ARGS]")
-    ] = None,
-    profile: ProfileOpt = "auto",
-    framework: Framework = None,
-    processes: Annotated[int | None, typer.Option(
-        "--processes", "-n", min=1, help="Processes sharing the budget (default: the "
-                                         "profile's workers.processes).")] = None,
-    runtime: Annotated[str, typer.Option(
-        "--runtime", help="auto (docker when a daemon answers and the image exists, else "
-                          f"native) | {RUNTIMES}")] = "auto",
-    image: Annotated[str | None, typer.Option(
-        "--image", help="Image to run (default: launcher/PROFILE:FRAMEWORK).")] = None,
-    gpus: Gpus = None,
-    env: EnvOpt = None,
-    volume: Annotated[list[str] | None, typer.Option(
-        "--volume", "-v", help="SRC:DST[:ro], as docker has it. Repeatable.")] = None,
-    workdir: Annotated[str | None, typer.Option(
-        "--workdir", "-w", help="Working directory (default: the current folder, mounted at "
-                                "its own path).")] = None,
-    user: Annotated[str | None, typer.Option(
-        "--user", help="UID[:GID] in the container (default: yours, so files written into "
-                       "mounted folders are yours; --user 0 for root).")] = None,
-    no_mount_cwd: Annotated[bool, typer.Option(
-        "--no-mount-cwd", help="Do not mount the current folder into the container.")] = False,
-    name: Annotated[str | None, typer.Option("--name", help="Run ID and container name.")
-                    ] = None,
-    resume: Annotated[str | None, typer.Option(
-        "--resume", help="Run again in the folder of RUN_ID (a workload resumes from what "
-                         "it saved there).")] = None,
-    dry_run: Annotated[bool, typer.Option(
-        "--dry-run", help="Print the configuration instead of starting it (works on any "
-                          "host: GPUs this host lacks are a warning).")] = False,
-    interval: Annotated[float, typer.Option(
-        "--interval", min=0.05, help="Telemetry sampling period in seconds (at least "
-                                     "0.05).")] = 1.0,
-    write_profile: Annotated[Path | None, typer.Option(
-        "--write-profile", help="After a stress run (stress-jax, pytorch-phase3), write a "
-                                "profile extending --profile with what it found.")] = None,
-    fit: FitOpt = False,
-    require_limits: Annotated[bool, typer.Option(
-        "--require-limits", help="Refuse to start when a limit the profile asks for cannot be "
-                                 "enforced here (a native run without a usable cgroup).")
-                              ] = False,
-    verbose: Annotated[bool, typer.Option(
-        "--verbose", help="Also print the notes that change nothing (as `launcher -v run`; "
-                          "-v is --volume here).")] = False,
-    json: Json = False,
-    host_root: HostRoot = None,
-) -> None:
-    """Run a workload or a command under the profile's caps, in a container or natively:
-    pids limit, ulimits, memory, shm, CPUs and GPUs from the profile; every thread variable
-    set before the interpreter starts. In a container the current folder is mounted at its
-    own path and is the working directory, and the workload runs as you. Output is
-    streamed; Ctrl-C stops and cleans up, and so does killing launcher; the exit status is
-    the workload's. Telemetry and a summary go to runs/RUN-ID/.
-
-    Examples: launcher run stress-jax --phase 1 --quick;
-    launcher run --image IMG -- python3 train.py;
-    launcher run --profile rig-6600 --dry-run --json -- python3 train.py"""
-    from launcher.cli import run_cmd
-    from launcher.cli.output import set_verbose
-
-    if verbose:
-        set_verbose(True)
-    _run(lambda: run_cmd.run(run_cmd.RunOptions(
-        command=command or [], profile=profile, framework=framework, processes=processes,
-        runtime=runtime, image=image, gpus=gpus, env=env or [], volumes=volume or [],
-        workdir=workdir, user=user, mount_cwd=not no_mount_cwd, name=name, resume=resume,
-        dry_run=dry_run, as_json=json, interval=interval, host_root=host_root,
-        write_profile=write_profile, fit=fit, require_limits=require_limits)))
-
-
 @app.command()
 def examples(
     names: Annotated[list[str] | None, typer.Argument(
@@ -535,12 +474,10 @@ def bench_memory(
 
 
 def main() -> None:
+    """Every command line but `launcher run ...`, which cli/entry.py gives to its click
+    command without this module's typer import."""
     import sys
 
-    if sys.argv[1:2] == ["run"]:  # a start that allocates much and frees little; the run
-        import gc  # turns it back on once its start-up objects are frozen (runtime/session.py)
-
-        gc.disable()
     only_invoked(sys.argv[1:2])
     app()
 

@@ -8,13 +8,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import click
-import typer.core
 
 if TYPE_CHECKING:  # argparse is imported by the workload's parser, only when one is named
     import argparse
 
 
-class RunCommand(typer.core.TyperCommand):
+class RunCommand(click.Command):
     """The `run` command: routes launcher's options given after a built-in workload's name."""
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:

@@ -1,0 +1,85 @@
+"""`launcher run`'s command line, in click alone: `launcher run ...` builds this command and
+nothing else, without typer's import (~20 ms of every start, where a run should cost no more
+than `docker compose run`). main.py's group adds it beside the typer-built commands."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from launcher.cli.run_args import RunCommand
+from launcher.runtime.engines import REGISTRY as ENGINES  # names only, no import
+
+HELP = """Run a workload or a command under the profile's caps, in a container or natively:
+pids limit, ulimits, memory, shm, CPUs and GPUs from the profile; every thread variable
+set before the interpreter starts. In a container the current folder is mounted at its
+own path and is the working directory, and the workload runs as you. Output is
+streamed; Ctrl-C stops and cleans up, and so does killing launcher; the exit status is
+the workload's. Telemetry and a summary go to runs/RUN-ID/.
+
+Examples: launcher run stress-jax --phase 1 --quick;
+launcher run --image IMG -- python3 train.py;
+launcher run --profile rig-6600 --dry-run --json -- python3 train.py"""
+
+FIT_HELP = ("When the estimated threads exceed the pids budget, shrink the pools to the largest "
+            "size that fits with headroom (CPUs for JAX, thread counts for the others) instead "
+            "of refusing.")
+GPUS_HELP = "all | none | N | ID,ID... (default: the profile's gpu.count)."
+PATH = click.Path(path_type=Path)
+
+
+@click.command("run", cls=RunCommand, help=HELP, context_settings={
+    "allow_interspersed_args": False, "help_option_names": ["-h", "--help"],
+    "show_default": True})
+@click.argument("command", nargs=-1, metavar="[WORKLOAD [ARGS] | -- CMD [ARGS]]")
+@click.option("--profile", "-p", default="auto", help="Profile name or path to a YAML file.")
+@click.option("--framework", "-f", metavar="torch|tf|jax|none",
+              help="The framework whose threads to budget (default: the profile's).")
+@click.option("--processes", "-n", type=click.IntRange(min=1),
+              help="Processes sharing the budget (default: the profile's workers.processes).")
+@click.option("--runtime", default="auto", help="auto (docker when a daemon answers and the "
+              f"image exists, else native) | {' | '.join(ENGINES)}")
+@click.option("--image", help="Image to run (default: launcher/PROFILE:FRAMEWORK).")
+@click.option("--gpus", help=GPUS_HELP)
+@click.option("--env", "-e", multiple=True, help="NAME=VALUE; wins over the profile. "
+                                                 "Repeatable.")
+@click.option("--volume", "-v", multiple=True, help="SRC:DST[:ro], as docker has it. "
+                                                    "Repeatable.")
+@click.option("--workdir", "-w", help="Working directory (default: the current folder, "
+                                      "mounted at its own path).")
+@click.option("--user", help="UID[:GID] in the container (default: yours, so files written "
+                             "into mounted folders are yours; --user 0 for root).")
+@click.option("--no-mount-cwd", is_flag=True, help="Do not mount the current folder into the "
+                                                   "container.")
+@click.option("--name", help="Run ID and container name.")
+@click.option("--resume", help="Run again in the folder of RUN_ID (a workload resumes from "
+                               "what it saved there).")
+@click.option("--dry-run", is_flag=True, help="Print the configuration instead of starting "
+              "it (works on any host: GPUs this host lacks are a warning).")
+@click.option("--interval", type=click.FloatRange(min=0.05), default=1.0,
+              help="Telemetry sampling period in seconds (at least 0.05).")
+@click.option("--write-profile", type=PATH, help="After a stress run (stress-jax, "
+              "pytorch-phase3), write a profile extending --profile with what it found.")
+@click.option("--fit", is_flag=True, help=FIT_HELP)
+@click.option("--require-limits", is_flag=True, help="Refuse to start when a limit the "
+              "profile asks for cannot be enforced here (a native run without a usable "
+              "cgroup).")
+@click.option("--verbose", is_flag=True, help="Also print the notes that change nothing (as "
+              "`launcher -v run`; -v is --volume here).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--host-root", type=PATH, hidden=True, envvar="LAUNCHER_HOST_ROOT",
+              help="Read host facts from this tree instead of / (tests, captured hosts).")
+def run(command: tuple[str, ...], no_mount_cwd: bool, verbose: bool, env: tuple[str, ...],
+        volume: tuple[str, ...], **given: object) -> None:
+    from launcher.cli import run_cmd
+    from launcher.cli.errors import run_guarded
+    from launcher.cli.output import set_verbose
+
+    if verbose:
+        set_verbose(True)
+    options = run_cmd.RunOptions(command=list(command), env=list(env), volumes=list(volume),
+                                 mount_cwd=not no_mount_cwd, **given)  # type: ignore[arg-type]
+    code = run_guarded(lambda: run_cmd.run(options))
+    if code:
+        raise click.exceptions.Exit(code)
