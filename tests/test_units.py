@@ -31,12 +31,3 @@ def test_a_decimal_looking_unit_is_refused_with_the_binary_spelling():
                                          r"are binary: write 7.7GiB$"):
         parse_size("7.7GB")
 
-
-def test_the_docker_query_string_is_what_urllib_would_send():
-    from urllib.parse import quote, urlencode
-
-    from launcher.runtime.docker_api import urlencode as ours
-
-    q = {"name": "a-b_c.1", "filters": '{"label": ["launcher.run=x y"]}', "all": True,
-         "x": "é/?&=+"}
-    assert ours(q) == urlencode(q, quote_via=quote, safe="")

@@ -13,20 +13,11 @@ import socket
 import struct
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlencode  # pathlib imports it anyway
 
 from launcher.errors import EngineError
 
 API = "/v1.41"
-
-
-def urlencode(query: dict[str, object]) -> str:
-    """A query string (RFC 3986 unreserved characters kept), without urllib.parse's import
-    (~3 ms of every start)."""
-    def quote(text: str) -> str:
-        return "".join(chr(b) if chr(b).isascii() and (chr(b).isalnum() or chr(b) in "-._~")
-                       else f"%{b:02X}" for b in text.encode())
-
-    return "&".join(f"{quote(str(k))}={quote(str(v))}" for k, v in query.items())
 
 
 class ApiError(EngineError):
