@@ -41,9 +41,9 @@ class Registry(Generic[T]):
             self._plugins = {k: v for k, v in found.items() if k not in self.entries}
         return self._plugins
 
-    def names(self, plugins: bool = True) -> tuple[str, ...]:
+    def names(self) -> tuple[str, ...]:
         """The built-in names in registry order, then any third party's."""
-        return (*self.entries, *(self._plugin_entries() if plugins else {}))
+        return (*self.entries, *self._plugin_entries())
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and (name in self.entries or
@@ -59,7 +59,3 @@ class Registry(Generic[T]):
             self._loaded[(name, target)] = getattr(importlib.import_module(module),
                                                    attr or self.default)
         return self._loaded[(name, target)]
-
-    def all(self) -> list[T]:
-        return [self.get(n) for n in self.names()]
-

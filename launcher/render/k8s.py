@@ -23,7 +23,6 @@ from launcher.render.yamltext import yaml_dumper
 
 RESULTS = "/results"
 MIN_VERSION = "1.29"
-VALIDATED = tuple(f"1.{m}" for m in range(28, 38))  # kubernetes-validate --strict -k each
 _REF = re.compile(r"^[a-z0-9][a-z0-9._-]*(:[0-9]+)?(/[a-z0-9][a-z0-9._-]*)+"
                   r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
 _ANY_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$")
