@@ -20,6 +20,7 @@ from launcher.errors import LauncherError
 from launcher.jobs.execute import LocalExecutor, Outcome, chunk_dir
 from launcher.jobs.job import Prepared
 from launcher.jobs.ledger import Chunk
+from launcher.jobs.runner import join_stoppable
 from launcher.units import format_size, term
 
 MARGIN = 1.10  # workers.memory over the predicted peak (at least the fit's error)
@@ -200,17 +201,8 @@ def run_stoppable(ex: LocalExecutor, runs: list[tuple[Chunk, int | None]],
         stopping.set()  # first: a worker starting now sees it and stops at once
         ex.stop_all(signal.SIGKILL if again else signal.SIGTERM)
 
-    threads = [threading.Thread(target=one, args=(k,), daemon=True) for k in range(len(runs))]
-    old = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        for t in threads:
-            t.start()
-        while any(t.is_alive() for t in threads):
-            for t in threads:
-                t.join(timeout=0.2)
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+    join_stoppable([threading.Thread(target=one, args=(k,), daemon=True)
+                    for k in range(len(runs))], stop)
     if stopping.is_set():
         raise KeyboardInterrupt
     if errors:

@@ -31,6 +31,21 @@ def last_words(log_tail: str) -> str:
     return ""
 
 
+def join_stoppable(threads: list[threading.Thread],
+                   on_signal: Callable[[int, object], None]) -> None:
+    """Start `threads` and wait for them with SIGINT and SIGTERM going to `on_signal` (the
+    main thread wakes every 0.2 s to take a signal), the handlers as they were afterwards."""
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        for t in threads:
+            t.start()
+        while any(t.is_alive() for t in threads):
+            for t in threads:
+                t.join(timeout=0.2)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
 class Progress(Protocol):
     """What the queue tells whoever shows progress (the CLI's bar or lines)."""
 
@@ -69,18 +84,8 @@ class PullQueue:
 
     def run(self) -> bool:
         """Run until no chunk is pending or running; False when stopped (Ctrl-C, SIGTERM)."""
-        threads = [threading.Thread(target=self._slot, args=(s,), name=f"launcher-{s.name}",
-                                    daemon=True) for s in self.slots]
-        old = {s: signal.signal(s, self._stop) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            for t in threads:
-                t.start()
-            while any(t.is_alive() for t in threads):
-                for t in threads:
-                    t.join(timeout=0.2)
-        finally:
-            for s, h in old.items():
-                signal.signal(s, h)
+        join_stoppable([threading.Thread(target=self._slot, args=(s,), name=f"launcher-{s.name}",
+                                         daemon=True) for s in self.slots], self._stop)
         if self.errors:
             raise self.errors[0]
         return self.gave_up or not self.stopping.is_set()
