@@ -16,7 +16,15 @@ import typer.main  # noqa: E402
 # Plain help: rich costs ~100 ms at start, and typer < 0.21 escapes "[default: ...]" with it.
 typer.core.HAS_RICH = typer.main.HAS_RICH = False
 
+from launcher.cli import run_command  # noqa: E402
 from launcher.cli.errors import run_guarded  # noqa: E402
+from launcher.cli.run_command import (  # noqa: E402 - the texts run shares with the others
+    ENV_HELP,
+    FIT_HELP,
+    FRAMEWORK_HELP,
+    GPUS_HELP,
+    PROFILE_HELP,
+)
 from launcher.runtime.engines import REGISTRY as ENGINES  # noqa: E402 - names only, no import
 
 RUNTIMES = " | ".join(ENGINES)  # the built-in engines, as the registry lists them
@@ -27,9 +35,7 @@ class LauncherGroup(typer.core.TyperGroup):
 
     def __init__(self, **attrs: Any) -> None:
         super().__init__(**attrs)
-        from launcher.cli.run_command import run
-
-        self.add_command(run)
+        self.add_command(run_command.run)
 
     def list_commands(self, ctx: typer.Context) -> list[str]:
         names = [n for n in super().list_commands(ctx) if n != "run"]
@@ -71,13 +77,10 @@ VisibleHostRoot = Annotated[
                       "of this host."),
 ]
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
-ProfileOpt = Annotated[str, typer.Option("--profile", "-p",
-                                         help="Profile name or path to a YAML file.")]
+ProfileOpt = Annotated[str, typer.Option("--profile", "-p", help=PROFILE_HELP)]
 Framework = Annotated[str | None, typer.Option(
-    "--framework", "-f", metavar="torch|tf|jax|none",
-    help="The framework whose threads to budget (default: the profile's).")]
-EnvOpt = Annotated[list[str] | None, typer.Option(
-    "--env", "-e", help="NAME=VALUE; wins over the profile. Repeatable.")]
+    "--framework", "-f", metavar="torch|tf|jax|none", help=FRAMEWORK_HELP)]
+EnvOpt = Annotated[list[str] | None, typer.Option("--env", "-e", help=ENV_HELP)]
 
 
 def _run(fn) -> None:  # type: ignore[no-untyped-def]
@@ -160,12 +163,8 @@ def doctor(
     _run(lambda: doctor_cmd.doctor(json, profile, host_root, capture, clean))
 
 
-Gpus = Annotated[str | None, typer.Option(
-    "--gpus", help="all | none | N | ID,ID... (default: the profile's gpu.count).")]
-FitOpt = Annotated[bool, typer.Option(
-    "--fit", help="When the estimated threads exceed the pids budget, shrink the pools to the "
-                  "largest size that fits with headroom (CPUs for JAX, thread counts for the "
-                  "others) instead of refusing.")]
+Gpus = Annotated[str | None, typer.Option("--gpus", help=GPUS_HELP)]
+FitOpt = Annotated[bool, typer.Option("--fit", help=FIT_HELP)]
 
 
 @app.command()

@@ -26,6 +26,9 @@ FIT_HELP = ("When the estimated threads exceed the pids budget, shrink the pools
             "size that fits with headroom (CPUs for JAX, thread counts for the others) instead "
             "of refusing.")
 GPUS_HELP = "all | none | N | ID,ID... (default: the profile's gpu.count)."
+PROFILE_HELP = "Profile name or path to a YAML file."
+FRAMEWORK_HELP = "The framework whose threads to budget (default: the profile's)."
+ENV_HELP = "NAME=VALUE; wins over the profile. Repeatable."
 PATH = click.Path(path_type=Path)
 
 
@@ -33,17 +36,16 @@ PATH = click.Path(path_type=Path)
     "allow_interspersed_args": False, "help_option_names": ["-h", "--help"],
     "show_default": True})
 @click.argument("command", nargs=-1, metavar="[WORKLOAD [ARGS] | -- CMD [ARGS]]")
-@click.option("--profile", "-p", default="auto", help="Profile name or path to a YAML file.")
+@click.option("--profile", "-p", default="auto", help=PROFILE_HELP)
 @click.option("--framework", "-f", metavar="torch|tf|jax|none",
-              help="The framework whose threads to budget (default: the profile's).")
+              help=FRAMEWORK_HELP)
 @click.option("--processes", "-n", type=click.IntRange(min=1),
               help="Processes sharing the budget (default: the profile's workers.processes).")
 @click.option("--runtime", default="auto", help="auto (docker when a daemon answers and the "
               f"image exists, else native) | {' | '.join(ENGINES)}")
 @click.option("--image", help="Image to run (default: launcher/PROFILE:FRAMEWORK).")
 @click.option("--gpus", help=GPUS_HELP)
-@click.option("--env", "-e", multiple=True, help="NAME=VALUE; wins over the profile. "
-                                                 "Repeatable.")
+@click.option("--env", "-e", multiple=True, help=ENV_HELP)
 @click.option("--volume", "-v", multiple=True, help="SRC:DST[:ro], as docker has it. "
                                                     "Repeatable.")
 @click.option("--workdir", "-w", help="Working directory (default: the current folder, "
