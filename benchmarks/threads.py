@@ -104,7 +104,8 @@ def main() -> None:
             f"{'peak':>5} {'est':>4}")
     for fw in args.frameworks.split(","):
         for q in (float(x) for x in args.quotas.split(",")):
-            rc = make_run_cgroup(f"launcher-bench-{os.getpid()}-{fw}-{q}", None, None, q)
+            rc = make_run_cgroup(f"launcher-bench-{os.getpid()}-{fw}-{q}", pids=None, memory=None,
+                                 cpus=q)
             if "cpus" not in rc.enforced:
                 raise SystemExit(f"cannot set a CPU quota here: {rc.advisory.get('cpus')}")
             try:
@@ -137,7 +138,8 @@ def ablate(spec: str, facts, rounds: int, seconds: float) -> None:  # type: igno
     configs = {"caps": caps, **{f"-{k}": {n: v for n, v in caps.items() if n != k}
                                 for k in others},
                "threads only": {k: v for k, v in caps.items() if k in THREAD_VARS}}
-    rc = make_run_cgroup(f"launcher-bench-{os.getpid()}-ablate", None, None, float(q))
+    rc = make_run_cgroup(f"launcher-bench-{os.getpid()}-ablate", pids=None, memory=None,
+                         cpus=float(q))
     try:
         seen = run_rounds(fw, configs, rc, rounds, seconds)
     finally:

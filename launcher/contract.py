@@ -41,6 +41,44 @@ CAPS = "LAUNCHER_CAPS"  # another caps.json than CAPS_FILE
 QUIET = "LAUNCHER_QUIET"  # say only warnings and a failure's diagnosis
 VERBOSE = "LAUNCHER_VERBOSE"  # also the notes that change nothing (a shipped default lowered)
 
+# A chunk's variables, for its workload: set by `launcher jobs run`, or by the supervisor from a
+# Kubernetes Indexed Job's index (launcher.supervise.indexed); both through chunk_env.
+JOB_ID = "LAUNCHER_JOB_ID"
+CHUNK_INDEX = "LAUNCHER_CHUNK_INDEX"
+CHUNK_START = "LAUNCHER_CHUNK_START"  # its items: [start, end)
+CHUNK_END = "LAUNCHER_CHUNK_END"
+CHUNK_OUT = "LAUNCHER_CHUNK_OUT"  # its attempt folder, committed as `out` when it succeeds
+CHUNK_FILE = "LAUNCHER_CHUNK_FILE"  # its items, one a line (a job with an items file)
+# An Indexed Job's, for the supervisor to derive the chunk from JOB_COMPLETION_INDEX.
+CHUNK_SIZE = "LAUNCHER_CHUNK_SIZE"
+CHUNK_OUT_ROOT = "LAUNCHER_CHUNK_OUT_ROOT"  # the chunks' folders (default /results)
+ITEMS = "LAUNCHER_ITEMS"  # the job's item count
+ITEMS_FILE = "LAUNCHER_ITEMS_FILE"  # the job's items file, one item a line
+CHUNK_COMMITTED = "LAUNCHER_CHUNK_COMMITTED"  # its output was committed by an earlier pod
+COMMIT_ATTEMPT = "LAUNCHER_COMMIT_ATTEMPT"  # the attempt folder the supervisor commits
+PLACEHOLDERS = {"{index}": CHUNK_INDEX, "{start}": CHUNK_START, "{end}": CHUNK_END,
+                "{out}": CHUNK_OUT, "{file}": CHUNK_FILE}
+
+
+def chunk_env(*, job: str | None, index: int, start: int, end: int, out: str,
+              file: str | None = None) -> dict[str, str]:
+    """A chunk's variables: chunk `index` of job `job` (None: already set), items
+    [start, end), its attempt folder `out`, its items file `file` if the job has one."""
+    env = {CHUNK_INDEX: str(index), CHUNK_START: str(start), CHUNK_END: str(end),
+           CHUNK_OUT: out}
+    if job is not None:
+        env[JOB_ID] = job
+    if file is not None:
+        env[CHUNK_FILE] = file
+    return env
+
+
+def substitute(command: list[str], chunk: dict[str, str]) -> list[str]:
+    """`{index}`, `{start}`, `{end}`, `{out}`, `{file}` replaced by the chunk's (chunk_env)
+    where they are whole arguments (never inside one, never through a shell); `{file}` is ""
+    without an items file."""
+    return [chunk.get(PLACEHOLDERS[arg], "") if arg in PLACEHOLDERS else arg for arg in command]
+
 
 def flag(env: dict[str, str], name: str) -> bool:
     return env.get(name, "") not in ("", "0")

@@ -8,6 +8,7 @@ import functools
 import re
 import sys
 from pathlib import Path
+from typing import NamedTuple
 
 
 def normalize(name: str) -> str:
@@ -36,20 +37,52 @@ def version(dist: str) -> str | None:
     return found[0] if found else None
 
 
-def entry_points(group: str) -> dict[str, str]:
-    """name -> "module:attribute" of an entry-point group, from each package's
-    entry_points.txt."""
-    out: dict[str, str] = {}
-    for _, folder in installed().values():
+class EntryPoint(NamedTuple):
+    value: str  # "module:attribute" or "module"
+    dist: str  # the distribution that declares it (normalized)
+
+
+OWN = "launcher"
+
+
+@functools.cache
+def entry_points(group: str) -> dict[str, EntryPoint]:
+    """name -> entry point of an entry-point group, from each package's entry_points.txt:
+    launcher's own first, then third parties', each by name; the first declaration of a name
+    wins. Where launcher itself is not installed (a source tree on PYTHONPATH), its own entries
+    are read from the pyproject.toml beside the package."""
+    found: dict[str, EntryPoint] = {}
+    sources = [(dist, folder / "entry_points.txt") for dist, (_, folder) in installed().items()]
+    if OWN not in installed():
+        sources.append((OWN, Path(__file__).resolve().parent.parent / "pyproject.toml"))
+    for dist, path in sources:
         try:
-            text = (folder / "entry_points.txt").read_text()
+            text = path.read_text()
         except OSError:
             continue
-        if f"[{group}]" not in text:
+        header = f'[project.entry-points."{group}"]' if path.suffix == ".toml" else f"[{group}]"
+        if header not in text:
             continue
-        section = text.split(f"[{group}]", 1)[1].split("\n[", 1)[0]
-        for line in section.splitlines():
+        for line in text.split(header, 1)[1].split("\n[", 1)[0].splitlines():
             name, sep, value = line.partition("=")
             if sep and name.strip() and not line.lstrip().startswith(("#", ";")):
-                out.setdefault(name.strip(), value.strip())
+                found.setdefault(name.strip().strip('"'),
+                                 EntryPoint(value.strip().strip('"'), dist))
+    return dict(sorted(found.items(), key=lambda kv: (kv[1].dist != OWN, kv[0])))
+
+
+GROUPS = "[launcher."  # the opening of every entry-point group launcher reads
+
+
+def plugin_dists() -> dict[str, Path]:
+    """normalized name -> metadata folder of every distribution with an entry in a launcher
+    group (launcher's own included)."""
+    out = {}
+    for name, (_, folder) in installed().items():
+        try:
+            if GROUPS in (folder / "entry_points.txt").read_text():
+                out[name] = folder
+        except OSError:
+            continue
     return out
+

@@ -1,17 +1,20 @@
-"""One registry helper for every variant: engines, job backends, GPU vendors, frameworks.
+"""One registry for every variant: engines, job backends, render targets, GPU vendors,
+frameworks and workloads.
 
-An entry maps a name to `module:attribute` (or a module, whose `default` attribute is taken),
-loaded only when first asked for, so `launcher --help` imports none of them. What differs
-between entries is an attribute on what is loaded (a capability), never a name tested
-elsewhere. Third parties add entries through a Python entry-point group
-(`[project.entry-points."launcher.frameworks"] onnx = "mypkg.onnx:FRAMEWORK"`), as
-repo2docker's engines do. Standard library only: the supervisor in images imports it.
+Entries come only from entry-point groups (`[project.entry-points."launcher.frameworks"]
+onnx = "mypkg.onnx:FRAMEWORK"`); launcher's own are declared in its pyproject.toml the same
+way, so every run takes the path a third party's takes, as repo2docker's engines do. An entry is
+loaded only when first asked for, so `launcher --help` imports none of them. What differs between
+entries is an attribute on what is loaded (a capability), never a name tested elsewhere.
+Standard library only: the supervisor in images imports it.
 """
 
 from __future__ import annotations
 
 import importlib
 from typing import Generic, TypeVar
+
+from launcher.dists import EntryPoint, entry_points
 
 T = TypeVar("T")
 
@@ -24,38 +27,33 @@ class UnknownEntry(KeyError):
 
 
 class Registry(Generic[T]):
-    def __init__(self, kind: str, entries: dict[str, str], default: str,
-                 group: str | None = None) -> None:
+    def __init__(self, kind: str, group: str, default: str) -> None:
         self.kind = kind  # e.g. "framework", for messages
-        self.entries = entries  # name -> "module:attribute" or "module" (the caller's dict)
-        self.default = default  # the attribute of a bare module entry
-        self.group = group  # entry-point group for third-party entries
-        self._plugins: dict[str, str] | None = None
-        self._loaded: dict[tuple[str, str], T] = {}
+        self.group = group  # the entry-point group, e.g. "launcher.frameworks"
+        self.default = default  # the attribute of an entry that names a bare module
+        self._loaded: dict[str, T] = {}
 
-    def _plugin_entries(self) -> dict[str, str]:
-        if self._plugins is None:
-            from launcher.dists import entry_points
-
-            found = entry_points(self.group) if self.group else {}
-            self._plugins = {k: v for k, v in found.items() if k not in self.entries}
-        return self._plugins
+    def entries(self) -> dict[str, EntryPoint]:
+        """name -> entry point: launcher's own first, then third parties', each by name."""
+        return entry_points(self.group)
 
     def names(self) -> tuple[str, ...]:
-        """The built-in names in registry order, then any third party's."""
-        return (*self.entries, *self._plugin_entries())
+        return tuple(self.entries())
 
     def __contains__(self, name: object) -> bool:
-        return isinstance(name, str) and (name in self.entries or
-                                          name in self._plugin_entries())
+        return isinstance(name, str) and name in self.entries()
 
     def get(self, name: str) -> T:
-        target = self.entries.get(name) or self._plugin_entries().get(name)
-        if target is None:
+        entry = self.entries().get(name)
+        if entry is None:
             raise UnknownEntry(f"unknown {self.kind} {name!r} (known: "
                                f"{', '.join(self.names())})")
-        if (name, target) not in self._loaded:
-            module, _, attr = target.partition(":")
-            self._loaded[(name, target)] = getattr(importlib.import_module(module),
-                                                   attr or self.default)
-        return self._loaded[(name, target)]
+        if name not in self._loaded:
+            module, _, attr = entry.value.partition(":")
+            self._loaded[name] = getattr(importlib.import_module(module.strip()),
+                                         attr.strip() or self.default)
+        return self._loaded[name]
+
+    def loaded(self) -> list[T]:
+        """Every entry, loaded (for a capability every entry may have)."""
+        return [self.get(n) for n in self.names()]

@@ -57,3 +57,50 @@ def docker_client():  # type: ignore[no-untyped-def]
         if os.environ.get("CI"):
             pytest.fail(f"CI needs a Docker daemon: {exc}")
         pytest.skip(f"no Docker daemon: {exc}")
+
+
+@pytest.fixture(scope="session")
+def fakes_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """tests/plugins/launcher-fakes installed as its own distribution (pip install --target):
+    a third party's engine, backend, render target, vendor, framework and workload."""
+    import shutil
+    import subprocess
+    import sys
+
+    src = tmp_path_factory.mktemp("fakes-src") / "launcher-fakes"  # pip builds in place
+    shutil.copytree(ROOT / "tests/plugins/launcher-fakes", src,
+                    ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    site = tmp_path_factory.mktemp("fakes-site")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps",
+                    "--no-build-isolation", "--target", str(site), str(src)], check=True)
+    return site
+
+
+@pytest.fixture
+def fakes(fakes_site: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The fakes installed where Python finds distributions: on sys.path, as site puts a
+    site-packages folder, and on PYTHONPATH for the launcher processes a test starts. launcher
+    finds them only through their entry points."""
+    import sys
+
+    from launcher import dists
+
+    sys.path.insert(0, str(fakes_site))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        filter(None, [str(fakes_site), os.environ.get("PYTHONPATH")])))
+    dists.installed.cache_clear()
+    dists.entry_points.cache_clear()
+    yield fakes_site
+    sys.path.remove(str(fakes_site))
+    dists.installed.cache_clear()
+    dists.entry_points.cache_clear()
+
+
+@pytest.fixture
+def fake_engine(fakes: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """The fake engine's class (it records its calls), its record emptied."""
+    from launcher_fakes.engine import FakeEngine
+
+    FakeEngine.calls.clear()
+    monkeypatch.setattr(FakeEngine, "status", 0)
+    return FakeEngine

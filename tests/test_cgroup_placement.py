@@ -113,7 +113,8 @@ def test_v2_nothing_writable_each_controller_gets_the_sentence():
 def test_one_controller_missing_leaves_the_others_enforced(tmp_path):
     root = tmp_path / "host"
     shutil.copytree(CASES / "v2-parent-not-delegating", root)
-    rc = make_run_cgroup("launcher-100-r", 40, 64 << 20, 1.5, root, _writable(root), LAUNCHER)
+    rc = make_run_cgroup("launcher-100-r", pids=40, memory=64 << 20, cpus=1.5, root=root,
+                         writable=_writable(root), ours=LAUNCHER)
     cg = root / "sys/fs/cgroup"
     assert rc.enforced == {"memory": "64MiB (cgroup v2 memory)"}
     assert sorted(rc.advisory) == ["cpus", "pids"]
@@ -167,7 +168,8 @@ def test_v2_an_outer_pids_max_that_holds_a_process_is_carried_to_the_root():
 def test_carried_limits_are_written_and_an_asked_one_never_loosens_them(tmp_path):
     root = tmp_path / "host"
     shutil.copytree(CASES / "v2-limited-scope", root)
-    rc = make_run_cgroup("launcher-100-r", 150, 1 << 30, 0.5, root, _writable(root), LAUNCHER)
+    rc = make_run_cgroup("launcher-100-r", pids=150, memory=1 << 30, cpus=0.5, root=root,
+                         writable=_writable(root), ours=LAUNCHER)
     run = root / "sys/fs/cgroup/user.slice/launcher-100-r"
     assert (run / "pids.max").read_text() == "60"  # 150 asked, 60 left behind: 60
     assert (run / "memory.max").read_text() == "314572800"
@@ -224,7 +226,8 @@ def test_v2_a_namespace_seeing_a_cgroupfs_from_outside_places_nothing(tmp_path):
 def test_a_tighter_carried_memory_limit_still_gets_no_swap(tmp_path):
     root = tmp_path / "host"
     shutil.copytree(CASES / "v2-limited-scope", root)
-    make_run_cgroup("launcher-100-r", None, 1 << 30, None, root, _writable(root), LAUNCHER)
+    make_run_cgroup("launcher-100-r", pids=None, memory=1 << 30, cpus=None, root=root,
+                    writable=_writable(root), ours=LAUNCHER)
     run = root / "sys/fs/cgroup/user.slice/launcher-100-r"
     assert (run / "memory.max").read_text() == "314572800"  # the scope's 300M, carried
     assert (run / "memory.swap.max").read_text() == "0"  # and no swap beyond it, as asked
@@ -258,8 +261,8 @@ def test_a_leaf_move_that_fails_half_way_is_undone(tmp_path, monkeypatch):
         real_rmdir(d, *args, **kw)  # type: ignore[arg-type]
 
     monkeypatch.setattr("launcher.supervise.lifeline.os.rmdir", rmdir)
-    rc = rcg.make_run_cgroup("launcher-100-r", 40, None, None, root, _writable(root),
-                             LAUNCHER)
+    rc = rcg.make_run_cgroup("launcher-100-r", pids=40, memory=None, cpus=None, root=root,
+                             writable=_writable(root), ours=LAUNCHER)
     assert rc.advisory["pids"].startswith("cannot make a pids cgroup (v2): Device or "
                                           "resource busy")
     assert not (scope / "launcher-leaf").exists()  # undone: launcher back in its cgroup

@@ -115,7 +115,7 @@ def test_plan_text_and_bad_framework():
     assert "TF_NUM_INTEROP_THREADS" in result.stdout and "verdict:" in result.stdout
     result = runner.invoke(app, ["plan", "-f", "mxnet"])
     assert result.exit_code == 1
-    assert "error: --framework must be one of torch, tf, jax, none (got 'mxnet')" in result.stderr
+    assert "error: --framework must be one of jax, none, tf, torch (got 'mxnet')" in result.stderr
 
 
 def test_malformed_host_is_one_line_error():

@@ -31,12 +31,13 @@ def auto(cpus: int) -> Settings:
 def test_the_cpu_side_is_the_measured_peak():
     m = H100["probe"]["torch"]
     for cpus, seen in zip(m["cpus"], m["no_gpu"], strict=True):
-        est = estimate_threads("torch", auto(cpus), cpus, 0, BUILD["torch"], probe_only=True)
+        est = estimate_threads("torch", auto(cpus), cpus=cpus, gpus=0, installed=BUILD["torch"],
+                               probe_only=True)
         assert est.per_process == seen, (cpus, est.breakdown)
     m = H100["probe"]["jax"]  # JAX_PLATFORMS=cpu: the CUDA plugin never starts
     for cpus, seen in zip(m["cpus"], m["no_gpu"], strict=True):
-        est = estimate_threads("jax", auto(cpus), cpus, 0, Installed("0.11.2", "cpu"),
-                               probe_only=True)
+        est = estimate_threads("jax", auto(cpus), cpus=cpus, gpus=0,
+                               installed=Installed("0.11.2", "cpu"), probe_only=True)
         assert est.per_process == seen, (cpus, est.breakdown)
 
 
@@ -44,7 +45,7 @@ def test_the_cpu_side_is_the_measured_peak():
 def test_the_gpu_side_of_the_probe_is_what_calibrate_measured(framework):
     m = H100["probe"][framework]
     for cpus, seen in zip(m["cpus"], m["calibrate_one_gpu"], strict=True):
-        est = estimate_threads(framework, auto(cpus), cpus, 1, BUILD[framework],
+        est = estimate_threads(framework, auto(cpus), cpus=cpus, gpus=1, installed=BUILD[framework],
                                probe_only=True)
         assert est.per_process == seen, (cpus, est.breakdown)
 
@@ -54,11 +55,13 @@ def test_a_cuda_build_of_jax_with_its_gpus_hidden_starts_its_cuda_thread():
     variable at 1: one more thread than JAX_PLATFORMS=cpu, counted by the model."""
     m = H100["probe"]["jax_hidden"]
     for cpus, default, ones in zip(m["cpus"], m["defaults"], m["thread_vars_1"], strict=True):
-        probe = estimate_threads("jax", auto(cpus), cpus, 0, BUILD["jax"], probe_only=True)
+        probe = estimate_threads("jax", auto(cpus), cpus=cpus, gpus=0, installed=BUILD["jax"],
+                                 probe_only=True)
         assert probe.per_process == default
-        probe = estimate_threads("jax", Settings(), cpus, 0, BUILD["jax"], probe_only=True)
+        probe = estimate_threads("jax", Settings(), cpus=cpus, gpus=0, installed=BUILD["jax"],
+                                 probe_only=True)
         assert probe.per_process == ones
-    with_gpu = estimate_threads("jax", auto(16), 16, 1, BUILD["jax"]).breakdown
+    with_gpu = estimate_threads("jax", auto(16), cpus=16, gpus=1, installed=BUILD["jax"]).breakdown
     assert "gpu_build" not in with_gpu  # one GPU's 10 threads include `cuda`
 
 
@@ -67,15 +70,16 @@ def test_the_gpu_side_is_never_below_the_measured_peak(framework):
     m = H100["probe"][framework]
     for key in ("one_gpu", "calibrate_one_gpu"):
         for cpus, seen in zip(m["cpus"], m[key], strict=True):
-            est = estimate_threads(framework, auto(cpus), cpus, 1, BUILD[framework])
+            est = estimate_threads(framework, auto(cpus), cpus=cpus, gpus=1,
+                                   installed=BUILD[framework])
             assert seen <= est.per_process, (key, cpus, est.breakdown)
 
 
 @pytest.mark.parametrize("workload", sorted(H100["workloads"]))
 def test_the_reference_workloads_peak_within_08_to_10_of_the_estimate(workload):
     w = H100["workloads"][workload]
-    est = estimate_threads(w["framework"], auto(w["cpus"]), w["cpus"], w["gpus"],
-                           BUILD[w["framework"]])
+    est = estimate_threads(w["framework"], auto(w["cpus"]), cpus=w["cpus"], gpus=w["gpus"],
+                           installed=BUILD[w["framework"]])
     total = est.per_process + 1 + w["extra_threads"]  # + the supervisor, + its own
     for peak in w["peaks"] + w.get("kernel_pids_peak", []):
         assert 0.8 <= peak / total <= 1.0, (peak, total, est.breakdown)
@@ -86,7 +90,8 @@ def test_the_reference_workloads_peak_within_08_to_10_of_the_estimate(workload):
 def test_stress_jax_on_a_cpu_set_peaks_within_08_to_10_of_the_estimate(run):
     """What a pids limit is set from: the probe's terms and the pools only a real program
     grows (llvm-worker one per CPU), against the run cgroup's own pids.peak."""
-    est = estimate_threads("jax", auto(run["cpus"]), run["cpus"], run["gpus"], BUILD["jax"])
+    est = estimate_threads("jax", auto(run["cpus"]), cpus=run["cpus"], gpus=run["gpus"],
+                           installed=BUILD["jax"])
     total = est.per_process + 1 + 1  # + the supervisor, + stress-jax's sampler
     if run["how"] == "sampled":  # samples 50 ms apart: a lower bound of the peak
         assert run["peak"] <= total, (run, total, est.breakdown)
@@ -95,16 +100,19 @@ def test_stress_jax_on_a_cpu_set_peaks_within_08_to_10_of_the_estimate(run):
 
 
 def test_jax_gpu_terms_name_the_pools():
-    parts = estimate_threads("jax", auto(16), 16, 1, BUILD["jax"]).breakdown
+    parts = estimate_threads("jax", auto(16), cpus=16, gpus=1, installed=BUILD["jax"]).breakdown
     assert parts["gpu_runtime"] == 10  # cuda, cuda-EvtHandlr, py_xla_*, tf_cuda_driver, 4 more
     assert parts["xla_gpu_compile"] == 4  # the GPU compile's llvm-workers the probe reaches
     assert parts["xla_codegen"] == 24  # llvm-worker to one per CPU, CPU and GPU compiles
-    assert estimate_threads("jax", auto(2), 2, 4, BUILD["jax"]).breakdown["gpu_runtime"] == 40
+    assert estimate_threads("jax", auto(2), cpus=2, gpus=4,
+                            installed=BUILD["jax"]).breakdown["gpu_runtime"] == 40
 
 
 def test_a_cpu_build_of_torch_starts_no_cuda_thread():
-    cpu = estimate_threads("torch", auto(2), 2, 0, Installed("2.13.0", "cpu")).breakdown
-    cuda = estimate_threads("torch", auto(2), 2, 0, Installed("2.11.0+cu130", "cuda")).breakdown
+    cpu = estimate_threads("torch", auto(2), cpus=2, gpus=0,
+                           installed=Installed("2.13.0", "cpu")).breakdown
+    cuda = estimate_threads("torch", auto(2), cpus=2, gpus=0,
+                            installed=Installed("2.11.0+cu130", "cuda")).breakdown
     assert "gpu_build" not in cpu and cuda["gpu_build"] == 1
 
 
@@ -146,18 +154,19 @@ def _entry(peak: int, gpus: int, cpus: int = 16) -> dict:  # type: ignore[type-a
 
 def test_a_gpu_calibration_raises_the_gpu_terms_and_never_lowers_them():
     facts = probe_host(HOSTS / "v2-limited", environ={})
-    model = estimate_threads("jax", auto(16), 16, 1, BUILD["jax"]).per_process
+    model = estimate_threads("jax", auto(16), cpus=16, gpus=1, installed=BUILD["jax"]).per_process
     below = dataclasses.replace(facts, calibration=[_entry(86, 0), _entry(99, 1)])
-    est = calibrated("jax", auto(16), 16, 1, below, BUILD["jax"])
+    est = calibrated("jax", auto(16), cpus=16, gpus=1, facts=below, installed=BUILD["jax"])
     assert est.per_process == model  # the probe saw fewer GPU threads: the model stands
     assert "GPU side with 1 nvidia GPU (driver 580.95)" in est.source
     above = dataclasses.replace(facts, calibration=[_entry(86, 0), _entry(99 + 40, 1)])
-    raised = calibrated("jax", auto(16), 16, 1, above, BUILD["jax"])
+    raised = calibrated("jax", auto(16), cpus=16, gpus=1, facts=above, installed=BUILD["jax"])
     assert raised.per_process == model + 40  # the probe's GPU side was 99: 40 more seen
     assert raised.breakdown["gpu calibration"] == 40
     # a run that sees no GPU takes the CPU side only, and what only a real program grows
-    no_gpu = estimate_threads("jax", auto(16), 16, 0, BUILD["jax"]).per_process
-    assert calibrated("jax", auto(16), 16, 0, above, BUILD["jax"]).per_process == no_gpu == 99
+    no_gpu = estimate_threads("jax", auto(16), cpus=16, gpus=0, installed=BUILD["jax"]).per_process
+    assert calibrated("jax", auto(16), cpus=16, gpus=0, facts=above,
+                      installed=BUILD["jax"]).per_process == no_gpu == 99
 
 
 def test_a_calibration_never_cancels_what_only_a_real_program_grows():
@@ -167,8 +176,9 @@ def test_a_calibration_never_cancels_what_only_a_real_program_grows():
     facts = probe_host(HOSTS / "v2-limited", environ={})
     image = dataclasses.replace(facts, calibration=[_entry(86, 0), _entry(99, 1)])
     for gpus, stress_jax_peak in ((0, 98), (1, 119)):
-        est = calibrated("jax", auto(16), 16, gpus, image, Installed(None)).per_process
+        est = calibrated("jax", auto(16), cpus=16, gpus=gpus, facts=image,
+                         installed=Installed(None)).per_process
         assert est + 2 >= stress_jax_peak  # + the supervisor, + stress-jax's sampler
     old = dataclasses.replace(facts, calibration=[{**_entry(85, 0), "method": 1}])
-    model = estimate_threads("jax", auto(16), 16, 0, BUILD["jax"])
-    assert calibrated("jax", auto(16), 16, 0, old, BUILD["jax"]) == model
+    model = estimate_threads("jax", auto(16), cpus=16, gpus=0, installed=BUILD["jax"])
+    assert calibrated("jax", auto(16), cpus=16, gpus=0, facts=old, installed=BUILD["jax"]) == model

@@ -17,7 +17,6 @@ from typer.testing import CliRunner
 
 from launcher.cli import build_cmd
 from launcher.cli.main import app
-from tests.fake_engine import FakeEngine
 
 runner = CliRunner()
 
@@ -30,10 +29,9 @@ def pasted(text: str, first: str) -> list[str]:
 
 
 @pytest.fixture
-def recorded(monkeypatch):
-    FakeEngine.calls.clear()
-    monkeypatch.setattr(build_cmd, "first_that", lambda capability: FakeEngine())
-    return FakeEngine.calls
+def recorded(fake_engine, monkeypatch):
+    monkeypatch.setattr(build_cmd, "first_that", lambda capability: fake_engine())
+    return fake_engine.calls
 
 
 @pytest.mark.parametrize("args", [

@@ -478,12 +478,41 @@ def test_a_chunk_killed_between_its_write_and_its_exit_leaves_no_output(tmp_path
                                                                    "done"]
 
 
+# `launcher ARGS` whose commit of a chunk's output stops at STEP (before-rename: its attempt
+# folder complete, marker included; after-rename: `out` in place, the ledger not told), says
+# so with a file `held-STEP` in the chunk's folder, and waits to be killed.
+HELD_LAUNCHER = """\
+import os, sys, time
+from launcher.supervise import commit
+
+step, rename = sys.argv.pop(1), os.rename
+
+
+class HeldOs:
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    @staticmethod
+    def rename(src, dst):
+        if step == "after-rename":
+            rename(src, dst)
+        open(os.path.join(os.path.dirname(dst), "held-" + step), "w").close()
+        time.sleep(3600)
+
+
+commit.os = HeldOs()
+from launcher.cli.entry import main
+main()
+"""
+
+
 @pytest.mark.parametrize("step", ["before-rename", "after-rename"])
 def test_kill_9_of_launcher_during_the_commit_then_a_rerun_commits_once(tmp_path, step):
     argv = _commit_job(tmp_path, retries=1)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.Popen(argv, env={**env, "LAUNCHER_TEST_COMMIT_HOLD": step},
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    held = [sys.executable, "-c", HELD_LAUNCHER, step, *argv[3:]]
+    first = subprocess.Popen(held, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             text=True)
     chunk = tmp_path / "out/chunks/00000"
     _wait_for(chunk / f"held-{step}", first)  # the chunk exited 0; launcher is committing it
     first.send_signal(signal.SIGKILL)

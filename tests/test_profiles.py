@@ -36,7 +36,7 @@ CORPUS = {
     "empty.yaml": (1, "the profile is empty"),
     "duplicate.yaml": (4, "limits.pids: duplicate key"),
     "bad-env.yaml": (4, "env.1BAD: not a valid variable name"),
-    "bad-choice.yaml": (3, "gpu.vendor: must be one of nvidia, amd, none, auto (got 'intel')"),
+    "bad-choice.yaml": (3, "gpu.vendor: must be one of amd, none, nvidia, auto (got 'intel')"),
     "float-size.yaml": (3, "limits.memory: a size in bytes must be whole"),
     "bad-fraction.yaml": (3, "allocator.xla_mem_fraction: must be at most 1 (got 1.5)"),
 }

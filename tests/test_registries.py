@@ -1,5 +1,7 @@
-"""A new GPU vendor and a new engine are each one module and one registry line: a fake of each
-is added that way here and used through the CLI, the probe, the renderers and telemetry."""
+"""A new engine, job backend, render target, GPU vendor, framework and workload are each one
+module and one entry-point line: tests/plugins/launcher-fakes declares a fake of each, the tests
+install it as its own distribution (the `fakes` fixture: pip install --target), and launcher
+finds them only through the entry-point groups, as it finds its own built-ins."""
 
 from __future__ import annotations
 
@@ -10,17 +12,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from launcher import vendors
 from launcher.cli.main import app
-from launcher.runtime import engines
-from tests.fake_engine import FakeEngine
 
 runner = CliRunner()
 
 
 @pytest.fixture
-def xpu(monkeypatch, tmp_path):
-    monkeypatch.setitem(vendors.REGISTRY, "xpu", "tests.fake_vendor")  # the one line
+def xpu(fakes, tmp_path):
     host = tmp_path / "host"
     for i in range(2):
         (host / f"sys/class/example-xpu/xpu{i}").mkdir(parents=True)
@@ -48,7 +46,7 @@ def test_fake_vendor_is_found_validated_and_planned(xpu):
     bad.write_text("extends: base\ngpu: {vendor: xpx}\n")
     result = runner.invoke(app, ["profiles", "validate", str(bad)])
     assert result.exit_code == 1
-    assert "gpu.vendor: must be one of nvidia, amd, none, xpu, auto (got 'xpx')" in result.stderr
+    assert "gpu.vendor: must be one of amd, none, nvidia, xpu, auto (got 'xpx')" in result.stderr
 
 
 def test_fake_vendor_reaches_the_container_and_the_stack(xpu, tmp_path):
@@ -67,7 +65,9 @@ def test_fake_vendor_reaches_the_container_and_the_stack(xpu, tmp_path):
     # one process over two GPUs: one service that sees both (a process per GPU: one each)
     assert {n: s["devices"] for n, s in services.items()} == {
         "main": ["/dev/xpu0:/dev/xpu0:rwm", "/dev/xpu1:/dev/xpu1:rwm"]}
-    assert "FROM example/xpu-runtime:1" in (out / "Dockerfile").read_text()
+    dockerfile = (out / "Dockerfile").read_text()
+    assert "FROM example/xpu-runtime:1" in dockerfile
+    assert "ENV XPU_QUEUE_MODE=single" in dockerfile  # from its own template
     assert (out / "requirements-framework.txt").read_text() == "torch-xpu\n"
 
 
@@ -83,10 +83,8 @@ def test_fake_vendor_native_visibility_and_telemetry(xpu, monkeypatch):
                                          {"vendor": "xpu", "gpu": 1, "util_percent": 50}]
 
 
-def test_fake_engine_is_one_module_and_one_line(monkeypatch):
-    monkeypatch.setitem(engines.REGISTRY, "fake", "tests.fake_engine:FakeEngine")  # the one line
-    FakeEngine.calls.clear()
-    monkeypatch.setattr(FakeEngine, "status", 0)
+def test_fake_engine_is_one_module_and_one_line(fake_engine):
+    FakeEngine = fake_engine
     result = runner.invoke(app, ["run", "--runtime", "fake", "--", "python3", "-V"])
     assert result.exit_code == 0, result.output
     assert [kind for kind, _ in FakeEngine.calls] == ["run"]
@@ -99,10 +97,8 @@ def test_fake_engine_is_one_module_and_one_line(monkeypatch):
 
 
 @pytest.fixture
-def onnx(monkeypatch):
-    from launcher import frameworks
-
-    monkeypatch.setitem(frameworks.REGISTRY, "onnx", "tests.fake_framework")  # the one line
+def onnx(fakes):
+    return fakes
 
 
 def test_fake_framework_is_validated_planned_and_rendered(onnx, tmp_path):
@@ -114,16 +110,25 @@ def test_fake_framework_is_validated_planned_and_rendered(onnx, tmp_path):
     est = json.loads(plan.stdout)["estimate"]
     # its own model: the pool capped at the one CPU of the cpuset, and its scheduler
     assert est["breakdown"] == {"main": 1, "onnx_scheduler": 1}
-    assert est["source"].startswith("built-in model, the largest of its measured versions")
+    # its version, 1.0, read from its distribution's metadata: the model measured on 1
+    assert est["source"] == "built-in model (fake, for the registry test)"
     out = tmp_path / "out"
     result = runner.invoke(app, ["render", "-p", str(prof), "--out", str(out)])
     assert result.exit_code == 0, result.output
-    assert (out / "requirements-framework.txt").read_text() == "onnxruntime==1.20.0\n"
+    # its runtime is its own distribution, which the image carries: nothing to pip install
+    assert not (out / "requirements-framework.txt").exists()
+    assert (out / "plugins/launcher_fakes/framework.py").is_file()
+    assert "onnx = launcher_fakes.framework:FRAMEWORK" in (
+        out / "plugins/launcher_fakes-1.0.dist-info/entry_points.txt").read_text()
     bad = tmp_path / "bad.yaml"
+    bad.write_text("extends: base\nallocator: {onnx_arena: 1}\n")  # its own key, checked
+    result = runner.invoke(app, ["profiles", "validate", str(bad)])
+    assert result.exit_code == 1
+    assert "allocator.onnx_arena: must be true or false (got 1)" in result.stderr
     bad.write_text("extends: base\nframework: onyx\n")
     result = runner.invoke(app, ["profiles", "validate", str(bad)])
     assert result.exit_code == 1
-    assert "framework: must be one of torch, tf, jax, none, onnx (got 'onyx')" in result.stderr
+    assert "framework: must be one of jax, none, tf, torch, onnx (got 'onyx')" in result.stderr
 
 
 def test_fake_framework_probe_runs_through_the_registry(onnx, monkeypatch):
@@ -135,10 +140,7 @@ def test_fake_framework_probe_runs_through_the_registry(onnx, monkeypatch):
     assert threading.active_count() == before + 3
 
 
-def test_fake_backend_runs_a_job_through_the_ledger(monkeypatch, tmp_path):
-    from launcher.jobs import backends
-
-    monkeypatch.setitem(backends.REGISTRY, "inline", "tests.fake_backend:InlineBackend")  # line
+def test_fake_backend_runs_a_job_through_the_ledger(fakes, tmp_path):
     spec = tmp_path / "job.yaml"
     spec.write_text("name: inline\ncommand: ['true']\nitems: 10\nchunk_size: 4\noutput: out\n")
     result = runner.invoke(app, ["jobs", "run", str(spec), "-p", "base", "--backend", "inline",
@@ -149,3 +151,80 @@ def test_fake_backend_runs_a_job_through_the_ledger(monkeypatch, tmp_path):
     assert [p.read_text() for p in got] == ["0 4\n", "4 8\n", "8 10\n"]
     bad = runner.invoke(app, ["jobs", "run", str(spec), "-p", "base", "--backend", "inlin"])
     assert bad.exit_code == 1 and "--backend must be one of local, ray, inline" in bad.stderr
+
+
+def _hello(proc) -> str:  # type: ignore[no-untyped-def]
+    """The fake workload's own line: the caps it got and its threads."""
+    return next(x for x in proc.stdout.splitlines() if x.startswith("hi onnx:"))
+
+
+def test_fake_workload_on_the_fake_framework_runs_natively(fakes, tmp_path):
+    """The supervisor runs with -S (no site): it still resolves the third party's framework."""
+    from tests.conftest import ROOT
+    from tests.docker_helpers import launcher
+
+    prof = tmp_path / "onnx-box.yaml"
+    prof.write_text("extends: base\nframework: onnx\nthreads: {intra_op: 3}\n"
+                    "allocator: {onnx_arena: false}\n")  # its own key
+    proc = launcher("run", "-p", str(prof), "--runtime", "native", "hello-onnx", "--say", "hi",
+                    env={"PYTHONPATH": f"{fakes}:{ROOT}"}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "framework onnx" in proc.stderr
+    # its model: the caller, its pool capped at this machine's 2 CPUs (1 worker beside the
+    # caller) and its scheduler; the caps the supervisor set reach the workload
+    assert "~4 threads (~3 per process + 1 supervisor)" in proc.stderr
+    assert _hello(proc) == ("hi onnx: OMP_NUM_THREADS=3 threads=4 "
+                           "ONNX_INTRA_OP_THREADS=3 ONNX_ARENA=0")
+
+
+@pytest.mark.docker
+def test_fake_framework_and_workload_run_in_a_real_container(fakes, tmp_path):
+    """The image carries the third party's distribution: its supervisor (python -I -S) resolves
+    the framework named in caps.json, and the workload module is there to run."""
+    from tests.conftest import ROOT
+    from tests.docker_helpers import BASE, launcher
+
+    env = {"PYTHONPATH": f"{fakes}:{ROOT}"}
+    prof = tmp_path / "onnx-box.yaml"
+    prof.write_text("extends: base\nframework: onnx\nthreads: {intra_op: 3}\n"
+                    "allocator: {onnx_arena: false}\n")  # its own key
+    tag = "launcher-test/onnx-plugin:1"
+    built = launcher("build", "-p", str(prof), "-f", "onnx", "--base-image", BASE, "--tag", tag,
+                     env=env)
+    assert built.returncode == 0, built.stderr
+    proc = launcher("run", "-p", str(prof), "--runtime", "docker", "--image", tag,
+                    "hello-onnx", "--say", "hi", env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "~4 threads (~3 per process + 1 supervisor)" in proc.stderr
+    assert _hello(proc) == ("hi onnx: OMP_NUM_THREADS=3 threads=4 "
+                           "ONNX_INTRA_OP_THREADS=3 ONNX_ARENA=0")
+    # a bare `docker run` of the image (RunPod): the entrypoint alone resolves the plugin; the
+    # workload imports it from the image's launcher folder, as a rendered workload does
+    import subprocess
+
+    bare = subprocess.run(["docker", "run", "--rm", "-e", "PYTHONPATH=/opt/launcher", tag,
+                           "python3", "-m",
+                           "launcher_fakes.workload", "--say", "hi"],
+                          capture_output=True, text=True, timeout=120)
+    assert bare.returncode == 0, bare.stderr
+    assert "framework onnx" in bare.stderr
+    assert _hello(bare) == ("hi onnx: OMP_NUM_THREADS=3 threads=4 "
+                           "ONNX_INTRA_OP_THREADS=3 ONNX_ARENA=0")
+
+
+def test_a_source_tree_on_the_path_reads_its_own_entries_from_pyproject():
+    """No launcher distribution installed (a checkout on PYTHONPATH, as on the GPU host): the
+    built-ins come from pyproject.toml's entry-point tables, the same lines a wheel installs."""
+    import subprocess
+    import sys
+
+    from launcher import dists
+    from tests.conftest import ROOT
+
+    code = ("import json, sys; sys.path.insert(0, sys.argv[1]); from launcher import dists; "
+            "print(json.dumps({g: dict(dists.entry_points(g)) for g in sys.argv[2:]}))")
+    groups = ["launcher.engines", "launcher.frameworks", "launcher.workloads"]
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(ROOT), *groups],
+                         capture_output=True, text=True, check=True).stdout
+    assert json.loads(out) == {g: {n: list(e) for n, e in dists.entry_points(g).items()}
+                               for g in groups}

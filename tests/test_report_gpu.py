@@ -205,8 +205,9 @@ def test_run_summary_names_gpus_from_the_host_facts(tmp_path: Path):
                         framework="jax", facts=SimpleNamespace(gpus=[
                             Gpu("nvidia", 0, "NVIDIA H100 80GB HBM3", 81559 * MiB)]))
     result = SimpleNamespace(status=0, enforcement=Enforcement())
-    summary = write_summary(tmp_path, r, SimpleNamespace(name="native"), result,  # type: ignore[arg-type]
-                            ["x"], "the workload exited with status 0.", 0.0)
+    summary = write_summary(tmp_path, r, engine=SimpleNamespace(name="native"),  # type: ignore[arg-type]
+                            result=result, command=["x"],  # type: ignore[arg-type]
+                            diagnosis="the workload exited with status 0.", started=0.0)
     assert [(g["name"], g["util_peak_percent"]) for g in summary["gpus"]] == [
         ("NVIDIA H100 80GB HBM3", 27)]
     assert json.loads((tmp_path / "summary.json").read_text())["gpus"] == summary["gpus"]

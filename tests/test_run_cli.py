@@ -1,6 +1,6 @@
-"""`launcher run` and `launcher build` through the CLI with a fake engine (registered as any
-engine is: one module, one registry line), and the exact configuration sent to the daemon for
-the multi-GPU profiles (golden files)."""
+"""`launcher run` and `launcher build` through the CLI with a fake engine (a third party's,
+installed as its own distribution: tests/plugins/launcher-fakes), and the exact configuration
+sent to the daemon for the multi-GPU profiles (golden files)."""
 
 from __future__ import annotations
 
@@ -10,19 +10,15 @@ import pytest
 from typer.testing import CliRunner
 
 from launcher.cli.main import app
-from launcher.runtime import engines
 from tests.conftest import GOLDEN, HOSTS, ROOT, check_golden
-from tests.fake_engine import FakeEngine
 
 runner = CliRunner()
 
 
 @pytest.fixture
-def fake(monkeypatch):
-    monkeypatch.setitem(engines.REGISTRY, "fake", "tests.fake_engine:FakeEngine")
-    FakeEngine.calls.clear()
-    monkeypatch.setattr(FakeEngine, "status", 3)
-    return FakeEngine
+def fake(fake_engine, monkeypatch):
+    monkeypatch.setattr(fake_engine, "status", 3)
+    return fake_engine
 
 
 def _normal(text: str) -> str:
@@ -125,7 +121,9 @@ def test_refused_plan_does_not_start(fake, tmp_path):
 
 
 def test_build_uses_engine_with_context(fake, monkeypatch):
-    monkeypatch.setitem(engines.REGISTRY, "docker", "tests.fake_engine:FakeEngine")
+    from launcher.cli import build_cmd
+
+    monkeypatch.setattr(build_cmd, "first_that", lambda capability: fake())  # the builder
     result = runner.invoke(app, ["build", "-p", "runpod", "--base-image", "launcher-base:bookworm",
                                  "--tag", "t/runpod"])
     assert result.exit_code == 0, result.output
@@ -173,11 +171,11 @@ def test_no_workload_flag_shadows_a_launcher_option():
     import typer.main
 
     from launcher.cli.run_args import launcher_options
-    from launcher.workloads.catalog import BUILTIN
+    from launcher.workloads.catalog import registered
 
     ours = set(launcher_options(typer.main.get_command(app).commands["run"]))
     assert {"--profile", "-p", "--write-profile", "--dry-run", "-e"} <= ours
-    for w in BUILTIN.values():
+    for w in registered().values():
         theirs = set(w.parser()._option_string_actions)  # type: ignore[union-attr]
         assert theirs & ours <= {"-h", "--help"}, w.name
 

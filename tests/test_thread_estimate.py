@@ -118,9 +118,9 @@ def _calibrated_estimate(prof: Path, workload: str, calibration: Path) -> int:
                     env={"LAUNCHER_CALIBRATION": str(calibration)})
     est = json.loads(plan.stdout)["estimate"]
     assert est["source"].startswith("calibrated on this host"), est
-    from launcher.workloads.catalog import BUILTIN
+    from launcher.workloads.catalog import registered
 
-    return int(est["total"]) + BUILTIN[workload].extra_threads
+    return int(est["total"]) + registered()[workload].extra_threads
 
 
 @pytest.mark.parametrize("workload", sorted(WORKLOADS))
@@ -144,9 +144,9 @@ def test_a_workloads_peak_is_within_its_estimate(workload, cpus, docker, tmp_pat
 def test_a_pids_limit_at_the_estimate_fits_and_half_is_refused(workload, tmp_path):
     _need(FRAMEWORK[workload])
     plan = json.loads(launcher("plan", "-f", FRAMEWORK[workload], "--json").stdout)
-    from launcher.workloads.catalog import BUILTIN
+    from launcher.workloads.catalog import registered
 
-    estimate = int(plan["estimate"]["total"]) + BUILTIN[workload].extra_threads
+    estimate = int(plan["estimate"]["total"]) + registered()[workload].extra_threads
     at = tmp_path / "at.yaml"
     at.write_text(f"extends: base\nlimits: {{pids: {estimate}}}\n")
     run = launcher("run", "--runtime", "native", "-p", str(at), *WORKLOADS[workload],

@@ -7,7 +7,6 @@ from typer.testing import CliRunner
 
 from launcher.cli.jobs_progress import rate_text
 from launcher.cli.main import app
-from launcher.runtime import engines
 from launcher.units import mib_up, term
 
 
@@ -28,8 +27,7 @@ def test_a_size_printed_and_written_is_rounded_once():
     assert mib_up(317 * 2**20) == "317MiB"
 
 
-def test_one_thread_is_singular(monkeypatch, tmp_path):
-    monkeypatch.setitem(engines.REGISTRY, "fake", "tests.fake_engine:FakeEngine")
+def test_one_thread_is_singular(fake_engine, tmp_path):
     prof = tmp_path / "one.yaml"
     prof.write_text("extends: base\nframework: none\nthreads: {intra_op: 1}\n")
     result = CliRunner().invoke(app, ["run", "-p", str(prof), "--runtime", "fake", "--image",

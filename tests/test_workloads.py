@@ -147,10 +147,10 @@ def test_readme_lists_each_workloads_flags_from_its_parser():
     """docs/workloads.md's table names exactly the flags each workload's parser has."""
     import re
 
-    from launcher.workloads.catalog import BUILTIN
+    from launcher.workloads.catalog import registered
 
     readme = (ROOT / "docs" / "workloads.md").read_text()
-    for name, w in BUILTIN.items():
+    for name, w in registered().items():
         row = next(line for line in readme.splitlines() if line.startswith(f"| `{name}` |"))
         flags_cell = row.rstrip(" |").rsplit(" | ", 1)[1].replace("\\|", "|")
         listed = re.findall(r"`(--[^`]+)`", flags_cell)

@@ -9,7 +9,7 @@ from launcher.frameworks.base import NOT_HERE, Installed, Settings
 from launcher.probe.host import HostFacts
 
 
-def calibrated(framework: str, settings: Settings, cpus: int, gpus: int, facts: HostFacts,
+def calibrated(framework: str, settings: Settings, *, cpus: int, gpus: int, facts: HostFacts,
                installed: Installed = NOT_HERE) -> ThreadEstimate:
     """The built-in model, corrected by this host's calibration when one was measured for this
     framework, its installed version and this many CPUs: the measured peak minus the model at
@@ -20,7 +20,7 @@ def calibrated(framework: str, settings: Settings, cpus: int, gpus: int, facts: 
     model's beyond_probe) stay in either way."""
     from launcher.probe.calibration import METHOD, user_path
 
-    model = estimate_threads(framework, settings, cpus, gpus, installed)
+    model = estimate_threads(framework, settings, cpus=cpus, gpus=gpus, installed=installed)
     entries = [e for e in facts.calibration if e.get("framework") == framework and
                e.get("cpus") == cpus and (e.get("gpus") or e.get("method", 1) >= METHOD)]
     if not entries:
@@ -46,11 +46,12 @@ def calibrated(framework: str, settings: Settings, cpus: int, gpus: int, facts: 
         # not the largest one (whose probe figure would cancel what only a real program grows)
         named = cpu_side or newest(on_gpu=True) or {}
         installed = Installed(str(named["version"]), str(named.get("build", installed.build)))
-        model = estimate_threads(framework, settings, cpus, gpus, installed)
+        model = estimate_threads(framework, settings, cpus=cpus, gpus=gpus,
+                                 installed=installed)
 
     def offset(entry: dict[str, Any], seen: int) -> int:
-        at = estimate_threads(framework, Settings.of(entry.get("settings", {})), cpus, seen,
-                              installed, probe_only=True)
+        at = estimate_threads(framework, Settings.of(entry.get("settings", {})), cpus=cpus,
+                              gpus=seen, installed=installed, probe_only=True)
         return int(entry["peak"]) - at.per_process
 
     parts, said = dict(model.breakdown), []

@@ -4,7 +4,8 @@ own modules. Pure: the host was read into HostFacts, the installed framework is 
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import functools
+from dataclasses import asdict, replace
 from typing import Any
 
 from launcher.caps.budget import pids_budget
@@ -15,7 +16,9 @@ from launcher.caps.sizing import cpuset_count, pool_cpus
 from launcher.caps.stacks import stacks_of
 from launcher.caps.verdict import verdict
 from launcher.errors import ProfileError
-from launcher.frameworks.base import NOT_HERE, Installed, Settings
+from launcher.frameworks import get as get_framework
+from launcher.frameworks import names as framework_names
+from launcher.frameworks.base import NOT_HERE, Installed, Pools, Settings
 from launcher.probe.host import HostFacts
 from launcher.profiles.loader import Profile
 from launcher.profiles.schema import AUTO, UNLIMITED
@@ -73,9 +76,6 @@ def compute_caps(
     inter, inter_src = pick("threads.inter_op", min(2, intra), f"min(2, intra_op {intra})")
     omp, omp_src = pick("threads.omp", intra, same)
     limit, limit_src = pick("threads.omp_thread_limit", omp, f"= OMP threads {omp}")
-    data_par, data_src = pick("threads.data_parallelism", intra, same)
-    private, private_src = pick("threads.private_threadpool_size", intra, same)
-    prefetch, prefetch_src = pick("threads.prefetch", 2, "2 batches")
     blas = omp
 
     want: dict[str, tuple[str | None, str]] = {
@@ -85,15 +85,8 @@ def compute_caps(
         "GOTO_NUM_THREADS": (str(blas), omp_src),
         "NUMEXPR_MAX_THREADS": (str(omp), omp_src),
         "NUMEXPR_NUM_THREADS": (str(omp), omp_src),
-        "TF_NUM_INTRAOP_THREADS": (str(intra), intra_src),
-        "TF_NUM_INTEROP_THREADS": (str(inter), inter_src),
-        "PJRT_NPROC": (str(intra), intra_src),
         "OMP_THREAD_LIMIT": (str(limit), limit_src),
-        "LAUNCHER_TF_DATA_PARALLELISM": (str(data_par), data_src),
-        "LAUNCHER_TF_DATA_PREFETCH": (str(prefetch), prefetch_src),
-        "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL": (str(private), private_src),
         "OMP_NESTED": (None, "deprecated (use OMP_MAX_ACTIVE_LEVELS)"),
-        "XLA_PYTHON_CLIENT_MEM_FRACTION": (None, "deprecated (use XLA_CLIENT_MEM_FRACTION)"),
     }
     # No XLA_FLAGS: measured here, --xla_cpu_multi_thread_eigen=false leaves JAX's thread count
     # unchanged (jax#1539) and costs ~12% of matmul throughput at 1-1.5 CPUs of quota.
@@ -114,7 +107,13 @@ def compute_caps(
 
         selection = select_gpus(profile, facts, None)
     gpu = _gpu(profile, facts, selection)
-    _allocator(profile, selection, want)
+    # every framework's own variables (a workload may import several), its allocator's too
+    pools = Pools(intra=intra, intra_src=intra_src, inter=inter, inter_src=inter_src, pick=pick,
+                  get=get, src=functools.partial(_src, profile),
+                  torch_alloc_variables=get_vendor(selection.vendor).torch_alloc_variables)
+    frameworks = [get_framework(n) for n in framework_names()]
+    for each in frameworks:
+        want.update(each.environment(pools))
     _vendor_env(profile, selection, want)
 
     inherited = inherited or {}
@@ -125,22 +124,21 @@ def compute_caps(
         clamp_memory(limits, facts)
     # pools are capped by affinity (the profile's cpuset narrows it), not by the quota
     fw_cpus = min(facts.affinity_cpus, cpuset_count(get("limits.cpuset")) or facts.affinity_cpus)
-    settings = Settings(omp=env_int(env, "OMP_NUM_THREADS", omp),
-                        blas=env_int(env, "OPENBLAS_NUM_THREADS", blas),
-                        intra=env_int(env, "TF_NUM_INTRAOP_THREADS", intra),
-                        inter=env_int(env, "TF_NUM_INTEROP_THREADS", inter),
-                        private_pool=env_int(env, "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL", private),
-                        pjrt=env_int(env, "PJRT_NPROC", 0))
+    base = Settings(omp=env_int(env, "OMP_NUM_THREADS", omp),
+                    blas=env_int(env, "OPENBLAS_NUM_THREADS", blas), intra=intra, inter=inter,
+                    private_pool=intra, pjrt=0)
+    settings = replace(base, **{name: env_int(env, var, getattr(base, name))
+                                for each in frameworks for name, var in each.settings_from.items()})
     seen = selection.count if gpus_per_process is None else min(gpus_per_process, selection.count)
-    est = calibrated(fw, settings, fw_cpus, seen, facts, installed)
+    est = calibrated(fw, settings, cpus=fw_cpus, gpus=seen, facts=facts, installed=installed)
     total = procs * est.per_process + 1 + extra_threads  # + the supervisor, + the workload's
     budget = pids_budget(limits, ulimits, facts)
     stack_soft = (ulimits["stack"].soft if "stack" in ulimits else
                   facts.rlimits["stack"].soft if "stack" in facts.rlimits else None)
     stacks = stacks_of(est.per_process, est.breakdown, stack_soft,
                        {k: s.value for k, s in env.items() if s.value is not None}, fw_cpus)
-    said = verdict(profile, facts, fw, procs, est, total, budget, limits, gpu, inherited,
-                   stacks)
+    said = verdict(profile, facts=facts, fw=fw, procs=procs, est=est, total=total, budget=budget,
+                   limits=limits, gpu=gpu, inherited=inherited, stacks=stacks)
     return Caps(
         profile=profile.name,
         framework=fw,
@@ -171,28 +169,9 @@ def env_int(env: dict[str, Setting], key: str, default: int) -> int:
 def _gpu(profile: Profile, facts: HostFacts, selection: GpuSelection) -> dict[str, Any]:
     vendor = selection.vendor
     count = selection.count
-    found = [g for g in facts.gpus if g.vendor == vendor] if vendor != "none" else []
+    found = [g for g in facts.gpus if g.vendor == vendor]
     return {"vendor": vendor, "count": count, "found": len(found),
             "model": profile.get("gpu.model"), "gfx_version": profile.get("gpu.gfx_version")}
-
-
-def _allocator(profile: Profile, selection: GpuSelection, want: dict) -> None:
-    conf = profile.get("allocator.torch")  # validated by the loader
-    if conf is not None:
-        src = _src(profile, "allocator.torch")
-        for name in ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF",
-                     *get_vendor(selection.vendor).torch_alloc_variables):
-            want[name] = (conf, src)
-    pre = profile.get("allocator.xla_preallocate")
-    if pre is not None:
-        want["XLA_PYTHON_CLIENT_PREALLOCATE"] = (
-            "true" if pre else "false", _src(profile, "allocator.xla_preallocate"))
-    frac = profile.get("allocator.xla_mem_fraction")
-    if frac is not None:
-        want["XLA_CLIENT_MEM_FRACTION"] = (f"{frac:g}", _src(profile, "allocator.xla_mem_fraction"))
-    alloc = profile.get("allocator.xla_allocator")
-    if alloc is not None:
-        want["XLA_PYTHON_CLIENT_ALLOCATOR"] = (alloc, _src(profile, "allocator.xla_allocator"))
 
 
 def _vendor_env(profile: Profile, selection: GpuSelection, want: dict) -> None:

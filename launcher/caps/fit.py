@@ -19,10 +19,10 @@ from launcher.caps.resolve import Resolved
 from launcher.caps.stacks import FIT_SIZES, Stacks, fits
 from launcher.caps.verdict import address_limits
 from launcher.cpulist import cpu_ids, format_cpu_list
+from launcher.frameworks import get as get_framework
 from launcher.units import format_size
 
 HEADROOM = 0.8  # the estimate at most this share of the budget: the verdict's own "ok"
-AFFINITY_BOUND = ("jax",)  # frameworks with pools no thread variable caps (XLA's codegen)
 
 
 @dataclass(frozen=True)  # pragma: no mutate
@@ -113,11 +113,12 @@ def _candidates(r: Resolved, headroom: float) -> list[tuple[dict[str, Any], str]
                               f"{format_size(base['limits.stack'])} (a thread recursing "
                               f"deeper crashes)"))
     now = r.caps.threads["intra_op"]
-    pools = "its CPU pools" + (" (PJRT_NPROC)" if r.framework == "jax" else "")
+    bound = get_framework(r.framework).affinity_bound
+    pools = "its CPU pools" + (f" ({bound})" if bound else "")
     out += [(base | {"threads.intra_op": n}, f"{pools} shrink from {now} to {n} threads (CPU-bound "
                                       f"work scales with them)")
             for n in reversed(range(1, now))]
-    if r.framework in AFFINITY_BOUND:
+    if bound:
         allowed = sorted(cpu_ids(r.profile.get("limits.cpuset") or r.facts.affinity_list or
                                  format_cpu_list(list(range(r.facts.affinity_cpus)))))
         out += [(base | {"limits.cpuset": format_cpu_list(allowed[:n])},

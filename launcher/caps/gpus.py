@@ -9,6 +9,7 @@ from launcher.errors import LauncherError
 from launcher.probe.host import HostFacts
 from launcher.profiles.loader import Profile
 from launcher.vendors import get as get_vendor
+from launcher.vendors import no_gpu
 from launcher.vendors import resolve as resolve_vendor
 from launcher.vendors.base import GpuSelection
 
@@ -31,7 +32,7 @@ def select_gpus(profile: Profile, facts: HostFacts, selection: str | None,
     count = profile.get("gpu.count", "auto")
     if selection is not None:
         selection = selection.strip().lower()
-    if selection == "none" or vendor == "none":
+    if selection == "none" or not get_vendor(vendor).has_gpus:
         if selection not in (None, "none"):
             asked = profile.get("gpu.vendor", "none")
             why = (f"profile {profile.name} uses no GPU vendor (gpu.vendor: {asked})"
@@ -39,7 +40,7 @@ def select_gpus(profile: Profile, facts: HostFacts, selection: str | None,
                    f"this host shows no GPU, and profile {profile.name} takes its vendor from "
                    f"the host (gpu.vendor: auto)")
             raise LauncherError(f"--gpus {selection}: {why}; only --gpus none applies")
-        return GpuSelection("none", ())
+        return GpuSelection(no_gpu(), ())
     if not for_this_host and isinstance(count, int):
         found = sorted(set(found) | set(range(count)))
     label = get_vendor(vendor).label
@@ -54,7 +55,7 @@ def select_gpus(profile: Profile, facts: HostFacts, selection: str | None,
     if selection.isdigit():
         n = int(selection)
         if n == 0:
-            return GpuSelection("none", ())
+            return GpuSelection(no_gpu(), ())
         if n > len(found):
             # the host's GPUs, then the lowest indices it lacks
             ids = tuple(found) + tuple(i for i in range(2 * n) if i not in found)[:n - len(found)]

@@ -39,11 +39,11 @@ class Caps:
     profile: str
     framework: str
     processes: int
-    cpus: int  # CPUs each process's pools are sized for in total
-    threads: dict[str, int]  # intra, inter, omp, blas
+    cpus: int  # CPUs the pools of all processes together are sized for (each: cpus // processes)
+    threads: dict[str, int]  # intra_op, inter_op, omp, blas: each process's pools
     env: dict[str, Setting]
     ulimits: dict[str, Ulimit]
-    limits: dict[str, Limit]  # pids, memory, shm, cpus (container-wide)
+    limits: dict[str, Limit]  # pids, shm, cpus, cpuset, memory (the whole run's)
     gpu: dict[str, Any]
     estimate: dict[str, Any]
     budget: dict[str, Any]

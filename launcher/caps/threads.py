@@ -2,9 +2,10 @@
 
 The peak, not the calm: from start through import, a first operation, compilation and the
 first training steps, sampled every millisecond. Each framework's terms, and the versions they
-were measured on, live in its module under `launcher/frameworks/`; `launcher calibrate`
-measures the same on any host (`caps.calibrate` applies it). Checked against real imports and
-the reference workloads by tests/test_thread_estimate.py.
+were measured on, live in its module under `launcher/frameworks/`. `launcher calibrate`
+measures the probe's peak (launcher.workloads.threadprobe) on any host, and `caps.calibrated`
+corrects this model by it. Checked against real imports and the reference workloads by
+tests/test_thread_estimate.py, the model's terms by tests/test_frameworks.py.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ class ThreadEstimate:
     source: str
 
 
-def estimate_threads(framework: str, settings: Settings, cpus: int, gpus: int = 0,
+def estimate_threads(framework: str, settings: Settings, *, cpus: int, gpus: int = 0,
                      installed: Installed = NOT_HERE, probe_only: bool = False) -> ThreadEstimate:
     """Peak threads of one process; `cpus` is the CPU affinity the process will have, `gpus`
     the GPUs it sees, `installed` the framework's version and build where it will run (unknown:

@@ -8,6 +8,7 @@ from launcher.caps.budget import memory_budget
 from launcher.caps.model import Limit, Verdict, threads_in_all
 from launcher.caps.stacks import Stacks, stack_reasons
 from launcher.caps.threads import ThreadEstimate
+from launcher.frameworks import get as get_framework
 from launcher.probe.host import HostFacts
 from launcher.profiles.loader import Profile
 from launcher.units import format_size
@@ -17,7 +18,7 @@ from launcher.vendors import get as get_vendor
 GPU_SHORT = "the profile asks for"  # the opening of the reason that names missing GPUs
 
 
-def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: ThreadEstimate,
+def verdict(profile: Profile, *, facts: HostFacts, fw: str, procs: int, est: ThreadEstimate,
              total: int, budget: dict[str, Any], limits: dict[str, Limit],
              gpu: dict[str, Any], inherited: dict[str, str], stacks: Stacks) -> Verdict:
     v = Verdict("ok")
@@ -62,10 +63,9 @@ def verdict(profile: Profile, facts: HostFacts, fw: str, procs: int, est: Thread
         label = get_vendor(gpu["vendor"]).label
         say("warn", f"{GPU_SHORT} {gpu['count']} {label} GPU(s) and "
                     f"this host shows {gpu['found']}; use --gpus none to run on the CPU.")
-    if fw == "tf" and gpu["count"] > 0 and (facts.max_map_count is None
-                                             or facts.max_map_count <= 65530):
-        say("warn", f"vm.max_map_count is {facts.max_map_count} and cannot be raised from a "
-                    f"container; TF/CUDA leak ~730 maps per fold, so run one process per fold.")
+    for check in get_framework(fw).checks:
+        for level, reason in check(gpu["count"], facts):
+            say(level, reason)
     for level, reason in stack_reasons(stacks, address_limits(facts)):
         say(level, reason)
     for reason in above_outer(limits, facts):

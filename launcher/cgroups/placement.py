@@ -269,7 +269,8 @@ def _place_v2(wanted: list[str], dirs: tuple[Path, ...], writable: Writable,
                     first_why[c] = f"{first_why[c]}, and {w}" if c in first_why else w
         got = [c for c in wanted if c in taken]
         if got and (best is None or len(got) > len(best.controllers)):
-            best = _placement(dirs, index, leaf, move, taken, got, carry)
+            best = _placement(dirs, index, leaf=leaf, move=move, taken=taken, got=got,
+                              carry=carry)
         if len(got) == len(wanted):
             break
     enforced = set(best.controllers) if best else set()
@@ -356,7 +357,7 @@ def _enable_path(c: str, dirs: tuple[Path, ...], index: int, writable: Writable,
     return need[::-1]
 
 
-def _placement(dirs: tuple[Path, ...], index: int, leaf: Path | None, move: tuple[int, ...],
+def _placement(dirs: tuple[Path, ...], index: int, *, leaf: Path | None, move: tuple[int, ...],
                taken: dict[str, list[int]], got: list[str],
                carry: tuple[Carried, ...]) -> Placement:
     order = sorted({j for js in taken.values() for j in js}, reverse=True)  # top first

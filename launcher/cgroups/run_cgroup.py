@@ -88,7 +88,7 @@ def advisory_of(caps: Collection[str], decision: Decision) -> dict[str, str]:
             if _CONTROLLER_OF[c] in decision.advisory}
 
 
-def make_run_cgroup(name: str, pids: int | None, memory: int | None, cpus: float | None,
+def make_run_cgroup(name: str, *, pids: int | None, memory: int | None, cpus: float | None,
                     root: Path = Path("/"), writable: Writable = can_write,
                     ours: Collection[int] | None = None, count: bool = False) -> RunCgroup:
     """The run's cgroup for the limits asked for. `count`: a pids cgroup even where no pids

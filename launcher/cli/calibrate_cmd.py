@@ -53,9 +53,9 @@ def calibrate(frameworks: list[str] | None, cpus: str | None, as_json: bool,
         entries = []  # no framework measured (none installed, or none at these CPU counts)
     rows = []
     for e in entries:
-        model = estimate_threads(e["framework"], Settings.of(e["settings"]), e["cpus"],
-                                 e.get("gpus", 0), Installed(e["version"],
-                                                             e.get("build", "unknown")),
+        model = estimate_threads(e["framework"], Settings.of(e["settings"]), cpus=e["cpus"],
+                                 gpus=e.get("gpus", 0),
+                                 installed=Installed(e["version"], e.get("build", "unknown")),
                                  probe_only=True)  # what the probe reaches, as it ran
         e["model"] = model.per_process
         gpu = f"{e['gpus']} {e.get('vendor', '')}".strip() if e.get("gpus") else "-"

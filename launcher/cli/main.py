@@ -25,9 +25,9 @@ from launcher.cli.run_command import (  # noqa: E402 - the texts run shares with
     GPUS_HELP,
     PROFILE_HELP,
 )
-from launcher.runtime.engines import REGISTRY as ENGINES  # noqa: E402 - names only, no import
+from launcher.runtime.engines import names as engine_names  # noqa: E402 - metadata only
 
-RUNTIMES = " | ".join(ENGINES)  # the built-in engines, as the registry lists them
+RUNTIMES = " | ".join(engine_names())  # the engines, as the registry lists them
 
 class LauncherGroup(typer.core.TyperGroup):
     """The typer-built commands, and `run` from cli/run_command.py (click alone, so that

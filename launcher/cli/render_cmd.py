@@ -17,7 +17,7 @@ from launcher.cli.common import resolve_profile
 from launcher.contract import IN_IMAGE
 from launcher.errors import LauncherError
 from launcher.render.compose import render_compose, service_specs
-from launcher.render.dockerfile import context_files, copy_package, image_spec
+from launcher.render.dockerfile import PACKAGE_DIRS, context_files, copy_package, image_spec
 from launcher.render.images import build_command, default_tag
 from launcher.render.runpod import render_runpod
 from launcher.runtime.spec import Mount, RunSpec
@@ -134,7 +134,7 @@ def write_tree(out: Path, files: dict[str, str], force: bool = False) -> None:
     Files launcher did not write are never replaced, unless `force`."""
     if out.exists() and not out.is_dir():
         raise LauncherError(f"--out {out}: not a folder")
-    names = [*files, "launcher"]
+    names = [*files, *PACKAGE_DIRS]
     ours = set(_previous(out))
     clash = [n for n in names if (out / n).exists() and n not in ours]
     if clash and not force:
@@ -153,9 +153,10 @@ def write_tree(out: Path, files: dict[str, str], force: bool = False) -> None:
         (staging / MARKER).write_text(json.dumps(sorted(names)) + "\n")
         for name in [*files, MARKER]:
             os.replace(staging / name, out / name)
-        if (out / "launcher").exists():
-            shutil.rmtree(out / "launcher")
-        os.replace(staging / "launcher", out / "launcher")
+        for name in PACKAGE_DIRS:
+            if (out / name).exists():
+                shutil.rmtree(out / name)
+            os.replace(staging / name, out / name)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

@@ -1,23 +1,15 @@
-"""Frameworks as a registry: one module per framework, one line here. A module defines
+"""Frameworks as a registry (entry-point group `launcher.frameworks`). A module defines
 `FRAMEWORK`, an instance of `launcher.frameworks.base.Framework`: what it imports, its thread
 model, its calibration probe, its packages per GPU vendor and its facts for `doctor`. A new one
-(onnxruntime, cupy) is one module and one line, or a third party's `launcher.frameworks`
-entry point."""
+(onnxruntime, cupy) is one module and one entry-point line, launcher's own or a third party's."""
 
 from __future__ import annotations
 
 from launcher.frameworks.base import Framework
 from launcher.registry import Registry
 
-# name -> module defining FRAMEWORK. A new framework is one module and one line here.
-REGISTRY: dict[str, str] = {
-    "torch": "launcher.frameworks.torch",
-    "tf": "launcher.frameworks.tf",
-    "jax": "launcher.frameworks.jax",
-    "none": "launcher.frameworks.none",
-}
-_registry: Registry[Framework] = Registry("framework", REGISTRY, default="FRAMEWORK",
-                                          group="launcher.frameworks")
+_registry: Registry[Framework] = Registry("framework", group="launcher.frameworks",
+                                          default="FRAMEWORK")
 
 
 def names() -> tuple[str, ...]:

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
+
+from launcher.keys import Key
 
 Parts = dict[str, int]
 
@@ -60,6 +63,28 @@ class Model:
                                         version.startswith(self.series + "."))
 
 
+Want = dict[str, tuple[str | None, str]]  # variable -> (value or None: removed, its source)
+
+
+@dataclass(frozen=True)
+class Pools:
+    """What a framework's own variables derive from: the intra- and inter-op pools (with where
+    each came from) and the profile (`pick` gives a key's value, or its auto value and why)."""
+
+    intra: int
+    intra_src: str
+    inter: int
+    inter_src: str
+    pick: Callable[[str, int, str], tuple[int, str]]
+    get: Callable[[str], Any]  # a profile key's value
+    src: Callable[[str], str]  # where a profile key was set
+    torch_alloc_variables: tuple[str, ...] = ()  # the GPU vendor's, besides PyTorch's own
+
+    @property
+    def same(self) -> str:
+        return f"= intra_op {self.intra} <- {self.intra_src}"
+
+
 @dataclass(frozen=True)
 class Estimate:
     parts: Parts
@@ -81,6 +106,18 @@ class Framework:
     facts: tuple[str, ...] = ()  # for `doctor`
     probe: str = ""  # module with first_op(), train(), matmul(n) for threadprobe
     detect_build: Callable[[], str] = field(default=lambda: "cpu")
+    # the variable of pools no thread variable caps, only the affinity (XLA's codegen: its
+    # PJRT_NPROC); `--fit` may then shrink the cpuset
+    affinity_bound: str | None = None
+    # its own verdict checks: (GPUs it gets, host facts) -> (level, reason) pairs
+    checks: tuple[Callable[[int, Any], list[tuple[str, str]]], ...] = ()
+    # its own profile keys (section -> key -> Key), variables (name -> why, for the managed
+    # table), the values it sets for them, and the Settings fields those variables feed back
+    # (an explicit -e of one counts in the thread model)
+    profile_keys: dict[str, dict[str, Key]] = field(default_factory=dict)
+    variables: dict[str, str] = field(default_factory=dict)
+    environment: Callable[[Pools], Want] = field(default=lambda pools: {})
+    settings_from: dict[str, str] = field(default_factory=dict)  # Settings field -> variable
 
     def installed(self) -> Installed:
         """The version in this interpreter's environment, from the package's metadata folder
@@ -100,10 +137,10 @@ class Framework:
         image) takes the largest of the measured models: it errs high."""
         model = next((m for m in self.models if m.covers(installed.version)), None)
         if model is not None:
-            return Estimate(_parts(model, settings, cpus, gpus, installed, probe_only),
-                            f"built-in model ({model.measured})")
-        tried = [(_parts(m, settings, cpus, gpus, installed, probe_only), m)
-                 for m in self.models]
+            return Estimate(_parts(model, s=settings, cpus=cpus, gpus=gpus, installed=installed,
+                                   probe_only=probe_only), f"built-in model ({model.measured})")
+        tried = [(_parts(m, s=settings, cpus=cpus, gpus=gpus, installed=installed,
+                         probe_only=probe_only), m) for m in self.models]
         parts, m = max(tried, key=lambda pm: sum(pm[0].values()))
         what = (f"{self.label} {installed.version} is not a version the model was measured on"
                 if installed.version else f"{self.label} is not installed here")
@@ -112,7 +149,7 @@ class Framework:
                                f"({series}: {m.measured}); {what}, so it errs high")
 
 
-def _parts(model: Model, s: Settings, cpus: int, gpus: int, installed: Installed,
+def _parts(model: Model, *, s: Settings, cpus: int, gpus: int, installed: Installed,
            probe_only: bool = False) -> Parts:
     parts = {"main": 1, **model.cpu(s, cpus, installed)}
     if gpus:

@@ -7,7 +7,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from launcher.frameworks.base import Framework, Installed, Model, Parts, Settings, openblas
+from launcher.frameworks.base import (
+    Framework,
+    Installed,
+    Model,
+    Parts,
+    Pools,
+    Settings,
+    Want,
+    openblas,
+)
+from launcher.keys import Key
 
 
 def _gpu_build(installed: Installed) -> Parts:
@@ -114,6 +124,23 @@ def matmul(n: int) -> Callable[[], object]:
     return lambda: f(a).block_until_ready()
 
 
+def _environment(p: Pools) -> Want:
+    want: Want = {"PJRT_NPROC": (str(p.intra), p.intra_src),
+                   "XLA_PYTHON_CLIENT_MEM_FRACTION": (None, "deprecated (use "
+                                                            "XLA_CLIENT_MEM_FRACTION)")}
+    pre = p.get("allocator.xla_preallocate")
+    if pre is not None:
+        want["XLA_PYTHON_CLIENT_PREALLOCATE"] = ("true" if pre else "false",
+                                                 p.src("allocator.xla_preallocate"))
+    frac = p.get("allocator.xla_mem_fraction")
+    if frac is not None:
+        want["XLA_CLIENT_MEM_FRACTION"] = (f"{frac:g}", p.src("allocator.xla_mem_fraction"))
+    alloc = p.get("allocator.xla_allocator")
+    if alloc is not None:
+        want["XLA_PYTHON_CLIENT_ALLOCATOR"] = (alloc, p.src("allocator.xla_allocator"))
+    return want
+
+
 FRAMEWORK = Framework(
     name="jax", label="jax", module="jax", distributions=("jax",), install="jax",
     models=(Model("0.10", "jax 0.10.2, 1-2 CPUs, 2026-11", _cpu_0_10, _gpu,
@@ -130,4 +157,19 @@ FRAMEWORK = Framework(
            "codegen pools (llvm-worker, tf_foreach) follow the CPU affinity",),
     probe=__name__,
     detect_build=detect_build,
+    affinity_bound="PJRT_NPROC",
+    profile_keys={"allocator": {
+        "xla_preallocate": Key("bool", "XLA_PYTHON_CLIENT_PREALLOCATE"),
+        "xla_mem_fraction": Key("float", "XLA_CLIENT_MEM_FRACTION", minimum=0.01, maximum=1.0),
+        "xla_allocator": Key("choice", "XLA_PYTHON_CLIENT_ALLOCATOR",
+                             choices=("default", "platform", "bfc", "cuda_async"))}},
+    variables={
+        "PJRT_NPROC": "XLA's CPU client pools (JAX): tf_XLAEigen and the client's "
+                      "(xla/pjrt/utils.cc)",
+        "XLA_PYTHON_CLIENT_PREALLOCATE": "JAX GPU preallocation",
+        "XLA_CLIENT_MEM_FRACTION": "JAX GPU memory fraction",
+        "XLA_PYTHON_CLIENT_MEM_FRACTION": "deprecated; removed when inherited",
+        "XLA_PYTHON_CLIENT_ALLOCATOR": "JAX GPU allocator"},
+    environment=_environment,
+    settings_from={"pjrt": "PJRT_NPROC"},
 )

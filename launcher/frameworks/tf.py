@@ -4,8 +4,19 @@ the first device creation, and may exceed the affinity (4 on 2 CPUs starts 4).""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
-from launcher.frameworks.base import Framework, Installed, Model, Parts, Settings, openblas
+from launcher.frameworks.base import (
+    Framework,
+    Installed,
+    Model,
+    Parts,
+    Pools,
+    Settings,
+    Want,
+    openblas,
+)
+from launcher.keys import Key
 
 
 def _cpu(s: Settings, cpus: int, _: Installed) -> Parts:
@@ -63,6 +74,28 @@ def matmul(n: int) -> Callable[[], object]:
     return lambda: float(tf.matmul(a, a)[0, 0])
 
 
+def _map_count(gpus: int, facts: Any) -> list[tuple[str, str]]:
+    """TF/CUDA leak memory maps per fold; a container cannot raise vm.max_map_count."""
+    if gpus and (facts.max_map_count is None or facts.max_map_count <= 65530):
+        return [("warn", f"vm.max_map_count is {facts.max_map_count} and cannot be raised from "
+                         f"a container; TF/CUDA leak ~730 maps per fold, so run one process per "
+                         f"fold.")]
+    return []
+
+
+def _environment(p: Pools) -> Want:
+    data_par, data_src = p.pick("threads.data_parallelism", p.intra, p.same)
+    private, private_src = p.pick("threads.private_threadpool_size", p.intra, p.same)
+    prefetch, prefetch_src = p.pick("threads.prefetch", 2, "2 batches")
+    return {
+        "TF_NUM_INTRAOP_THREADS": (str(p.intra), p.intra_src),
+        "TF_NUM_INTEROP_THREADS": (str(p.inter), p.inter_src),
+        "LAUNCHER_TF_DATA_PARALLELISM": (str(data_par), data_src),
+        "LAUNCHER_TF_DATA_PREFETCH": (str(prefetch), prefetch_src),
+        "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL": (str(private), private_src),
+    }
+
+
 FRAMEWORK = Framework(
     name="tf", label="tensorflow", module="tensorflow",
     distributions=("tensorflow", "tensorflow-cpu"), install="tensorflow-cpu",
@@ -71,6 +104,20 @@ FRAMEWORK = Framework(
     unsupported={"amd": "PyPI's tensorflow-rocm stops at 2.14 (2023), with wheels for Python "
                         "3.9-3.11 only, and the AMD base's Python is 3.12"},
     rounding="half-up",
+    checks=(_map_count,),
+    profile_keys={"threads": {
+        "data_parallelism": Key("int", "tf.data map num_parallel_calls", auto=True),
+        "prefetch": Key("int", "tf.data prefetch buffer", auto=True),
+        "private_threadpool_size": Key("int", "tf.data private_threadpool_size", auto=True)}},
+    # tf.data's are read by launcher's workloads and by user code through the caps file
+    variables={"TF_NUM_INTRAOP_THREADS": "TensorFlow intra-op pool (process_util.cc)",
+               "TF_NUM_INTEROP_THREADS": "TensorFlow inter-op pool",
+               "LAUNCHER_TF_DATA_PARALLELISM": "tf.data map num_parallel_calls",
+               "LAUNCHER_TF_DATA_PREFETCH": "tf.data prefetch buffer",
+               "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL": "tf.data private_threadpool_size"},
+    environment=_environment,
+    settings_from={"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREADS",
+                   "private_pool": "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL"},
     facts=("TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS are read once, at the first "
            "device creation; TF/CUDA leak ~730 memory maps per fold: one process per fold",),
     probe=__name__,

@@ -7,7 +7,17 @@ import importlib.util
 from collections.abc import Callable
 from pathlib import Path
 
-from launcher.frameworks.base import Framework, Installed, Model, Parts, Settings, openblas
+from launcher.frameworks.base import (
+    Framework,
+    Installed,
+    Model,
+    Parts,
+    Pools,
+    Settings,
+    Want,
+    openblas,
+)
+from launcher.keys import Key
 
 
 def _cpu(s: Settings, cpus: int, installed: Installed) -> Parts:
@@ -70,6 +80,31 @@ def matmul(n: int) -> Callable[[], object]:
     return lambda: (a @ a)[0, 0].item()
 
 
+MIN_SAFE_SPLIT_MB = 21  # its caching allocator rejects or misbehaves below this
+
+
+def _alloc_conf(conf: object) -> str | None:
+    """Why an allocator.torch value is wrong (None: it is right)."""
+    for item in str(conf).split(","):
+        key, sep, value = item.partition(":")
+        if not sep or not key.strip():
+            return f"expected key:value[,key:value] (got {conf!r})"
+        if key.strip() == "max_split_size_mb" and (
+            not value.strip().isdigit() or int(value) < MIN_SAFE_SPLIT_MB
+        ):
+            return (f"max_split_size_mb must be a whole number >= {MIN_SAFE_SPLIT_MB} "
+                    f"(got {value.strip()!r})")
+    return None
+
+
+def _environment(p: Pools) -> Want:
+    conf = p.get("allocator.torch")
+    if conf is None:
+        return {}
+    return {name: (conf, p.src("allocator.torch")) for name in
+            ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", *p.torch_alloc_variables)}
+
+
 FRAMEWORK = Framework(
     name="torch", label="torch", module="torch", distributions=("torch",),
     install="torch==2.13.0",
@@ -84,4 +119,9 @@ FRAMEWORK = Framework(
            "torch.set_num_interop_threads works once, before any parallel work",),
     probe=__name__,
     detect_build=detect_build,
+    profile_keys={"allocator": {"torch": Key("str", "PYTORCH_ALLOC_CONF (and CUDA/HIP variants)",
+                                             check=_alloc_conf)}},
+    variables={"PYTORCH_ALLOC_CONF": "PyTorch allocator (newer name)",
+               "PYTORCH_CUDA_ALLOC_CONF": "PyTorch CUDA allocator (older name)"},
+    environment=_environment,
 )

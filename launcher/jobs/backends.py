@@ -1,6 +1,7 @@
-"""Where a job's chunks run, as a registry: `local` (this machine's engine: native processes
-or containers) and `ray` (a Ray cluster). The ledger, the pull queue and the OOM split stay
-with the driver either way; a backend gives the slots and runs one chunk on one of them."""
+"""Where a job's chunks run, as a registry (entry-point group `launcher.backends`): `local`
+(this machine's engine: native processes or containers) and `ray` (a Ray cluster). The
+ledger, the pull queue and the OOM split stay with the driver either way; a backend gives the
+slots and runs one chunk on one of them."""
 
 from __future__ import annotations
 
@@ -11,11 +12,6 @@ from launcher.errors import LauncherError
 from launcher.jobs.job import Prepared
 from launcher.jobs.runner import Executor, Slot
 from launcher.registry import Registry
-
-REGISTRY: dict[str, str] = {
-    "local": "launcher.jobs.local:LocalBackend",
-    "ray": "launcher.jobs.ray_backend:RayBackend",
-}
 
 
 class Backend(Protocol):
@@ -31,8 +27,8 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
-_registry: Registry[Any] = Registry("backend", REGISTRY, default="Backend",
-                                    group="launcher.backends")
+_registry: Registry[Any] = Registry("backend", group="launcher.backends",
+                                    default="Backend")
 
 
 def on_this_host(name: str) -> bool:

@@ -21,7 +21,6 @@ from launcher.runtime.engine import Engine, Started
 from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, owner
 from launcher.runtime.spec import Mount, RunSpec, build_spec
 from launcher.supervise import commit
-from launcher.supervise.indexed import substitute
 from launcher.vendors.base import GpuSelection
 
 TAIL_LINES = 20
@@ -54,16 +53,14 @@ def prepare_attempt(spec: JobSpec, chunk: Chunk, folder: Path,
     out = Path(commit.new_attempt(str(cdir), str(max(1, chunk.attempts))))
     exit_file = cdir / "exit.json"
     exit_file.unlink(missing_ok=True)
-    env = {"LAUNCHER_JOB_ID": spec.name, "LAUNCHER_CHUNK_INDEX": str(chunk.id),
-           "LAUNCHER_CHUNK_START": str(chunk.start), "LAUNCHER_CHUNK_END": str(chunk.end),
-           "LAUNCHER_CHUNK_OUT": str(out), contract.EXIT_FILE: str(exit_file)}
-    values = {"index": str(chunk.id), "start": str(chunk.start), "end": str(chunk.end),
-              "out": str(out), "file": ""}
+    file: Path | None = None
     if items is not None:
-        f = cdir / "items.txt"
-        f.write_text("".join(line + "\n" for line in items[chunk.start:chunk.end]))
-        env["LAUNCHER_CHUNK_FILE"] = values["file"] = str(f)
-    return substitute(spec.command, values), {**spec.env, **env}, exit_file
+        file = cdir / "items.txt"
+        file.write_text("".join(line + "\n" for line in items[chunk.start:chunk.end]))
+    env = contract.chunk_env(job=spec.name, index=chunk.id, start=chunk.start, end=chunk.end,
+                             out=str(out), file=None if file is None else str(file))
+    return (contract.substitute(spec.command, env),
+            {**spec.env, **env, contract.EXIT_FILE: str(exit_file)}, exit_file)
 
 
 def commit_output(attempt: Path, chunk: Chunk, status: int,
@@ -81,7 +78,7 @@ def commit_output(attempt: Path, chunk: Chunk, status: int,
 class LocalExecutor:
     """Chunks on this machine through an engine, one per slot at a time."""
 
-    def __init__(self, spec: JobSpec, r: Resolved, engine: Engine, folder: Path,
+    def __init__(self, spec: JobSpec, r: Resolved, *, engine: Engine, folder: Path,
                  image: str | None, cwd: Path, items: list[str] | None,
                  memory_limit: int | None = None) -> None:
         self.spec, self.r, self.engine, self.folder = spec, r, engine, folder
@@ -168,7 +165,7 @@ class LocalExecutor:
         if timed_out.is_set():
             diagnosis = f"the chunk took longer than its {self.spec.timeout:g}s timeout."
         elif status == 0:
-            status, diagnosis = commit_output(Path(env["LAUNCHER_CHUNK_OUT"]), chunk, status,
+            status, diagnosis = commit_output(Path(env[contract.CHUNK_OUT]), chunk, status,
                                               diagnosis)
         # the cgroup's peak and OOM counters when the chunk had a cgroup of its own, else the
         # RSS of its largest process (a shared cgroup's counters would be everyone's: an OOM

@@ -162,7 +162,7 @@ class Ledger:
 
         return self._tx(go)  # type: ignore[no-any-return]
 
-    def finish(self, chunk_id: int, state: str, exit_status: int | None,
+    def finish(self, chunk_id: int, state: str, *, exit_status: int | None,
                diagnosis: str | None, peak: int | None, log_tail: str | None = None) -> None:
         assert state in ("done", "failed", "pending")
         self._tx(lambda db: db.execute(
@@ -202,7 +202,8 @@ class Ledger:
                 continue
             ended = exit_of(c)
             if ended is not None and ended.get("status") == 0:
-                self.finish(c.id, "done", 0, ended.get("diagnosis"), ended.get("memory_peak"))
+                self.finish(c.id, "done", exit_status=0, diagnosis=ended.get("diagnosis"),
+                            peak=ended.get("memory_peak"))
                 notes.append(f"chunk {c.id} had finished when its launcher died: its output "
                              f"committed, recorded done")
             else:

@@ -27,8 +27,9 @@ class LocalBackend:
 
             image = default_tag(p.resolved.profile.name, p.resolved.framework)
         # chunks run in the spec's folder: its command's relative paths are the spec's
-        self._executor = LocalExecutor(p.spec, p.resolved, engine, folder, image,
-                                       p.spec.path.resolve().parent, items)
+        self._executor = LocalExecutor(p.spec, p.resolved, engine=engine, folder=folder,
+                                       image=image, cwd=p.spec.path.resolve().parent,
+                                       items=items)
 
     def slots(self) -> list[Slot]:
         return [Slot(f"slot{i}", gpu) for i, gpu in enumerate(self.p.plan.gpus)]

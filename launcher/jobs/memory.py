@@ -137,8 +137,9 @@ def _executor(p: Prepared, folder: Path, items: list[str] | None,
               cap: int | None) -> LocalExecutor:
     from launcher.runtime.engines import first_that
 
-    return LocalExecutor(p.spec, p.resolved, first_that("runs_host_processes"), folder, None,
-                         p.spec.path.resolve().parent, items, memory_limit=cap)
+    return LocalExecutor(p.spec, p.resolved, engine=first_that("runs_host_processes"),
+                         folder=folder, image=None, cwd=p.spec.path.resolve().parent,
+                         items=items, memory_limit=cap)
 
 
 def measure(p: Prepared, sizes: list[int], folder: Path, items: list[str] | None,

@@ -70,7 +70,7 @@ def plan_job(spec: JobSpec, r: Resolved, max_concurrent: int | None = None) -> J
     caps, profile = r.caps, r.profile
     bounds: dict[str, int] = {}
     cap = profile.get("jobs.max_concurrent")
-    gpu_ids = list(r.selection.ids) if r.selection.vendor != "none" else []
+    gpu_ids = list(r.selection.ids)
     if gpu_ids:
         bounds["GPU slots"] = len(gpu_ids)
     elif max_concurrent or cap:

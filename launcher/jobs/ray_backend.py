@@ -143,7 +143,7 @@ def node_command(p: Prepared, head: str | None) -> list[str]:
 
     plan = p.plan
     gpus = len([g for g in plan.gpus if g is not None]) if plan.gpus[0] is not None else 0
-    gpu_total = p.resolved.selection.count if p.resolved.selection.vendor != "none" else 0
+    gpu_total = p.resolved.selection.count
     task_cpus = max(1, p.resolved.caps.threads["omp"])
     cmd = ["ray", "start", f"--address={head}" if head else "--head",
            f"--num-cpus={max(p.resolved.facts.effective_cpus, plan.concurrency * task_cpus)}",

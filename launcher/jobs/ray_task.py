@@ -35,8 +35,9 @@ def run_chunk(payload: dict[str, Any]) -> dict[str, Any]:
                                    if fields[k] is not None}})
     ids = ray.get_gpu_ids()
     gpu = int(ids[0]) if ids and payload["gpus"] else None
-    ex = LocalExecutor(spec, r, first_that("runs_host_processes"), Path(payload["folder"]), None,
-                       Path(payload["cwd"]), _window(payload), payload["memory"])
+    ex = LocalExecutor(spec, r, engine=first_that("runs_host_processes"),
+                       folder=Path(payload["folder"]), image=None, cwd=Path(payload["cwd"]),
+                       items=_window(payload), memory_limit=payload["memory"])
     ex.extra_env = {"LAUNCHER_NODE": ray.get_runtime_context().get_node_id()}
     o = ex.execute(Chunk(**payload["chunk"]), gpu, threading.Event())
     return dataclasses.asdict(o)

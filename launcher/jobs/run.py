@@ -106,16 +106,16 @@ def run_job(job: JobRun, progress: Callable[[int, int], Any],
         if gpus.sampler.any:
             gpus.start()
         started, since = time.monotonic(), time.time()
-        queue = PullQueue(p.spec, p.plan, ledger, be.executor(), shown, owner(), slots,
-                          say=say, rerun=rerun)
+        queue = PullQueue(p.spec, p.plan, ledger=ledger, executor=be.executor(),
+                          progress=shown, runner_id=owner(), slots=slots, say=say, rerun=rerun)
         try:
             finished = queue.run()
         finally:
             shown.close()
             gpus.done.set()
             be.close()
-        s = summ.summarize(ledger, len(slots), time.monotonic() - started, queue.busy,
-                           gpus.means(), since)
+        s = summ.summarize(ledger, len(slots), wall_s=time.monotonic() - started,
+                           busy=queue.busy, gpu_util=gpus.means(), since=since)
         s["job"], s["folder"], s["backend"] = p.spec.name, str(folder), job.backend
         write_summary(folder, s)
         ledger.close()

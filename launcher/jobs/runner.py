@@ -67,8 +67,8 @@ class Slot:
 
 
 class PullQueue:
-    def __init__(self, spec: JobSpec, plan: JobPlan, ledger: Ledger, executor: Executor,
-                 progress: Progress, runner_id: str, slots: list[Slot] | None = None, *,
+    def __init__(self, spec: JobSpec, plan: JobPlan, *, ledger: Ledger, executor: Executor,
+                 progress: Progress, runner_id: str, slots: list[Slot] | None = None,
                  say: Callable[[str], None] = lambda _msg: None,
                  rerun: str = "launcher jobs run SPEC") -> None:
         self.say, self.rerun = say, rerun  # rerun: the command that goes on with the job
@@ -140,7 +140,8 @@ class PullQueue:
         items = f"items {chunk.start}-{chunk.end}"
         where = f" on GPU {o.gpu}" if o.gpu is not None else ""
         if o.status == 0:
-            self.ledger.finish(chunk.id, "done", 0, o.diagnosis, o.peak)
+            self.ledger.finish(chunk.id, "done", exit_status=0, diagnosis=o.diagnosis,
+                               peak=o.peak)
             self.progress.ended("done", f"chunk {chunk.id} ({items}) done{where}", chunk.size)
         elif o.interrupted:
             self.ledger.interrupted(chunk.id, o.status, o.peak)
@@ -153,7 +154,8 @@ class PullQueue:
             self.ledger.event(chunk.id, "split", text)
             self.progress.ended("split", text)
         elif chunk.attempts <= self.spec.retries:
-            self.ledger.finish(chunk.id, "pending", o.status, o.diagnosis, o.peak, o.log_tail)
+            self.ledger.finish(chunk.id, "pending", exit_status=o.status,
+                               diagnosis=o.diagnosis, peak=o.peak, log_tail=o.log_tail)
             text = (f"chunk {chunk.id} ({items}) failed{where}: {o.diagnosis} Trying again "
                     f"({chunk.attempts} of {self.spec.retries + 1} attempts used).")
             self.ledger.event(chunk.id, "retry", text)
@@ -166,7 +168,8 @@ class PullQueue:
             last = last_words(o.log_tail)
             if last:
                 why += f" Its last line: {last}"
-            self.ledger.finish(chunk.id, "failed", o.status, why, o.peak, o.log_tail)
+            self.ledger.finish(chunk.id, "failed", exit_status=o.status, diagnosis=why,
+                               peak=o.peak, log_tail=o.log_tail)
             text = f"chunk {chunk.id} ({items}) failed{where}: {why}"
             self.ledger.event(chunk.id, "failed", text)
             self.progress.ended("failed", text)

@@ -13,7 +13,7 @@ from launcher.jobs.ledger import Ledger
 from launcher.units import format_size
 
 
-def summarize(ledger: Ledger, concurrency: int, wall_s: float | None = None,
+def summarize(ledger: Ledger, concurrency: int, *, wall_s: float | None = None,
               busy: dict[str, float] | None = None,
               gpu_util: dict[int, float] | None = None,
               since: float | None = None) -> dict[str, Any]:

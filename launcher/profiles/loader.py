@@ -180,49 +180,27 @@ def validate(doc: Located) -> tuple[dict[str, Any], dict[str, str]]:
         raise ProfileError(f"{doc.path}:1: expected a mapping of profile keys")
     origin: dict[str, str] = {}
     errors: list[str] = []
-    out = _validate_map(doc, (), doc.data, SCHEMA, origin, errors)
-    conf = out.get("allocator", {}).get("torch")
-    if conf is not None:
-        try:
-            _check_torch_conf(conf, f"{display_path(doc.path)}:"
-                                    f"{doc.line(('allocator', 'torch'))}")
-        except ProfileError as exc:
-            errors.append(str(exc))
+    out = _validate_map(doc, (), data=doc.data, spec=SCHEMA, origin=origin, errors=errors)
     if errors:  # every mistake of the file, one per line
         raise ProfileError("\n".join(errors))
     return out, origin
 
 
-MIN_SAFE_SPLIT_MB = 21  # torch's caching allocator rejects or misbehaves below this
-
-
-def _check_torch_conf(conf: str, where: str) -> None:
-    for item in conf.split(","):
-        key, sep, value = item.partition(":")
-        if not sep or not key.strip():
-            raise ProfileError(f"{where}: allocator.torch: expected key:value[,key:value] "
-                               f"(got {conf!r})")
-        if key.strip() == "max_split_size_mb" and (
-            not value.strip().isdigit() or int(value) < MIN_SAFE_SPLIT_MB
-        ):
-            raise ProfileError(f"{where}: allocator.torch: max_split_size_mb must be a whole "
-                               f"number >= {MIN_SAFE_SPLIT_MB} (got {value.strip()!r})")
-
-
 def _validate_map(
-    doc: Located, prefix: tuple[str, ...], data: dict, spec: dict, origin: dict[str, str],
+    doc: Located, prefix: tuple[str, ...], *, data: dict, spec: dict, origin: dict[str, str],
     errors: list[str],
 ) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in data.items():
         try:
-            _validate_key(doc, prefix, key, value, spec, origin, out, errors)
+            _validate_key(doc, prefix, key=key, value=value, spec=spec, origin=origin, out=out,
+                          errors=errors)
         except ProfileError as exc:
             errors.append(str(exc))
     return out
 
 
-def _validate_key(doc: Located, prefix: tuple[str, ...], key: Any, value: Any, spec: dict,
+def _validate_key(doc: Located, prefix: tuple[str, ...], *, key: Any, value: Any, spec: dict,
                   origin: dict[str, str], out: dict[str, Any], errors: list[str]) -> None:
     path = (*prefix, str(key))
     dotted = ".".join(path)
@@ -240,14 +218,19 @@ def _validate_key(doc: Located, prefix: tuple[str, ...], key: Any, value: Any, s
             return
         if not isinstance(value, dict):
             raise ProfileError(f"{where}: {dotted}: expected a mapping (got {value!r})")
-        out[key] = _validate_map(doc, path, value, sub, origin, errors)
+        out[key] = _validate_map(doc, path, data=value, spec=sub, origin=origin, errors=errors)
     else:
-        out[key] = _check(sub, value, f"{where}: {dotted}", doc, path, origin)
+        out[key] = _check(sub, value, label=f"{where}: {dotted}", doc=doc, path=path,
+                          origin=origin)
+        why = sub.check(out[key]) if sub.check is not None and out[key] is not None else None
+        if why:  # the entry's own check (a framework's key)
+            raise ProfileError(f"{where}: {dotted}: {why}")
         origin[dotted] = where
 
 
 def _check(
-    key: Key, value: Any, label: str, doc: Located, path: tuple[str, ...], origin: dict[str, str]
+    key: Key, value: Any, *, label: str, doc: Located, path: tuple[str, ...],
+    origin: dict[str, str],
 ) -> Any:
     def bad(why: str) -> ProfileError:
         return ProfileError(f"{label}: {why} (got {value!r})")

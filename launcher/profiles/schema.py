@@ -1,36 +1,18 @@
 """The profile contract: every key, its type, and whether `auto` or `unlimited` is allowed.
 
-Kept declarative so the key table of docs/profiles.md, validation and did-you-mean all come
-from one place.
+launcher's own keys are here; each GPU vendor and framework adds its own (`profile_keys` on the
+entry: AMD's gpu.gfx_version, TensorFlow's tf.data pools, the allocators). Kept declarative, so
+the key table of docs/profiles.md, validation and did-you-mean all come from SCHEMA.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+import functools
+from collections.abc import Iterator, Mapping
 
-AUTO = "auto"
-UNLIMITED = "unlimited"
+from launcher.keys import AUTO, UNLIMITED, Key
 
-
-@dataclass(frozen=True)
-class Key:
-    kind: str  # int | float | size | str | bool | choice | strlist | env
-    doc: str
-    auto: bool = False
-    unlimited: bool = False
-    choices: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()
-    minimum: float = 1
-    maximum: float | None = None
-
-
-    known: Callable[[object], bool] | None = None  # membership without listing (registries)
-
-    def allowed(self) -> tuple[str, ...]:
-        return self.choices() if callable(self.choices) else self.choices
-
-    def accepts(self, value: object) -> bool:
-        return self.known(value) if self.known is not None else value in self.allowed()
+__all__ = ["AUTO", "SCHEMA", "UNLIMITED", "Key", "walk_schema"]
 
 
 def framework_names() -> tuple[str, ...]:
@@ -57,7 +39,7 @@ def _vendor_known(value: object) -> bool:
     return value == AUTO or (isinstance(value, str) and known(value))
 
 
-SCHEMA: dict[str, Key | dict[str, Key]] = {
+BASE: dict[str, Key | dict[str, Key]] = {
     "name": Key("str", "profile name; must equal the file name"),
     "extends": Key("str", "parent profile (name or path); merged key by key, any depth"),
     "description": Key("str", "one line for `launcher profiles list`"),
@@ -74,8 +56,6 @@ SCHEMA: dict[str, Key | dict[str, Key]] = {
         "count": Key("int", "GPUs to use", auto=True, minimum=0),
         "model": Key("str", "GPU model, informative"),
         "memory": Key("size", "memory per GPU", auto=True),
-        "gfx_version": Key("str", "AMD: HSA_OVERRIDE_GFX_VERSION (10.3.0 for gfx1032, RX 6600)"),
-        "driver_capabilities": Key("str", "NVIDIA: NVIDIA_DRIVER_CAPABILITIES"),
     },
     "limits": {
         "pids": Key("int", "cgroup pids limit (threads count)", auto=True, unlimited=True),
@@ -103,17 +83,8 @@ SCHEMA: dict[str, Key | dict[str, Key]] = {
         "max_active_levels": Key("int", "OMP_MAX_ACTIVE_LEVELS"),
         "omp": Key("int", "OpenMP, MKL, OpenBLAS, NumExpr pools (default: intra_op)", auto=True),
         "omp_thread_limit": Key("int", "OMP_THREAD_LIMIT", auto=True),
-        "data_parallelism": Key("int", "tf.data map num_parallel_calls", auto=True),
-        "prefetch": Key("int", "tf.data prefetch buffer", auto=True),
-        "private_threadpool_size": Key("int", "tf.data private_threadpool_size", auto=True),
     },
-    "allocator": {
-        "torch": Key("str", "PYTORCH_ALLOC_CONF (and CUDA/HIP variants)"),
-        "xla_preallocate": Key("bool", "XLA_PYTHON_CLIENT_PREALLOCATE"),
-        "xla_mem_fraction": Key("float", "XLA_CLIENT_MEM_FRACTION", minimum=0.01, maximum=1.0),
-        "xla_allocator": Key("choice", "XLA_PYTHON_CLIENT_ALLOCATOR",
-                             choices=("default", "platform", "bfc", "cuda_async")),
-    },
+    "allocator": {},  # the frameworks' allocators
     "workers": {
         "processes": Key("int", "processes sharing one container's budget"),
         "memory": Key("size", "expected peak RSS of one process (a job's chunk: its memory "
@@ -138,6 +109,39 @@ SCHEMA: dict[str, Key | dict[str, Key]] = {
     },
     "env": Key("env", "explicit variables; win over everything"),
 }
+
+
+@functools.cache
+def composed() -> dict[str, Key | dict[str, Key]]:
+    """launcher's keys, then each vendor's (under gpu) and each framework's, in registry order."""
+    from launcher.frameworks import get as get_framework
+    from launcher.vendors import all_vendors
+
+    out = {k: dict(v) if isinstance(v, dict) else v for k, v in BASE.items()}
+    contributions = [{"gpu": v.profile_keys} for v in all_vendors()]
+    contributions += [get_framework(n).profile_keys for n in framework_names()]
+    for keys in contributions:
+        for section, more in keys.items():
+            here = out.setdefault(section, {})
+            assert isinstance(here, dict), section
+            here.update(more)
+    return out
+
+
+class _Schema(Mapping[str, "Key | dict[str, Key]"]):
+    """SCHEMA, composed when first read (the vendors' and frameworks' modules load then)."""
+
+    def __getitem__(self, key: str) -> Key | dict[str, Key]:
+        return composed()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(composed())
+
+    def __len__(self) -> int:
+        return len(composed())
+
+
+SCHEMA: Mapping[str, Key | dict[str, Key]] = _Schema()
 
 
 def walk_schema() -> list[tuple[str, Key]]:

@@ -17,8 +17,9 @@ from launcher.vendors import get as get_vendor
 PACKAGE = Path(__file__).resolve().parents[1]
 # Parts of the package an image needs: the standard-library-only supervisor and what it imports.
 IMAGE_MODULES = ("__init__.py", "errors.py", "units.py", "glibc.py", "kernel.py", "variables.py",
-                 "cpulist.py", "shipped.py", "registry.py", "dists.py", "contract.py", "probe",
-                 "caps", "profiles", "vendors", "frameworks", "supervise", "workloads", "cgroups")
+                 "keys.py", "cpulist.py", "shipped.py", "registry.py", "dists.py", "contract.py",
+                 "probe", "caps", "profiles", "vendors", "frameworks", "supervise", "workloads",
+                 "cgroups")
 
 
 @dataclass(frozen=True)
@@ -70,13 +71,13 @@ def image_spec(profile: Profile, framework: str, vendor: str, base_image: str | 
     )
 
 
-def _env():  # type: ignore[no-untyped-def]
+def _env(vendor_dir: Path | None = None):  # type: ignore[no-untyped-def]
     import jinja2
 
     from launcher.shipped import shipped
 
     return jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(shipped("images"))),
+        loader=jinja2.FileSystemLoader([str(d) for d in (vendor_dir, shipped("images")) if d]),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
@@ -85,7 +86,8 @@ def _env():  # type: ignore[no-untyped-def]
 
 def render_dockerfile(spec: ImageSpec) -> str:
     reqs = spec.framework_requirements + spec.profile_requirements
-    return _env().get_template(get_vendor(spec.vendor).template).render(
+    v = get_vendor(spec.vendor)
+    return _env(v.template_dir).get_template(v.template).render(
         profile_name=spec.profile.name,
         vendor=spec.vendor,
         framework=spec.framework,
@@ -112,16 +114,76 @@ def context_files(spec: ImageSpec, caps_doc: dict[str, Any]) -> dict[str, str]:
     return files
 
 
+IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc")
+PLUGINS = "plugins"  # the context folder copied beside the package: entry points and plugins
+PACKAGE_DIRS = ("launcher", PLUGINS)  # the folders copy_package writes
+
+
 def copy_package(dest: Path) -> None:
-    """The image's copy of launcher: only the standard-library-only modules."""
+    """The image's copy of launcher (only the standard-library-only modules), and beside it the
+    entry points of every distribution with launcher entries, with those plugins' packages: the
+    supervisor resolves a framework or vendor through the same groups as on this host."""
     target = dest / "launcher"
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for name in IMAGE_MODULES:
         src = PACKAGE / name
         if src.is_dir():
-            shutil.copytree(src, target / name, ignore=ignore)
+            shutil.copytree(src, target / name, ignore=IGNORE)
         else:
             shutil.copy2(src, target / name)
+    copy_plugins(dest / PLUGINS)
+
+
+def copy_plugins(dest: Path) -> None:
+    from launcher.dists import OWN, entry_points, plugin_dists
+
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.mkdir(parents=True)
+    own = plugin_dists()
+    if OWN not in own:  # a source tree: launcher's own entries from its pyproject.toml
+        (dest / "launcher-0.dist-info").mkdir()
+        (dest / "launcher-0.dist-info/entry_points.txt").write_text(_own_entry_points())
+    for dist, folder in own.items():
+        (dest / folder.name).mkdir()  # only what finding the entries takes (a README edit
+        shutil.copy2(folder / "entry_points.txt", dest / folder.name)  # rebuilds nothing)
+        name, _, version = folder.name.rsplit(".", 1)[0].partition("-")
+        (dest / folder.name / "METADATA").write_text(
+            f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        if dist == OWN:
+            continue
+        tops = {e.value.split(":")[0].split(".")[0] for group in _groups(folder)
+                for e in entry_points(group).values() if e.dist == dist}
+        for top in sorted(tops):
+            _copy_top_level(top, dest)
+
+
+def _groups(folder: Path) -> list[str]:
+    text = (folder / "entry_points.txt").read_text()
+    return [line.strip()[1:-1] for line in text.splitlines()
+            if line.startswith("[launcher.") and line.strip().endswith("]")]
+
+
+def _copy_top_level(top: str, dest: Path) -> None:
+    """A plugin's top-level package (or module), from where this interpreter imports it."""
+    import importlib.util
+
+    spec = importlib.util.find_spec(top)
+    if spec is None or spec.origin is None:
+        raise LauncherError(f"plugin module {top!r} is declared in an entry point but cannot be "
+                            f"found here; an image needs it")
+    if spec.submodule_search_locations:
+        shutil.copytree(Path(spec.origin).parent, dest / top, ignore=IGNORE)
+    else:
+        shutil.copy2(spec.origin, dest / Path(spec.origin).name)
+
+
+def _own_entry_points() -> str:
+    from launcher.dists import entry_points
+
+    groups = ("engines", "backends", "render_targets", "vendors", "frameworks", "workloads")
+    return "".join(f"[launcher.{g}]\n" + "".join(
+        f"{n} = {e.value}\n" for n, e in entry_points(f"launcher.{g}").items()
+        if e.dist == "launcher") + "\n" for g in groups)

@@ -22,6 +22,14 @@ def check_image_ref(ref: str, what: str) -> str:
     return ref
 
 
+def pushed(ref: str) -> bool:
+    """A reference a cluster's nodes can pull: it names its registry (a host with a dot or a
+    port, or localhost), as in registry.example.com/team/job:1 or docker.io/me/job:1."""
+    first, sep, _ = ref.partition("/")
+    return bool(sep and _IMAGE_REF.match(ref)) and ("." in first or ":" in first
+                                                    or first == "localhost")
+
+
 def check_apt_packages(names: list[str], where: str) -> list[str]:
     for n in names:
         if not _APT_NAME.match(n):

@@ -1,5 +1,6 @@
-"""The engine interface. Docker and native processes sit behind it (runtime/engines.py is the
-registry); another backend is one module and one registry line, and no caller changes."""
+"""The engine interface. Docker, Podman and native processes sit behind it (runtime/engines.py
+is the registry); another engine is one module and one `launcher.engines` entry-point line, and
+no caller changes: what an engine can do is a class attribute (`can_build`, `auto_rank`...)."""
 
 from __future__ import annotations
 
@@ -100,6 +101,7 @@ class Engine(ABC):
     runs_host_processes: ClassVar[bool] = False  # a process of this machine, no image (chunks
     # on a Ray node, bench-memory's sizes)
     can_build: ClassVar[bool] = False  # builds and pushes images (`launcher build`)
+    auto_rank: ClassVar[int | None] = None  # its turn in `--runtime auto` (None: never picked)
     # refuse to start a workload when a limit of its spec could not be enforced
     require_limits: bool = False
     required_by: str = "--require-limits"  # or the profile's limits.require, for the refusal
@@ -122,15 +124,18 @@ class Engine(ABC):
     def build(self, context: Path, tag: str, labels: dict[str, str],
               on_event: Callable[[BuildEvent], None], no_cache: bool = False) -> str:
         """Build `context` as `tag`; stream events; return the image id."""
-        raise EngineError(f"the {self.name} runtime builds no images; use --runtime docker")
+        raise EngineError(f"the {self.name} runtime builds no images; `launcher build` "
+                          f"builds with the first engine that can")
 
     def push(self, image: str, on_event: Callable[[BuildEvent], None]) -> None:
         """Push `image` to its registry."""
-        raise EngineError(f"the {self.name} runtime pushes no images; use --runtime docker")
+        raise EngineError(f"the {self.name} runtime pushes no images; `launcher build` "
+                          f"builds with the first engine that can")
 
     def pull(self, image: str, on_event: Callable[[BuildEvent], None]) -> None:
         """Fetch `image` from its registry, with progress events."""
-        raise EngineError(f"the {self.name} runtime pulls no images; use --runtime docker")
+        raise EngineError(f"the {self.name} runtime pulls no images; `launcher build` "
+                          f"builds with the first engine that can")
 
     @abstractmethod
     def describe(self, spec: RunSpec) -> dict[str, Any]:

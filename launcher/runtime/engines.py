@@ -1,5 +1,7 @@
-"""Engines as a registry: name -> "module:Class", loaded only when used (the Docker engine's
-import must not slow `launcher --help`). A new backend is one module and one line here."""
+"""Engines as a registry (entry-point group `launcher.engines`): name -> "module:Class", loaded
+only when used (the Docker engine's import must not slow `launcher --help`). A new engine is one
+module and one entry-point line; what it can do is on its class (`can_build`,
+`runs_host_processes`, `auto_rank`), never its name tested here."""
 
 from __future__ import annotations
 
@@ -11,20 +13,23 @@ from launcher.registry import Registry
 if TYPE_CHECKING:  # not at import: `launcher --help` lists the names without loading engines
     from launcher.runtime.engine import Engine
 
-REGISTRY: dict[str, str] = {
-    "docker": "launcher.runtime.docker_engine:DockerEngine",
-    "native": "launcher.runtime.native:NativeEngine",
-    "podman": "launcher.runtime.podman_engine:PodmanEngine",
-}
-# `--runtime auto`: the first engine that answers and has the image.
-AUTO_ORDER = ("docker", "native")
+_registry: Registry[type[Engine]] = Registry("runtime", group="launcher.engines",
+                                             default="Engine")
+
 
 def names() -> tuple[str, ...]:
     return _registry.names()
 
 
-_registry: Registry[type[Engine]] = Registry("runtime", REGISTRY, default="Engine",
-                                             group="launcher.engines")
+def with_capability(capability: str) -> list[str]:
+    """The names of the engines whose class has `capability` true, in registry order."""
+    return [n for n in names() if getattr(_registry.get(n), capability, False)]
+
+
+def auto_order() -> list[str]:
+    """`--runtime auto`: the engines with an `auto_rank`, lowest first."""
+    ranked = [(_registry.get(n).auto_rank, n) for n in names()]
+    return [n for rank, n in sorted((r, n) for r, n in ranked if r is not None)]
 
 
 def get_engine(name: str) -> Engine:
@@ -62,12 +67,12 @@ def tidy_leftovers(engine: Engine) -> tuple[int, list[str]]:
 
 def choose_engine(runtime: str, image: str | None,
                   check_image: bool = True) -> tuple[Engine, str | None]:
-    """The engine for `--runtime`; for `auto`, the first of AUTO_ORDER that answers (and has
+    """The engine for `--runtime`; for `auto`, the first of auto_order() that answers (and has
     the image, unless `check_image` is False), with a note saying why others were passed."""
     if runtime != "auto":
         return get_engine(runtime), None
     passed = []
-    for name in AUTO_ORDER:
+    for name in auto_order():
         engine = get_engine(name)
         if check_image and engine.image_exists(image):
             return engine, (f"{'; '.join(passed)}; using the {name} runtime" if passed else None)

@@ -47,6 +47,7 @@ class NativeEngine(Engine):
     python = sys.executable
     inherits_environment = True
     runs_host_processes = True
+    auto_rank = 1  # `--runtime auto` falls back to it
 
     def __init__(self, cgroup_root: Path | None = None) -> None:
         self.cgroup_root = cgroup_root or Path(os.environ.get("LAUNCHER_CGROUP_ROOT", "/"))
@@ -90,8 +91,9 @@ class NativeEngine(Engine):
         plan = self._plan(spec)
         # a pids cgroup even with no limit asked: the kernel counts the run's peak
         rc = make_run_cgroup(f"launcher-{os.getpid()}-{spec.name or os.urandom(6).hex()}",
-                             spec.limits.pids, spec.limits.memory, spec.limits.cpus,
-                             self.cgroup_root, count=spec.supervised)
+                             pids=spec.limits.pids, memory=spec.limits.memory,
+                             cpus=spec.limits.cpus, root=self.cgroup_root,
+                             count=spec.supervised)
         enforcement = Enforcement(rc.enforced, rc.advisory, rc.notes,
                                   {"placed": rc.placed, "binding": rc.binding})
         if self.require_limits and rc.advisory:

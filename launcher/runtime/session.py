@@ -55,7 +55,7 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
             return
         limits, pids_dir = limits_of(info.pid, r.facts)
         limits["threads_estimate"] = estimate
-        s = Sampler(info.pid, telemetry, limits, pids_dir, interval,
+        s = Sampler(info.pid, telemetry, limits, pids_dir=pids_dir, interval=interval,
                     warn=lambda msg: say(f"warning: {msg}"))
         s.start()
         samplers.append(s)
@@ -82,8 +82,9 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
         return Ended(result.status, str(ended["diagnosis"]), False, None)
     diagnosis = (ended or {}).get("diagnosis") or (
         f"the workload exited with status {result.status}.")
-    summary = write_summary(run_dir, r, engine, result, command, diagnosis, started,
-                            own_pids_peak(engine, result, ended))
+    summary = write_summary(run_dir, r, engine=engine, result=result, command=command,
+                            diagnosis=diagnosis, started=started,
+                            pids_peak=own_pids_peak(engine, result, ended))
     return Ended(result.status, diagnosis, ran, summary)
 
 
@@ -113,7 +114,7 @@ def own_pids_peak(engine: Engine, result: RunResult, ended: dict[str, Any] | Non
     return peak if own and isinstance(peak, int) else None
 
 
-def write_summary(run_dir: Path, r: Resolved, engine: Engine, result: RunResult,
+def write_summary(run_dir: Path, r: Resolved, *, engine: Engine, result: RunResult,
                   command: list[str], diagnosis: str, started: float,
                   pids_peak: int | None = None) -> dict[str, Any]:
     from launcher.telemetry.summary import read_series, summarize

@@ -114,12 +114,12 @@ def run(cmd: list[str]) -> int:
             lifeline.leave_cgroups(entry_cgroups)
             lifeline.undo_leaves(os.environ.get(c.CGROUP_UNDO, ""))
 
-    from launcher.supervise.indexed import COMMITTED, commit_in_pod, from_index
+    from launcher.supervise.indexed import commit_in_pod, from_index
 
     cmd, env = from_index(cmd, env)  # a Kubernetes Indexed Job's chunk, from its index
-    if env.get(COMMITTED):
-        say(f"chunk {env['LAUNCHER_CHUNK_INDEX']}: its output is committed already "
-            f"({env[COMMITTED]}/out, an earlier pod's): nothing to run")
+    if env.get(c.CHUNK_COMMITTED):
+        say(f"chunk {env[c.CHUNK_INDEX]}: its output is committed already "
+            f"({env[c.CHUNK_COMMITTED]}/out, an earlier pod's): nothing to run")
         release()
         return 0
     failed = lifeline.enter(dict(os.environ))  # a native run's cgroups, CPUs and rlimits

@@ -16,7 +16,6 @@ from typing import Any
 FINAL = "out"
 ATTEMPT = "attempt-"
 MARKER = "_SUCCESS"
-HOLD_ENV = "LAUNCHER_TEST_COMMIT_HOLD"  # tests: stop the commit at a step until killed
 
 
 def final_dir(cdir: str) -> str:
@@ -62,7 +61,6 @@ def commit(attempt: str, info: dict[str, Any]) -> str:
         os.fsync(f.fileno())
     os.replace(marker + ".tmp", marker)
     _sync(attempt)
-    _hold("before-rename", cdir)
     try:
         os.rename(attempt, final)  # atomic: `out` appears whole, marker included
     except OSError:
@@ -70,7 +68,6 @@ def commit(attempt: str, info: dict[str, Any]) -> str:
             raise
         shutil.rmtree(attempt, ignore_errors=True)
     _sync(cdir)
-    _hold("after-rename", cdir)
     return final
 
 
@@ -101,14 +98,3 @@ def _sync(path: str) -> None:
     finally:
         os.close(fd)
 
-
-def _hold(step: str, cdir: str) -> None:
-    """A test's hook: with LAUNCHER_TEST_COMMIT_HOLD=STEP (before-rename, after-rename), the
-    commit stops at STEP, says so with a file `held-STEP` in the chunk's folder, and waits to
-    be killed."""
-    if os.environ.get(HOLD_ENV) != step:
-        return
-    with open(os.path.join(cdir, f"held-{step}"), "w") as f:
-        f.write(str(os.getpid()))
-    while True:
-        time.sleep(3600)

@@ -83,9 +83,9 @@ def enforce(caps: Caps, cg: CgroupFacts, root: Path = Path("/")) -> Entry:
     if not missing:
         return entry
     rc = make_run_cgroup(f"launcher-{os.getpid()}-workload",
-                         int(missing["pids"]) if "pids" in missing else None,
-                         int(missing["memory"]) if "memory" in missing else None,
-                         missing.get("cpus"), root)
+                         pids=int(missing["pids"]) if "pids" in missing else None,
+                         memory=int(missing["memory"]) if "memory" in missing else None,
+                         cpus=missing.get("cpus"), root=root)
     entry.cgroup = rc
     entry.advisory = {cap: why.replace(FIX, CONTAINER_FIX) for cap, why in rc.advisory.items()}
     return entry

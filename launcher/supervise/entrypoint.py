@@ -1,6 +1,7 @@
 """Entrypoint: `python3 -I -S /opt/launcher/entrypoint.py CMD...` in an image (-I keeps the
-workload's PYTHONPATH and user site out of the supervisor; -S skips site, which it never needs),
-or this file in place, around a native process."""
+workload's PYTHONPATH and user site out of the supervisor; -S skips site: the entry points of
+launcher and its plugins are copied beside the package), or this file in place, around a native
+process (which launcher resolved before: the supervisor looks nothing up)."""
 
 import os
 import sys

@@ -65,7 +65,7 @@ def _map_count(pid: int) -> int:
 class Sampler(threading.Thread):
     """Samples every `interval` seconds into a JSON-lines file until stopped."""
 
-    def __init__(self, pid: int, out: IO[str], limits: dict[str, int | None],
+    def __init__(self, pid: int, out: IO[str], limits: dict[str, int | None], *,
                  pids_dir: Path | None = None, interval: float = 1.0,
                  warn: Callable[[str], None] | None = None) -> None:
         super().__init__(daemon=True, name="launcher-telemetry")

@@ -1,22 +1,14 @@
-"""GPU vendors as a registry: one module per vendor, one line here. A vendor module defines
-`VENDOR`, an instance of `launcher.vendors.base.Vendor`; modules load when first asked for."""
+"""GPU vendors as a registry (entry-point group `launcher.vendors`): a vendor module defines
+`VENDOR`, an instance of `launcher.vendors.base.Vendor`, and one entry-point line names it;
+modules load when first asked for. Whether a vendor has GPUs is its `has_gpus`."""
 
 from __future__ import annotations
 
 from launcher.registry import Registry
 from launcher.vendors.base import Vendor
 
-# name -> module defining VENDOR. A new vendor (Intel XPU, say) is one module and one line.
-REGISTRY: dict[str, str] = {
-    "nvidia": "launcher.vendors.nvidia",
-    "amd": "launcher.vendors.amd",
-    "none": "launcher.vendors.none",
-}
 AUTO = "auto"
-
-
-_registry: Registry[Vendor] = Registry("GPU vendor", REGISTRY, default="VENDOR",
-                                       group="launcher.vendors")
+_registry: Registry[Vendor] = Registry("GPU vendor", group="launcher.vendors", default="VENDOR")
 
 
 def names() -> tuple[str, ...]:
@@ -32,12 +24,17 @@ def get(name: str) -> Vendor:
 
 
 def all_vendors() -> list[Vendor]:
-    return [get(n) for n in names()]
+    return _registry.loaded()
+
+
+def no_gpu() -> str:
+    """The vendor of no GPU (`has_gpus` false): a CPU run's, and `auto`'s on a host without."""
+    return next(v.name for v in all_vendors() if not v.has_gpus)
 
 
 def gpu_vendors() -> list[Vendor]:
-    """Vendors that have GPUs to find (every one but `none`)."""
-    return [v for v in all_vendors() if v.name != "none"]
+    """Vendors that have GPUs to find."""
+    return [v for v in all_vendors() if v.has_gpus]
 
 
 def every_gpu_hidden() -> dict[str, str]:
@@ -50,4 +47,4 @@ def resolve(name: str, found_vendors: list[str]) -> str:
     shows (else `none`). The one place `auto` is resolved."""
     if name != AUTO:
         return name
-    return found_vendors[0] if found_vendors else "none"
+    return found_vendors[0] if found_vendors else no_gpu()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from launcher.keys import Key
 from launcher.vendors.base import Gpu, GpuAccess, GpuSelection, HostGpus, Vendor
 
 
@@ -20,6 +21,8 @@ class Amd(Vendor):
         "PYTORCH_HIP_ALLOC_CONF": "PyTorch ROCm allocator",
     }
     torch_alloc_variables = ("PYTORCH_HIP_ALLOC_CONF",)
+    profile_keys = {"gfx_version": Key("str", "AMD: HSA_OVERRIDE_GFX_VERSION (10.3.0 for "
+                                              "gfx1032, RX 6600)")}
     host_groups = ("video", "render")
     k8s_resource = "amd.com/gpu"
     template = "Dockerfile.rocm"

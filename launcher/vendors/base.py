@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from launcher.keys import Key
+
 
 @dataclass(frozen=True)
 class Gpu:
@@ -70,10 +72,14 @@ class HostGpus:
 class Vendor:
     name = "vendor"
     label = "GPU"
+    has_gpus = True  # False: the vendor of no GPU (a CPU run), what `auto` falls back to
+    profile_keys: dict[str, Key] = {}  # its own keys under the profile's `gpu` section
     variables: dict[str, str] = {}  # managed variables this vendor sets or reads, and why
     host_groups: tuple[str, ...] = ()  # /etc/group entries to read for this vendor
     k8s_resource: str | None = None  # extended resource in a pod's limits
-    template = "Dockerfile.cpu"  # in images/
+    template = "Dockerfile.cpu"  # its image's template: in template_dir, else launcher's images/
+    template_dir: Path | None = None  # a third party's own templates (they may extend
+    # launcher's "Dockerfile.base")
     base_image = "python:3.11-slim-bookworm"
     python = "3.11"  # the base image's Python: the framework pins must resolve for it
     # framework -> the image's framework layer, for frameworks whose module does not list this

@@ -8,6 +8,7 @@ from launcher.vendors.base import Vendor
 class NoGpu(Vendor):
     name = "none"
     label = "CPU"
+    has_gpus = False
     template = "Dockerfile.cpu"
     base_image = "python:3.11-slim-bookworm"
 

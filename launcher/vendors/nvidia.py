@@ -8,6 +8,7 @@ import ctypes
 from pathlib import Path
 from typing import Any
 
+from launcher.keys import Key
 from launcher.vendors.base import DeviceRequest, Gpu, GpuAccess, GpuSelection, HostGpus, Vendor
 
 DEFAULT_CAPABILITIES = "compute,utility"
@@ -16,6 +17,7 @@ DEFAULT_CAPABILITIES = "compute,utility"
 class Nvidia(Vendor):
     name = "nvidia"
     label = "NVIDIA"
+    profile_keys = {"driver_capabilities": Key("str", "NVIDIA: NVIDIA_DRIVER_CAPABILITIES")}
     variables = {
         "NVIDIA_VISIBLE_DEVICES": "GPUs the NVIDIA container runtime exposes",
         "NVIDIA_DRIVER_CAPABILITIES": "driver libraries mounted (compute,utility)",

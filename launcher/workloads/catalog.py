@@ -1,4 +1,5 @@
-"""Built-in workloads and user workloads defined in YAML.
+"""The workloads: those of the `launcher.workloads` entry-point group (launcher's own and
+third parties'), then user workloads defined in YAML, which win on a name.
 
 A user workload file (in $LAUNCHER_WORKLOAD_PATH folders or ~/.config/launcher/workloads/):
 
@@ -11,75 +12,28 @@ A user workload file (in $LAUNCHER_WORKLOAD_PATH folders or ~/.config/launcher/w
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import shlex
-from dataclasses import asdict, dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
+from launcher.dists import OWN
 from launcher.errors import LauncherError
 from launcher.frameworks import names as framework_names
+from launcher.registry import Registry
+from launcher.workloads.workload import Workload
+
+_registry: Registry[Workload] = Registry("workload", group="launcher.workloads",
+                                         default="WORKLOAD")
 
 
-@dataclass(frozen=True)
-class Workload:
-    name: str
-    description: str
-    framework: str
-    module: str | None = None  # built-in: run as `python -m MODULE`, which has `parser()`
-    command: tuple[str, ...] = ()  # user: the command itself
-    args: tuple[str, ...] = ()
-    source: str = "built-in"
-    extra_threads: int = 0  # besides its framework process: a driver, its own sampler
-
-    def module_object(self) -> Any:
-        return importlib.import_module(self.module) if self.module else None
-
-    def parser(self) -> argparse.ArgumentParser | None:
-        """The workload's own argument parser (built-ins), the one source of its flags."""
-        if self.module is None:
-            return None
-        return importlib.import_module(self.module).parser()  # type: ignore[no-any-return]
-
-    def flags(self) -> dict[str, str]:
-        """`--flag METAVAR` -> help, from the parser."""
-        ap = self.parser()
-        if ap is None:
-            return {}
-        out = {}
-        for action in ap._actions:  # argparse has no public iterator over its actions
-            if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
-                continue
-            flag = action.option_strings[-1]
-            if action.choices:
-                flag += " " + "|".join(map(str, action.choices))
-            elif action.nargs != 0:
-                flag += " " + (action.metavar or action.dest.upper())
-            out[flag] = action.help or ""
-        return out
-
-    def to_json(self) -> dict:  # type: ignore[type-arg]
-        return {**asdict(self), "flags": self.flags()}
-
-    def argv(self, extra: list[str], python: str) -> list[str]:
-        base = [python, "-m", self.module] if self.module else list(self.command)
-        return [*base, *self.args, *extra]
-
-
-BUILTIN = {
-    "stress-jax": Workload(
-        "stress-jax", "JAX environment stress test: largest stable num_envs for this hardware",
-        "jax", "launcher.workloads.stress_jax", extra_threads=1),  # its thread sampler
-    "pytorch-phase3": Workload(
-        "pytorch-phase3", "PyTorch autotuner: vectorized_envs x batch_size, samples/s and peak "
-                          "memory, best stable point", "torch",
-        "launcher.workloads.pytorch_phase3"),
-    "tf-train": Workload(
-        "tf-train", "TensorFlow k-fold training, one fresh process per fold, resumable", "tf",
-        "launcher.workloads.tf_train", extra_threads=1),  # the driver (no TF) beside a fold
-}
+def registered() -> dict[str, Workload]:
+    """The workloads of the entry-point group (launcher's own and third parties')."""
+    out = {}
+    for name, entry in _registry.entries().items():
+        w = _registry.get(name)
+        out[name] = w if entry.dist == OWN else replace(w, source=entry.dist)
+    return out
 
 
 def _dirs() -> list[Path]:
@@ -123,7 +77,7 @@ def _load_user(path: Path) -> Workload:
 
 
 def catalog() -> dict[str, Workload]:
-    found = dict(BUILTIN)
+    found = registered()
     for d in reversed(_dirs()):
         if d.is_dir():
             for p in sorted(d.glob("*.y*ml")):

@@ -27,6 +27,7 @@ from launcher.workloads.common import (
     threads_now,
     write_json,
 )
+from launcher.workloads.workload import Workload
 
 
 def make_model(d_model: int, actions: int):  # type: ignore[no-untyped-def]
@@ -49,7 +50,7 @@ def make_model(d_model: int, actions: int):  # type: ignore[no-untyped-def]
     return PolicyValue()
 
 
-def run_point(envs: int, batch: int, seq: int, d_model: int, seconds: float,
+def run_point(envs: int, batch: int, *, seq: int, d_model: int, seconds: float,
               device: str) -> dict[str, Any]:
     import torch
 
@@ -76,6 +77,13 @@ def run_point(envs: int, batch: int, seq: int, d_model: int, seconds: float,
     return {"vectorized_envs": envs, "batch_size": batch, "samples_per_s": round(samples /
             elapsed, 1), "steps": steps, "loss": loss.item(), "peak_rss": peak_rss(),
             "gpu_peak": gpu_peak, "threads": threads_now()}
+
+
+WORKLOAD = Workload(
+    name="pytorch-phase3",
+    description="PyTorch autotuner: vectorized_envs x batch_size, samples/s and peak memory, "
+                "best stable point",
+    framework="torch", module=__name__)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -127,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     points = []
     for envs, batch in grid:
         try:
-            row = run_point(envs, batch, seq, d_model, seconds, device)
+            row = run_point(envs, batch, seq=seq, d_model=d_model, seconds=seconds,
+                            device=device)
             mem_limit = lim["memory_limit"]
             row["stable"] = not mem_limit or row["peak_rss"] < 0.8 * mem_limit
         except (RuntimeError, MemoryError) as exc:  # e.g. CUDA out of memory

@@ -30,6 +30,7 @@ from launcher.workloads.common import (
     threads_now,
     write_json,
 )
+from launcher.workloads.workload import Workload
 
 
 def threads_would_pass(runs: list[dict[str, Any]], lim: dict[str, int | None],
@@ -145,6 +146,12 @@ def bytes_per_env(steps: int, phase: int) -> int:
 
 def search_space(quick: bool) -> list[int]:
     return [64, 128, 256, 512, 1024] if quick else [512, 1024, 2048, 4096, 8192, 16384]
+
+
+WORKLOAD = Workload(
+    name="stress-jax",
+    description="JAX environment stress test: largest stable num_envs for this hardware",
+    framework="jax", module=__name__, extra_threads=1)  # its thread sampler
 
 
 def parser() -> argparse.ArgumentParser:

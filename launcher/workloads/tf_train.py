@@ -27,6 +27,7 @@ from launcher.workloads.common import (
     threads_now,
     write_json,
 )
+from launcher.workloads.workload import Workload
 
 
 def config_of(args: argparse.Namespace) -> dict:  # type: ignore[type-arg]
@@ -135,6 +136,12 @@ def fold_worker(args: argparse.Namespace) -> int:
     print(f"tf-train: fold {fold}: val accuracy {acc:.3f}, loss {loss:.3f}, "
           f"{result['threads']} threads, pid {result['pid']}", flush=True)
     return 0
+
+
+WORKLOAD = Workload(
+    name="tf-train",
+    description="TensorFlow k-fold training, one fresh process per fold, resumable",
+    framework="tf", module=__name__, extra_threads=1)  # the driver (no TF) beside a fold
 
 
 def parser() -> argparse.ArgumentParser:

@@ -1,5 +1,5 @@
-"""A made-up GPU vendor ("Example XPU"), registered as any vendor is: this module and one line
-in launcher.vendors.REGISTRY. Its GPUs are found under sys/class/example-xpu/ of a host tree."""
+"""A made-up GPU vendor ("Example XPU"), registered as any vendor is: this module and one
+entry-point line. Its GPUs are found under sys/class/example-xpu/ of a host tree."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ class ExampleXpu(Vendor):
                  "XPU_QUEUE_MODE": "the runtime's queue mode"}
     host_groups = ("xpu",)
     k8s_resource = "example.com/xpu"
-    template = "Dockerfile.cpu"
+    template = "Dockerfile.xpu"  # its own, beside this module
+    template_dir = Path(__file__).parent
     base_image = "example/xpu-runtime:1"
     requirements = {"torch": ["torch-xpu"], "none": []}
 

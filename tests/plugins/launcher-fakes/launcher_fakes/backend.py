@@ -1,6 +1,6 @@
 """A made-up job backend ("inline": each chunk is a function call in the driver, one at a time),
-registered as any backend is: this module and one line in launcher.jobs.backends.REGISTRY. The
-ledger, the pull queue and the summary stay launcher's."""
+registered as any backend is: this module and one entry-point line. The ledger, the pull queue
+and the summary stay launcher's."""
 
 from __future__ import annotations
 

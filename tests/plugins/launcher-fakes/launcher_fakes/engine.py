@@ -1,5 +1,5 @@
 """A fake engine that records calls, for CLI tests only (never for behaviour an issue proves).
-It is registered like any engine: one module (this one) and one registry line."""
+It is registered like any engine: this module and one entry-point line of its distribution."""
 
 from __future__ import annotations
 

@@ -1,0 +1,35 @@
+"""A made-up workload on the made-up framework: it starts the framework's pool and prints how
+many threads it has and what the caps set. One module and one entry-point line."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import threading
+
+from launcher.workloads.workload import Workload
+
+WORKLOAD = Workload(name="hello-onnx", description="the fake framework's pool, counted",
+                    framework="onnx", module=__name__)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="hello-onnx")
+    ap.add_argument("--say", default="hello", help="a word to print first")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    from launcher_fakes.framework import first_op
+
+    first_op()
+    print(f"{args.say} onnx: OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')} "
+          f"threads={threading.active_count()} "
+          f"ONNX_INTRA_OP_THREADS={os.environ.get('ONNX_INTRA_OP_THREADS')} "
+          f"ONNX_ARENA={os.environ.get('ONNX_ARENA')}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
