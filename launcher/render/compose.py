@@ -1,4 +1,5 @@
-"""Run specs -> compose.yaml (Compose v2, no top-level `version:`).
+"""Run specs -> container plans (runtime/container.py) -> compose.yaml (Compose v2, no top-level
+`version:`).
 
 Built as data and dumped by PyYAML, so every value is quoted by the YAML emitter; `$` is doubled
 because Compose interpolates it.
@@ -13,10 +14,12 @@ from typing import Any
 
 from launcher.caps.resolve import Resolved
 from launcher.render.yamltext import yaml_dumper
+from launcher.runtime.container import ContainerPlan, plan
 from launcher.runtime.spec import Limits, RunSpec, build_spec
 from launcher.vendors.base import GpuSelection
 
-# Limits (runtime/spec.py) -> compose service keys, after pids_limit and ulimits.
+# ContainerPlan limits -> compose service keys, after pids_limit and ulimits; the reservation
+# goes under deploy.
 _SERVICE = {"memory": "mem_limit", "memory_swap": "memswap_limit", "shm": "shm_size",
             "cpus": "cpus", "cpuset": "cpuset"}
 
@@ -33,23 +36,30 @@ def project_name(profile: str) -> str:
 def service(spec: RunSpec, env: dict[str, str]) -> dict[str, Any]:
     """One compose service from a run spec. `env`: the explicit variables only (the image's
     entrypoint applies the caps)."""
-    svc: dict[str, Any] = {"image": spec.image}
-    if spec.command:
-        svc["command"] = [_esc(c) for c in spec.command]
-    if env:
-        svc["environment"] = {k: _esc(v) for k, v in sorted(env.items())}
-    if spec.mounts:
+    return to_service(plan(spec, deployed_env=env))
+
+
+def to_service(p: ContainerPlan) -> dict[str, Any]:
+    """A plan as a compose service (no limit: Compose's default is none). A stack's plan has
+    no entrypoint, lifeline, labels or name; they are written where another plan has them.
+    `remove` has no key: a stack's containers stay until `docker compose down`."""
+    svc: dict[str, Any] = {"image": p.image}
+    if p.command:
+        svc["command"] = [_esc(c) for c in p.command]
+    if p.env:
+        svc["environment"] = {k: _esc(v) for k, v in p.env.items()}
+    if p.mounts:
         svc["volumes"] = [_esc(f"{m.source}:{m.target}" + (":ro" if m.read_only else ""))
-                          for m in spec.mounts]
-    if spec.workdir:
-        svc["working_dir"] = _esc(spec.workdir)
-    if spec.user:
-        svc["user"] = _esc(spec.user)
-    limits = spec.limits.given()
+                          for m in p.mounts]
+    if p.workdir:
+        svc["working_dir"] = _esc(p.workdir)
+    if p.user:
+        svc["user"] = _esc(p.user)
+    limits = p.limits()
     if "pids" in limits:
         svc["pids_limit"] = limits["pids"]
-    if spec.ulimits:
-        svc["ulimits"] = {n: {"soft": u.soft, "hard": u.hard} for n, u in spec.ulimits.items()}
+    if p.ulimits:
+        svc["ulimits"] = {n: {"soft": u.soft, "hard": u.hard} for n, u in p.ulimits.items()}
     for key, value in limits.items():
         if key in _SERVICE:
             svc[_SERVICE[key]] = round(value, 3) if key == "cpus" else value
@@ -57,9 +67,7 @@ def service(spec: RunSpec, env: dict[str, str]) -> dict[str, Any]:
     reservations: dict[str, Any] = {}
     if "memory_reservation" in limits:
         reservations["memory"] = f"{limits['memory_reservation']}b"  # the schema wants a string
-    access = spec.gpu_access
-    if access.request is not None:
-        r = access.request
+    if (r := p.device_request) is not None:
         dev: dict[str, Any] = {"driver": r.driver, "capabilities": list(r.capabilities)}
         if r.ids is None:
             dev["count"] = "all"
@@ -68,12 +76,21 @@ def service(spec: RunSpec, env: dict[str, str]) -> dict[str, Any]:
         reservations["devices"] = [dev]
     if reservations:
         svc["deploy"] = {"resources": {"reservations": reservations}}
-    if access.devices:
-        svc["devices"] = [f"{d}:{d}:rwm" for d in access.devices]
-    if access.groups:
-        svc["group_add"] = list(access.groups)
-    if access.unconfined_syscalls:
+    if p.devices:
+        svc["devices"] = [f"{d}:{d}:rwm" for d in p.devices]
+    if p.groups:
+        svc["group_add"] = list(p.groups)
+    if p.seccomp_unconfined:
         svc["security_opt"] = ["seccomp=unconfined"]
+    if p.entrypoint is not None:
+        svc["entrypoint"] = [_esc(c) for c in p.entrypoint]
+    for key, value in (("stdin_open", p.stdin_open), ("init", p.init)):
+        if value:
+            svc[key] = True
+    if p.labels:
+        svc["labels"] = {k: _esc(v) for k, v in p.labels.items()}
+    if p.name:
+        svc["container_name"] = _esc(p.name)
     return svc
 
 
@@ -105,12 +122,13 @@ def service_specs(r: Resolved, command: list[str], image: str) -> dict[str, RunS
     (the measured peak of one process), a service's limit is its processes' peak plus 25%
     headroom and that peak is its reservation (a note says when the limits overcommit)."""
     sel = r.selection
-    per_gpu = sel.vendor != "none" and sel.count > 1 and r.caps.processes >= sel.count
+    per_gpu = sel.count > 1 and r.caps.processes >= sel.count
     n = sel.count if per_gpu else 1
     procs = max(1, (r.caps.processes // n) if per_gpu else r.caps.processes)
-    specs = ({f"gpu{i}": build_spec(r, command, image, selection=GpuSelection(sel.vendor, (i,)),
-                                    share=n) for i in sel.ids} if per_gpu
-             else {"main": build_spec(r, command, image)})
+    specs = ({f"gpu{i}": build_spec(r, command, image=image,
+                                    selection=GpuSelection(sel.vendor, (i,)), share=n)
+              for i in sel.ids} if per_gpu
+             else {"main": build_spec(r, command, image=image)})
     peak = r.profile.get("workers.memory")
     cpus = _service_cpus(r, n, procs)
     for spec in specs.values():

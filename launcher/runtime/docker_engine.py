@@ -1,6 +1,7 @@
 """Docker: runs through a small standard-library Engine API client (docker_api.py), builds
 through the docker SDK (imported only for a build). The only module that speaks Docker's
-vocabulary: the neutral run spec is translated here into the daemon's create request."""
+vocabulary: a container plan (runtime/container.py) is translated here into the daemon's create
+request."""
 
 from __future__ import annotations
 
@@ -14,8 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from launcher.contract import IN_IMAGE, SUPERVISOR
 from launcher.errors import EngineError
+from launcher.runtime.container import ContainerPlan, plan
 from launcher.runtime.engine import (
     BuildEvent,
     Enforcement,
@@ -35,10 +36,8 @@ from launcher.runtime.spec import RunSpec
 from launcher.units import format_size
 
 _STEP = re.compile(r"^Step \d+/\d+ :")
-PACKAGE = Path(__file__).resolve().parents[1]
 
-
-# Limits (runtime/spec.py) -> HostConfig fields; NanoCpus in billionths of a CPU.
+# ContainerPlan limits -> HostConfig fields; NanoCpus in billionths of a CPU.
 _HOST_CONFIG = {"pids": "PidsLimit", "memory": "Memory", "memory_swap": "MemorySwap",
                 "memory_reservation": "MemoryReservation", "shm": "ShmSize",
                 "cpus": "NanoCpus", "cpuset": "CpusetCpus"}
@@ -46,54 +45,49 @@ _HOST_CONFIG = {"pids": "PidsLimit", "memory": "Memory", "memory_swap": "MemoryS
 
 def create_request(spec: RunSpec) -> dict[str, Any]:
     """The Engine API's POST /containers/create: {"query": ..., "body": ...}."""
-    host: dict[str, Any] = {"Init": False, "AutoRemove": True}  # the supervisor is PID 1
-    for key, value in spec.limits.given().items():
+    return to_request(plan(spec))
+
+
+def to_request(p: ContainerPlan) -> dict[str, Any]:
+    """A plan in the Engine API's terms (no limit: Docker's default is none)."""
+    host: dict[str, Any] = {"Init": p.init, "AutoRemove": p.remove}  # Init pinned either way
+    for key, value in p.limits().items():
         host[_HOST_CONFIG[key]] = int(value * 1e9) if key == "cpus" else value
-    if spec.ulimits:
+    if p.ulimits:
         host["Ulimits"] = [{"Name": n, "Soft": u.soft, "Hard": u.hard}
-                           for n, u in spec.ulimits.items()]
-    access = spec.gpu_access
-    if access.request is not None:
-        r = access.request
+                           for n, u in p.ulimits.items()]
+    if (r := p.device_request) is not None:
         host["DeviceRequests"] = [{"Driver": r.driver, "Count": -1 if r.ids is None else 0,
                                    "DeviceIDs": None if r.ids is None else list(r.ids),
                                    "Capabilities": [list(r.capabilities)]}]
-    if access.devices:
+    if p.devices:
         host["Devices"] = [{"PathOnHost": d, "PathInContainer": d, "CgroupPermissions": "rwm"}
-                           for d in access.devices]
-    if access.groups:
-        host["GroupAdd"] = list(access.groups)
-    if access.unconfined_syscalls:
+                           for d in p.devices]
+    if p.groups:
+        host["GroupAdd"] = list(p.groups)
+    if p.seccomp_unconfined:
         host["SecurityOpt"] = ["seccomp=unconfined"]
-    binds = [f"{m.source}:{m.target}:{'ro' if m.read_only else 'rw'}" for m in spec.mounts]
-    env = spec.supervisor_env()
-    if spec.supervised:
-        binds += [f"{PACKAGE}:{IN_IMAGE}/launcher:ro",
-                  f"{PACKAGE}/supervise/entrypoint.py:{IN_IMAGE}/entrypoint.py:ro"]
-    if spec.imports_launcher:  # before any PYTHONPATH the user gave
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [IN_IMAGE, env.get("PYTHONPATH")]))
-    if spec.user and spec.user.split(":")[0] not in ("0", "root") and "HOME" not in env:
-        env["HOME"] = "/tmp"  # the caller's UID has no home in the image: caches go here
-    if binds:
-        host["Binds"] = binds
+    if p.mounts:
+        host["Binds"] = [f"{m.source}:{m.target}:{'ro' if m.read_only else 'rw'}"
+                         for m in p.mounts]
     body: dict[str, Any] = {
-        "Image": spec.image,
-        "Cmd": list(spec.command),
-        "Env": [f"{k}={v}" for k, v in sorted(env.items())],
-        "Labels": dict(spec.labels),
+        "Image": p.image,
+        "Cmd": list(p.command),
+        "Env": [f"{k}={v}" for k, v in p.env.items()],
+        "Labels": dict(p.labels),
         "AttachStdout": True,
         "AttachStderr": True,
         "HostConfig": host,
     }
-    if spec.supervised:
-        body["Entrypoint"] = SUPERVISOR
-        # the lifeline: stdin open while launcher's attach lasts (see supervise/lifeline.py)
+    if p.entrypoint is not None:
+        body["Entrypoint"] = list(p.entrypoint)
+    if p.stdin_open:  # see supervise/lifeline.py
         body.update(OpenStdin=True, StdinOnce=True, AttachStdin=True)
-    if spec.workdir:
-        body["WorkingDir"] = spec.workdir
-    if spec.user:
-        body["User"] = spec.user
-    return {"query": {"name": spec.name} if spec.name else {}, "body": body}
+    if p.workdir:
+        body["WorkingDir"] = p.workdir
+    if p.user:
+        body["User"] = p.user
+    return {"query": {"name": p.name} if p.name else {}, "body": body}
 
 
 def enforcement_of(spec: RunSpec) -> Enforcement:
@@ -112,9 +106,25 @@ def enforcement_of(spec: RunSpec) -> Enforcement:
     return Enforcement(enforced)
 
 
+def orphan_containers(found: list[dict[str, Any]], idle: tuple[str, ...]) -> list[Leftover]:
+    """Of a container listing (docker's API or `podman ps --format json`), those labelled with
+    an owner launcher that ran here and is gone; `idle`: the states of one never started."""
+    out = []
+    for c in found:
+        labels, state = c.get("Labels") or {}, c.get("State", "?")
+        if state == "removing" or not is_orphan(labels.get(OWNER_LABEL, "")):
+            continue  # one the engine is removing is none
+        name = (c.get("Names") or ["?"])[0].lstrip("/")
+        out.append(Leftover("container", c["Id"][:12],
+                            f"{name}, run {labels.get(RUN_LABEL, '?')}, {state}",
+                            idle=state in idle))
+    return out
+
+
 class DockerEngine(Engine):
     name = "docker"
     can_build = True
+    auto_rank = 0  # `--runtime auto` tries it first
 
     def __init__(self) -> None:
         self._client: Any = None
@@ -168,12 +178,7 @@ class DockerEngine(Engine):
             raise
         except EngineError:
             return []
-        return [Leftover("container", c["Id"][:12],
-                         f"{(c.get('Names') or ['?'])[0].lstrip('/')}, run "
-                         f"{c['Labels'].get(RUN_LABEL, '?')}, {c.get('State', '?')}",
-                         idle=c.get("State") == "created")
-                for c in found if c.get("State") != "removing"
-                and is_orphan(c["Labels"].get(OWNER_LABEL, ""))]
+        return orphan_containers(found, idle=("created",))
 
     def remove(self, leftover: Leftover) -> None:
         from launcher.runtime.docker_api import ApiError, DockerAPI

@@ -1,8 +1,9 @@
-"""Podman: runs through its own CLI, no service to start or keep alive. The neutral run spec
-becomes `podman create` arguments (an argv list: no value passes through a shell); then `podman
-init` (the OCI runtime sets the container up: its refusals are told apart from the workload's
-exit status, and the PID is known before the workload starts) and `podman start --attach
---interactive`, whose exit status is the workload's.
+"""Podman: runs through its own CLI, no service to start or keep alive. The neutral run spec's
+container plan (runtime/container.py) becomes `podman create` arguments (an argv list: no value
+passes through a shell); then `podman init` (the OCI runtime sets the container up: its
+refusals are told apart from the workload's exit status, and the PID is known before the
+workload starts) and `podman start --attach --interactive`, whose exit status is the
+workload's.
 
 The lifeline: the container is created with an open stdin and `podman start` reads it from a
 pipe that only launcher holds; when launcher dies (kill -9 included) the pipe ends, Podman
@@ -28,7 +29,8 @@ from pathlib import Path
 from typing import IO, Any
 
 from launcher.errors import EngineError
-from launcher.runtime.docker_engine import IN_IMAGE, PACKAGE, SUPERVISOR
+from launcher.runtime.container import ContainerPlan, plan
+from launcher.runtime.docker_engine import orphan_containers
 from launcher.runtime.engine import (
     Enforcement,
     Engine,
@@ -41,16 +43,17 @@ from launcher.runtime.engine import (
     forward_signals,
     restore_signals,
 )
-from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, is_orphan
+from launcher.runtime.owner import OWNER_LABEL
 from launcher.runtime.spec import Rlimit, RunSpec
 from launcher.units import format_size
 
-# Limits (runtime/spec.py) -> `podman create` options, values in bytes or CPUs.
+# ContainerPlan limits -> `podman create` options, values in bytes or CPUs.
 _OPTIONS = {"pids": "--pids-limit", "memory": "--memory", "memory_swap": "--memory-swap",
             "memory_reservation": "--memory-reservation", "shm": "--shm-size",
             "cpus": "--cpus", "cpuset": "--cpuset-cpus"}
-# Always passed: Podman would otherwise ask for its own defaults (1048576 open files), which
-# the OCI runtime refuses above the caller's hard limit ("error setting rlimit type 7").
+# Pinned where the spec leaves them out: Podman would otherwise ask for its own defaults
+# (1048576 open files), which the OCI runtime refuses above the caller's hard limit ("error
+# setting rlimit type 7").
 _INHERITED = {"nofile": resource.RLIMIT_NOFILE, "nproc": resource.RLIMIT_NPROC}
 # Podman lowers its own RLIMIT_NPROC to 32768 as it starts (strace, 4.3.1); the container
 # cannot have more without CAP_SYS_RESOURCE ("error setting rlimit type 6").
@@ -62,15 +65,13 @@ def rootless() -> bool:
     return os.getuid() != 0
 
 
-def ulimits(spec: RunSpec) -> dict[str, Rlimit]:
-    """The spec's ulimits, plus the caller's own for those it leaves out and Podman would
-    otherwise raise."""
-    out = dict(spec.ulimits)
+def inherited_ulimits() -> dict[str, Rlimit]:
+    """The caller's own nofile and nproc (within Podman's nproc): plan()'s engine_ulimits."""
+    out = {}
     for name, which in _INHERITED.items():
-        if name not in out:
-            cap = _PODMAN_NPROC if name == "nproc" else resource.RLIM_INFINITY
-            soft, hard = (_rlim(min(v, cap)) for v in resource.getrlimit(which))
-            out[name] = Rlimit(soft, hard)
+        cap = _PODMAN_NPROC if name == "nproc" else resource.RLIM_INFINITY
+        soft, hard = (_rlim(min(v, cap)) for v in resource.getrlimit(which))
+        out[name] = Rlimit(soft, hard)
     return out
 
 
@@ -78,63 +79,52 @@ def _rlim(value: int) -> int:
     return -1 if value == resource.RLIM_INFINITY else value
 
 
-def environment(spec: RunSpec) -> dict[str, str]:
-    """What the container's environment gets, as the Docker engine has it."""
-    env = spec.supervisor_env()
-    if spec.imports_launcher:  # before any PYTHONPATH the user gave
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [IN_IMAGE, env.get("PYTHONPATH")]))
-    if spec.user and spec.user.split(":")[0] not in ("0", "root") and "HOME" not in env:
-        env["HOME"] = "/tmp"  # the caller's UID has no home in the image: caches go here
-    return dict(sorted(env.items()))
-
-
-def gpu_args(spec: RunSpec, as_rootless: bool) -> list[str]:
-    """CDI devices for a device request (all, or by id), device nodes, groups, security."""
-    access, args = spec.gpu_access, []
-    if access.request is not None:
-        kind = _CDI_KIND.format(driver=access.request.driver)
-        for ident in access.request.ids or ("all",):
-            args += ["--device", f"{kind}={ident}"]
-    for device in access.devices:
-        args += ["--device", f"{device}:{device}:rwm"]
-    if access.groups:  # rootless: host groups are not mapped; keep the caller's own
-        for group in ("keep-groups",) if as_rootless else access.groups:
-            args += ["--group-add", group]
-    if access.unconfined_syscalls:
-        args += ["--security-opt", "seccomp=unconfined"]
-    return args
-
-
 def create_argv(spec: RunSpec, as_rootless: bool | None = None) -> list[str]:
     """`podman create ...`: the whole run spec as arguments (without the `podman`)."""
-    if not spec.image:
-        raise EngineError("the podman runtime runs an image: pass --image")
     as_rootless = rootless() if as_rootless is None else as_rootless
-    argv = ["create", "--rm", "--pull=never"]
+    return to_argv(plan(spec, engine_ulimits=inherited_ulimits()), as_rootless)
+
+
+def to_argv(p: ContainerPlan, as_rootless: bool) -> list[str]:
+    """A plan as `podman create` arguments. Rootless: `--userns=keep-id`, and the caller's own
+    groups, as host groups are not mapped."""
+    if not p.image:
+        raise EngineError("the podman runtime runs an image: pass --image")
+    argv = ["create", *(["--rm"] if p.remove else []), "--pull=never"]  # never: as Docker's
     if as_rootless:
         argv.append("--userns=keep-id")
-    limits = {"pids": -1, **spec.limits.given()}  # -1: none, as asked (Podman's default 2048)
+    if p.init:
+        argv.append("--init")
+    limits = {"pids": -1, **p.limits()}  # no limit: -1, not Podman's default 2048
     for key, value in limits.items():
         argv += [_OPTIONS[key], str(value)]
-    for name, u in ulimits(spec).items():
+    for name, u in p.ulimits.items():
         argv += ["--ulimit", f"{name}={u.soft}:{u.hard}"]
-    argv += gpu_args(spec, as_rootless)
-    for m in spec.mounts:
+    if p.device_request is not None:  # through CDI: all, or by id
+        kind = _CDI_KIND.format(driver=p.device_request.driver)
+        for ident in p.device_request.ids or ("all",):
+            argv += ["--device", f"{kind}={ident}"]
+    for device in p.devices:
+        argv += ["--device", f"{device}:{device}:rwm"]
+    if p.groups:
+        for group in ("keep-groups",) if as_rootless else p.groups:
+            argv += ["--group-add", group]
+    if p.seccomp_unconfined:
+        argv += ["--security-opt", "seccomp=unconfined"]
+    for m in p.mounts:
         argv += ["--volume", f"{m.source}:{m.target}:{'ro' if m.read_only else 'rw'}"]
-    if spec.supervised:
-        argv += ["--volume", f"{PACKAGE}:{IN_IMAGE}/launcher:ro",
-                 "--volume", f"{PACKAGE}/supervise/entrypoint.py:{IN_IMAGE}/entrypoint.py:ro",
-                 "--entrypoint", json.dumps(SUPERVISOR),
-                 "--interactive"]  # the lifeline: stdin open while launcher lives
-    for key, value in environment(spec).items():
+    if p.entrypoint is not None:
+        argv += ["--entrypoint", json.dumps(list(p.entrypoint))]
+    if p.stdin_open:
+        argv.append("--interactive")
+    for key, value in p.env.items():
         argv += ["--env", f"{key}={value}"]
-    for key, value in spec.labels.items():
+    for key, value in p.labels.items():
         argv += ["--label", f"{key}={value}"]
-    for flag, value in (("--name", spec.name), ("--workdir", spec.workdir),
-                        ("--user", spec.user)):
+    for flag, value in (("--name", p.name), ("--workdir", p.workdir), ("--user", p.user)):
         if value:
             argv += [flag, value]
-    return [*argv, spec.image, *spec.command]
+    return [*argv, p.image, *p.command]
 
 
 def start_argv(cid: str, supervised: bool) -> list[str]:
@@ -216,11 +206,7 @@ class PodmanEngine(Engine):
             return []
         found = json.loads(podman("ps", "--all", "--filter", f"label={OWNER_LABEL}",
                                   "--format", "json", timeout=60).stdout or "[]")
-        return [Leftover("container", c["Id"][:12],
-                         f"{(c.get('Names') or ['?'])[0]}, run "
-                         f"{c['Labels'].get(RUN_LABEL, '?')}, {c.get('State', '?')}",
-                         idle=c.get("State") in ("created", "initialized"))
-                for c in found if is_orphan((c.get("Labels") or {}).get(OWNER_LABEL, ""))]
+        return orphan_containers(found, idle=("created", "initialized"))
 
     def remove(self, leftover: Leftover) -> None:
         try:
