@@ -35,3 +35,48 @@ def run_dir_of(stderr: str) -> Path:
 
 def compose_bin() -> str:
     return str(Path(sys.executable).parent / "docker-compose")
+
+
+def docker_missing(image: str = BASE) -> str | None:
+    """Why `launcher run --runtime docker --image IMAGE` cannot run here, or None."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=120)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001
+        return f"no Docker daemon answers: {exc}"
+    try:
+        client.images.get(image)
+    except Exception as exc:  # noqa: BLE001
+        return f"Docker has no image {image} (scripts/test.sh builds it): {exc}"
+    return None
+
+
+def podman(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["podman", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def podman_has_dockers(image: str) -> bool:
+    """Podman's store has `image` as Docker's has it (where Docker has it at all)."""
+    import shutil
+
+    ours = podman("image", "inspect", "--format", "{{.Id}}", image).stdout.strip()
+    theirs = shutil.which("docker") and subprocess.run(
+        ["docker", "image", "inspect", "--format", "{{.Id}}", image], capture_output=True,
+        text=True).stdout.strip()
+    return bool(ours) and (theirs or "").removeprefix("sha256:") in (ours, "")
+
+
+def podman_missing(image: str = BASE) -> str | None:
+    """Why `launcher run --runtime podman --image IMAGE` cannot run here, or None; the image
+    is copied from Docker's store first where Podman's lacks it (as scripts/test.sh does)."""
+    import shutil
+
+    if shutil.which("podman") is None:
+        return "podman is not installed (apt-get install podman)"
+    if not podman_has_dockers(image):
+        pulled = podman("pull", "-q", f"docker-daemon:{image}")
+        if pulled.returncode != 0:
+            return f"cannot copy {image} from Docker into Podman: {pulled.stderr.strip()}"
+    return None

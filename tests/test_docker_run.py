@@ -1,29 +1,25 @@
-"""`launcher run` against the real daemon: the field failure and its cure, the pids and memory
-diagnoses, Ctrl-C cleanup, a compose stack, and values that round-trip without executing."""
+"""`launcher run` against the real daemon: the field failure and its cure, the memory
+diagnosis, a compose stack, and values that round-trip without executing. What every engine
+owes a run (exit status, the pids limit, Ctrl-C, kill -9, pipes, file owners) is
+tests/test_engine_behaviour.py's, for Docker too."""
 
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
-import time
 import uuid
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import ROOT, docker_client
+from tests.conftest import docker_client
 from tests.docker_helpers import BASE, compose_bin, launcher, profile, run_dir_of
 
 pytestmark = pytest.mark.docker
 
 THREADS = ("import numpy, os; a = numpy.ones((256, 256)); a @ a; "
            "print(len(os.listdir('/proc/self/task')))")
-BOMB = ("import threading, time\nn = 0\nwhile True:\n"
-        "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n    n += 1\n")
 HOG = "chunks = []\nwhile True:\n    chunks.append(b'x' * (8 << 20))\n"
 
 
@@ -58,14 +54,6 @@ def test_same_import_under_launcher_run_fits(tmp_path):
     assert int(proc.stdout.strip()) == plan["estimate"]["per_process"] == 1
 
 
-def test_thread_bomb_hits_pids_limit_and_is_explained(tmp_path):
-    prof = profile(tmp_path, "bomb", "extends: base\nlimits: {pids: 50}\n")
-    proc = launcher("run", "-p", prof, "--image", BASE, "--", "python3", "-c", BOMB)
-    assert proc.returncode != 0
-    last = _diagnosis(proc.stderr)
-    assert last.startswith("launcher: the pids limit was reached: pids.current hit 50/50"), last
-
-
 def test_memory_hog_is_explained_from_the_oom_counter(tmp_path):
     prof = profile(tmp_path, "hog", "extends: base\nlimits: {memory: 64MiB}\n")
     proc = launcher("run", "-p", prof, "--image", BASE, "--", "python3", "-c", HOG)
@@ -73,33 +61,6 @@ def test_memory_hog_is_explained_from_the_oom_counter(tmp_path):
     last = _diagnosis(proc.stderr)
     assert last.startswith("launcher: the memory limit of 64MiB killed the workload: the "
                            "cgroup's OOM-kill counter rose by"), last
-
-
-def test_sigint_stops_and_removes_the_container(client):
-    name = f"launcher-test-{uuid.uuid4().hex[:8]}"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "launcher", "run", "--name", name, "--image", BASE, "--",
-         "sleep", "60"], env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin",
-                              "LAUNCHER_RUNS_DIR": os.environ["LAUNCHER_RUNS_DIR"]},
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        deadline = time.time() + 60
-        while not client.containers.list(filters={"name": name}):
-            assert time.time() < deadline, "the container never started"
-            assert proc.poll() is None, proc.communicate()
-            time.sleep(0.2)
-        # the supervisor (PID 1) starts the workload once its handlers are set
-        while not any(row[-1] == "sleep 60" for row in
-                      client.containers.get(name).top().get("Processes") or []):
-            assert time.time() < deadline, "the workload never started"
-            time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130
-    assert client.containers.list(all=True, filters={"name": name}) == []
 
 
 def test_compose_stack_up_inspect_down(client, tmp_path):

@@ -33,7 +33,7 @@ def test_leftover_check_sees_a_run_cgroup():
     """The check below can fail: a run cgroup made and not removed is found."""
     from launcher.cgroups.run_cgroup import make_run_cgroup
 
-    rc = make_run_cgroup("launcher-leftover-probe", 10, None, None)
+    rc = make_run_cgroup("launcher-leftover-probe", pids=10, memory=None, cpus=None)
     if not rc.dirs:
         pytest.skip("no writable pids cgroup here")
     try:
@@ -46,7 +46,7 @@ def test_leftover_check_sees_a_run_cgroup():
 def _cgroups_writable() -> bool:
     from launcher.cgroups.run_cgroup import make_run_cgroup
 
-    rc = make_run_cgroup("launcher-writable-check", 10, None, None)
+    rc = make_run_cgroup("launcher-writable-check", pids=10, memory=None, cpus=None)
     rc.cleanup()
     return bool(rc.enforced)
 
@@ -134,17 +134,17 @@ def _ignore_sigint() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
-@pytest.mark.parametrize("inherited", ["default", "ignored"])
-def test_sigint_stops_the_native_workload(writable, tmp_path, inherited):
-    """Also when launcher starts with SIGINT ignored, as a script's background job
-    (`launcher run ... &`) does: the workload gets its default action back."""
+def test_sigint_stops_the_native_workload_started_with_sigint_ignored(writable, tmp_path):
+    """When launcher starts with SIGINT ignored, as a script's background job
+    (`launcher run ... &`) does, the workload gets its default action back (Ctrl-C with
+    SIGINT as inherited is tests/test_engine_behaviour.py's, for every engine)."""
     prof = profile(tmp_path, "s", "extends: base\nlimits: {pids: 50}\n")
     name = f"sigint-{uuid.uuid4().hex[:8]}"
     p = subprocess.Popen([sys.executable, "-m", "launcher", "run", "--runtime", "native", "-p",
                           prof, "--name", name, "--", "sleep", "60"],
                          env={**os.environ, "PYTHONPATH": str(ROOT)},
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=_ignore_sigint if inherited == "ignored" else None)
+                         preexec_fn=_ignore_sigint)
     _wait_for_descendant(p, ["sleep", "60"])  # the supervisor started it: its handlers are set
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=30)

@@ -1,6 +1,8 @@
 """The Podman engine: its arguments from the run spec (GPUs through CDI, rootless, every
-ulimit), then `launcher run --runtime podman` against the real Podman: a run, the pids and
-memory diagnoses, Ctrl-C, kill -9 of launcher, leftovers, and one clear line for each failure.
+ulimit), then `launcher run --runtime podman` against the real Podman: a run, the memory
+diagnosis, kill -9 of launcher (its lifeline and labels), leftovers, and one clear line for each
+failure; what every engine owes a run (exit status, the pids limit, Ctrl-C, kill -9, pipes, file
+owners) is tests/test_engine_behaviour.py's, for Podman too.
 Podman's image store gets the base image from Docker's (`podman pull docker-daemon:IMAGE`, as
 scripts/test.sh does); the real tests skip where Podman is absent, and fail in CI."""
 
@@ -8,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -28,8 +28,8 @@ from launcher.runtime.spec import Limits, Mount, Rlimit, RunSpec
 from launcher.vendors import get as get_vendor
 from launcher.vendors.base import Gpu, GpuSelection, HostGpus
 from tests.conftest import ROOT
-from tests.docker_helpers import BASE, launcher, profile, run_dir_of
-from tests.test_docker_run import BOMB, HOG, _diagnosis
+from tests.docker_helpers import BASE, launcher, podman_missing, profile, run_dir_of
+from tests.test_docker_run import HOG, _diagnosis
 
 PODMAN = ["--runtime", "podman", "--image", BASE]
 
@@ -135,26 +135,11 @@ def _podman(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["podman", *args], capture_output=True, text=True, timeout=300)
 
 
-def _has_dockers(image: str) -> bool:
-    """Podman's store has `image` as Docker's has it (where Docker has it at all)."""
-    ours = _podman("image", "inspect", "--format", "{{.Id}}", image).stdout.strip()
-    theirs = shutil.which("docker") and subprocess.run(
-        ["docker", "image", "inspect", "--format", "{{.Id}}", image], capture_output=True,
-        text=True).stdout.strip()
-    return bool(ours) and (theirs or "").removeprefix("sha256:") in (ours, "")
-
-
 @pytest.fixture(scope="module")
 def real():
     """Podman that runs containers, with the base image copied from Docker's store; else skip
     (fail in CI, where scripts/test.sh installs it)."""
-    why = None
-    if shutil.which("podman") is None:
-        why = "podman is not installed (apt-get install podman)"
-    elif not _has_dockers(BASE):
-        pulled = _podman("pull", "-q", f"docker-daemon:{BASE}")
-        if pulled.returncode != 0:
-            why = f"cannot copy {BASE} from Docker into Podman: {pulled.stderr.strip()}"
+    why = podman_missing(BASE)
     if why and os.environ.get("CI"):
         pytest.fail(f"CI needs Podman: {why}")
     if why:
@@ -197,14 +182,6 @@ def test_telemetry_samples_the_container_against_its_limits(real, tmp_path):
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["runtime"] == "podman" and summary["exit_status"] == 0
     assert "podman run, enforced by the kernel: pids 64" in proc.stderr
-
-
-def test_thread_bomb_hits_pids_limit_and_is_explained(real, tmp_path):
-    prof = profile(tmp_path, "bomb", "extends: base\nlimits: {pids: 50}\n")
-    proc = launcher("run", "-p", prof, *PODMAN, "--", "python3", "-c", BOMB)
-    assert proc.returncode != 0
-    last = _diagnosis(proc.stderr)
-    assert last.startswith("launcher: the pids limit was reached: pids.current hit 50/50"), last
 
 
 def test_memory_hog_is_explained_from_the_oom_counter(real, tmp_path):
@@ -250,21 +227,6 @@ def _supervisor_ready(name: str) -> Callable[[], bool]:
         top = _podman("top", name, "args").stdout
         return "sleep 600" in top and "entrypoint.py" in top
     return check
-
-
-def test_sigint_stops_and_removes_the_container(real):
-    name = f"launcher-test-{uuid.uuid4().hex[:8]}"
-    proc = _start(name)
-    try:
-        _until(_running(name, proc), "the container never started")
-        _until(_supervisor_ready(name), "the workload never started")
-        proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 130, proc.communicate()
-    _until(lambda: _gone(name), "the container was left behind")
 
 
 def test_kill_9_of_launcher_ends_the_container_and_workload(real):

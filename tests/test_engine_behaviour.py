@@ -1,0 +1,332 @@
+"""The behaviours every engine owes a `launcher run`, one harness over all of them: the exit
+status is the workload's, a limit asked for is enforced and named when it bites, Ctrl-C reaches
+the workload and leaves nothing running, so does `kill -9` of launcher, stdout and stderr pass
+through unchanged and apart, and what the workload writes into the working folder is the
+caller's. Every test runs once per engine of ENGINES; a new engine gets them all by one line
+there (test_every_registered_engine_is_in_the_harness says when one is missing). An engine
+that needs a daemon or an image skips with why where it does not answer; CI fails instead."""
+
+from __future__ import annotations
+
+import grp
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import FIXTURES, ROOT
+from tests.docker_helpers import BASE, docker_missing, launcher, podman_missing, profile
+from tests.polling import wait_until
+
+# a thread bomb (tests/test_docker_run.py's): it stops only when a thread is refused
+BOMB = ("import threading, time\nwhile True:\n"
+        "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
+# waits for a signal; on SIGINT its own handler says so, then it ends by the signal, as a
+# well-behaved program does (so the status is 128+2); argv[1]: a file made once it waits
+WAITS = ("import os, signal, sys, time\n"
+         "def handler(signum, frame):\n"
+         "    print('handled', signal.Signals(signum).name, flush=True)\n"
+         "    signal.signal(signum, signal.SIG_DFL)\n"
+         "    os.kill(os.getpid(), signum)\n"
+         "signal.signal(signal.SIGINT, handler)\n"
+         "open(sys.argv[1], 'w').close()\n"
+         "while True:\n"
+         "    time.sleep(0.05)\n")
+
+
+def _containers(cli: str) -> Callable[[str], list[str]]:
+    """The containers named `name` the engine `cli` still has, in any state."""
+    def held(name: str) -> list[str]:
+        found = subprocess.run([cli, "ps", "--all", "--quiet", "--filter", f"name={name}"],
+                               capture_output=True, text=True, timeout=60).stdout.split()
+        return [f"{cli} container {c}" for c in found]
+    return held
+
+
+def _run_cgroups(name: str) -> list[str]:
+    """Run cgroups (`launcher-PID-NAME`) under this process's cgroups, v1 or v2."""
+    from launcher.probe.cgroup import find_chains
+
+    return [f"run cgroup {d}" for chain in find_chains(Path("/")).values()
+            for d in chain.dirs[0].glob(f"launcher-*{name}")]
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str  # as `--runtime` and the engine registry name it
+    args: tuple[str, ...]  # what else `launcher run` needs to run it
+    missing: Callable[[], str | None]  # why it cannot run here, or None
+    held: Callable[[str], list[str]]  # what still holds run NAME (containers, cgroups)
+    unprivileged: str | None = None  # why an unprivileged caller cannot use it here, or None
+
+
+ENGINES = {e.name: e for e in [
+    Engine("native", (), lambda: None, _run_cgroups),
+    Engine("docker", ("--image", BASE), docker_missing, _containers("docker")),
+    Engine("podman", ("--image", BASE), podman_missing, _containers("podman"),
+           unprivileged="an unprivileged caller runs rootless Podman, whose image store and "
+                        "user namespace (/etc/subuid) are its own: not set up here"),
+]}
+
+
+@cache
+def _missing(name: str) -> str | None:
+    return ENGINES[name].missing()
+
+
+@pytest.fixture(params=list(ENGINES))
+def engine(request: pytest.FixtureRequest) -> Engine:
+    why = _missing(request.param)
+    if why and os.environ.get("CI"):
+        pytest.fail(f"CI runs every engine: {request.param}: {why}")
+    if why:
+        pytest.skip(f"{request.param}: {why}")
+    return ENGINES[request.param]
+
+
+def test_every_registered_engine_is_in_the_harness():
+    from launcher.runtime.engines import names
+
+    assert sorted(names()) == sorted(ENGINES), "add the new engine's line to ENGINES"
+
+
+def _run(engine: Engine, *args: str, **kw) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
+    return launcher("run", "--runtime", engine.name, *engine.args, *args, **kw)
+
+
+def _diagnosis(stderr: str) -> str:
+    """The supervisor's sentence: the last `launcher: the ...` line."""
+    return [x for x in stderr.splitlines() if x.startswith("launcher: the ")][-1]
+
+
+def _processes_with(token: str) -> list[str]:
+    """The processes of this machine (containers' included) whose command line has `token`."""
+    found = []
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit() or int(d.name) == os.getpid():
+            continue
+        try:
+            cmdline = (d / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if token.encode() in cmdline:
+            words = cmdline.replace(b"\0", b" ").decode(errors="replace")
+            found.append(f"process {d.name}: {words[:120]}")
+    return found
+
+
+def _left(engine: Engine, name: str, token: str) -> list[str]:
+    """Whatever of run NAME is still here: its processes, its containers or cgroups, and
+    what the engine itself lists as a dead launcher's leftovers (what `doctor` shows)."""
+    from launcher.runtime.engines import get_engine
+
+    leftovers = [f"leftover {x.kind} {x.ident} ({x.detail})"
+                 for x in get_engine(engine.name).leftovers()
+                 if name in x.ident or name in x.detail]
+    return _processes_with(token) + engine.held(name) + leftovers
+
+
+# --- 1. the exit status is the workload's ------------------------------------------------
+
+
+@pytest.mark.parametrize(("script", "status", "sentence"), [
+    ("exit 7", 7, "launcher: the workload exited with its own status 7."),
+    ("kill -9 $$", 128 + 9, "launcher: the workload was killed by SIGKILL, and no OOM kill was "
+                            "counted"),
+], ids=["exit-7", "sigkill"])
+def test_the_exit_status_is_the_workloads(engine, tmp_path, script, status, sentence):
+    proc = _run(engine, "--", "sh", "-c", script, cwd=tmp_path)
+    assert proc.returncode == status, proc.stderr
+    assert _diagnosis(proc.stderr).startswith(sentence), proc.stderr
+
+
+# --- 2. a limit asked for is enforced, and named when it bites -----------------------------
+
+
+def test_a_pids_limit_is_enforced_and_named(engine, tmp_path):
+    prof = profile(tmp_path, "p50", "extends: base\nlimits: {pids: 50}\n")
+    dry = _run(engine, "-p", prof, "--dry-run", "--json", "--", "true", cwd=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    if "pids" in json.loads(dry.stdout)["advisory"]:  # what launcher promises where it cannot
+        refused = _run(engine, "-p", prof, "--require-limits", "--", "python3", "-c", BOMB,
+                       cwd=tmp_path)
+        assert refused.returncode == 1, refused.stderr
+        assert "pids" in refused.stderr.splitlines()[-1], refused.stderr
+        ran = _run(engine, "-p", prof, "--", "python3", "-c", "print('ran')", cwd=tmp_path)
+        assert ran.returncode == 0 and "advisory only: pids" in ran.stderr, ran.stderr
+        return
+    proc = _run(engine, "-p", prof, "--", "python3", "-c", BOMB, cwd=tmp_path)
+    assert proc.returncode != 0
+    first = proc.stderr.splitlines()[0]
+    assert f"{engine.name} run, enforced by the kernel: " in first and "pids 50 (" in first, \
+        proc.stderr
+    assert _diagnosis(proc.stderr).startswith(
+        "launcher: the pids limit was reached: pids.current hit 50/50 and the kernel refused"), \
+        proc.stderr
+
+
+# --- 3 and 4. Ctrl-C, and kill -9 of launcher: nothing outlives the run --------------------
+
+
+def _start_waiting(engine: Engine, cwd: Path) -> tuple[subprocess.Popen[str], str, str]:
+    """`launcher run` of WAITS, in the background, once the workload waits (its handler set):
+    the process, the run's name and a token only the workload's command line carries."""
+    name = f"lt-{engine.name}-{uuid.uuid4().hex[:8]}"
+    ready = cwd / f"ready-{uuid.uuid4().hex}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "launcher", "run", "--runtime", engine.name, *engine.args,
+         "--name", name, "--", "python3", "-c", WAITS, str(ready)],
+        cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, text=True)
+
+    def waiting() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"launcher ended first: {proc.communicate()}")
+        return ready.exists()
+
+    try:
+        wait_until(waiting, timeout=120, what="the workload to start")
+    except BaseException:
+        proc.kill()
+        raise
+    return proc, name, ready.name
+
+
+def test_ctrl_c_reaches_the_workload_and_leaves_nothing(engine, tmp_path):
+    proc, name, token = _start_waiting(engine, tmp_path)
+    try:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert out == "handled SIGINT\n", err  # its own handler ran
+    assert proc.returncode == 128 + signal.SIGINT, err
+    assert "launcher: the workload was killed by SIGINT." in err
+    assert _left(engine, name, token) == []  # at once: launcher cleaned up before it ended
+
+
+def test_kill_9_of_launcher_leaves_nothing(engine, tmp_path):
+    proc, name, token = _start_waiting(engine, tmp_path)
+    try:
+        assert _processes_with(token)  # the check below sees the workload while it runs
+        proc.kill()
+        proc.wait(timeout=10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    left: list[str] = []
+
+    def gone() -> bool:
+        left[:] = _left(engine, name, token)
+        return not left
+
+    try:  # the supervisor stops the tree (SIGTERM, SIGKILL 3 s later): a few seconds
+        wait_until(gone, timeout=20, interval=0.2, what="the run to be gone")
+    except AssertionError:
+        raise AssertionError(f"the run outlived `kill -9` of launcher: {left}") from None
+
+
+# --- 5. pipes ------------------------------------------------------------------------------
+
+PAYLOAD = "bytes(range(256)) * 2048 + b'\\r\\nno newline at the end'"  # 512 KiB and a bit
+ECHOES = ("import sys\n"
+          "got = sys.stdin.buffer.read()\n"
+          f"sys.stdout.buffer.write({PAYLOAD})\n"
+          "print('to stderr; stdin had', len(got), 'bytes', file=sys.stderr)\n")
+
+
+def test_stdout_comes_back_unchanged_and_stderr_apart(engine, tmp_path):
+    """docs/running.md: the workload's stdin is /dev/null (launcher's own stdin is the
+    supervisor's lifeline), so data piped into launcher never reaches it and cannot hold it;
+    its stdout comes back byte for byte (no TTY, no added line), its stderr on stderr alone."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "launcher", "run", "--runtime", engine.name, *engine.args, "--",
+         "python3", "-c", ECHOES], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        input=b"hi\n" * 1000, capture_output=True, timeout=300)
+    err = proc.stderr.decode()
+    assert proc.returncode == 0, err
+    assert proc.stdout == eval(PAYLOAD)  # noqa: S307 - our own constant
+    assert "to stderr; stdin had 0 bytes\n" in err
+    assert "launcher: the workload exited with status 0." in err
+
+
+# --- 6. files written into the working folder are the caller's ----------------------------
+
+NOBODY = (4321, 4321)  # a caller with no name here: no passwd line makes it right by chance
+
+
+@cache
+def _unprivileged_python() -> tuple[str, str] | None:
+    """An interpreter, and the PYTHONPATH for it, with which uid 4321 can run launcher (ours
+    may lie in a folder only root may enter), or None."""
+    paths = os.pathsep.join(dict.fromkeys(
+        [str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]))
+    for python in dict.fromkeys([sys.executable, "/usr/bin/python3"]):
+        probe = subprocess.run(
+            ["setpriv", f"--reuid={NOBODY[0]}", f"--regid={NOBODY[1]}", "--clear-groups",
+             "env", f"PYTHONPATH={paths}", python, "-c",
+             f"import sys, launcher.cli.main; sys.exit(sys.version_info[:2] != "
+             f"{tuple(sys.version_info[:2])})"], capture_output=True, cwd="/")
+        if probe.returncode == 0:
+            return python, paths
+    return None
+
+
+def _as_unprivileged(engine: Engine, work: Path) -> tuple[list[str], dict[str, str]]:
+    """The command prefix and environment that run launcher as uid 4321 (with Docker's group,
+    the one a user needs for Docker), or skip."""
+    if os.getuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("becoming another user needs root and setpriv (util-linux)")
+    if engine.unprivileged:
+        pytest.skip(f"{engine.name}: {engine.unprivileged}")
+    found = _unprivileged_python()
+    if found is None:
+        pytest.skip(f"no Python {sys.version_info[0]}.{sys.version_info[1]} that uid "
+                    f"{NOBODY[0]} may run launcher with")
+    python, paths = found
+    try:
+        groups = f"--groups={grp.getgrnam('docker').gr_gid}"
+    except KeyError:
+        groups = "--clear-groups"
+    env = {"PATH": os.environ["PATH"], "PYTHONPATH": paths, "HOME": str(work),
+           "XDG_CONFIG_HOME": str(FIXTURES / "no-user-config"),
+           "LAUNCHER_RUNS_DIR": str(work / ".runs"), "LAUNCHER_PROFILE_PATH": ""}
+    return ["setpriv", f"--reuid={NOBODY[0]}", f"--regid={NOBODY[1]}", groups, python], env
+
+
+@pytest.mark.parametrize("caller", ["self", "unprivileged"])
+def test_files_the_workload_writes_are_the_callers(engine, caller):
+    """docs/commands.md: the workload runs as you, so what it writes into mounted folders (the
+    current one is) is yours. As root the image's default user would pass too: a caller of
+    uid 4321 is the one a container left as root fails."""
+    work = Path(tempfile.mkdtemp(prefix="launcher-owner-", dir="/tmp"))
+    try:
+        work.chmod(0o777)
+        if caller == "self":
+            prefix, env = [sys.executable], {**os.environ, "PYTHONPATH": str(ROOT)}
+            ids = (os.getuid(), os.getgid())
+        else:
+            (prefix, env), ids = _as_unprivileged(engine, work), NOBODY
+        proc = subprocess.run(
+            [*prefix, "-m", "launcher", "run", "--runtime", engine.name, *engine.args, "--",
+             "sh", "-c", "id -u; id -g; echo x > written && mkdir made && echo y > made/inner"],
+            cwd=work, env=env, capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.split() == [str(ids[0]), str(ids[1])], proc.stderr
+        owners = {p: (lambda s: (s.st_uid, s.st_gid))((work / p).stat())
+                  for p in ("written", "made", "made/inner")}
+        assert owners == dict.fromkeys(owners, ids)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
