@@ -84,16 +84,20 @@ def fakes(fakes_site: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no
     import sys
 
     from launcher import dists
+    from launcher.profiles import schema
+
+    def forget() -> None:  # what launcher found installed, and the schema composed from it
+        dists.installed.cache_clear()
+        dists.entry_points.cache_clear()
+        schema.composed.cache_clear()
 
     sys.path.insert(0, str(fakes_site))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
         filter(None, [str(fakes_site), os.environ.get("PYTHONPATH")])))
-    dists.installed.cache_clear()
-    dists.entry_points.cache_clear()
+    forget()
     yield fakes_site
     sys.path.remove(str(fakes_site))
-    dists.installed.cache_clear()
-    dists.entry_points.cache_clear()
+    forget()
 
 
 @pytest.fixture

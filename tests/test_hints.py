@@ -15,8 +15,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from launcher.cli import build_cmd
 from launcher.cli.main import app
+from launcher.usecases import build as build_usecase
 
 runner = CliRunner()
 
@@ -30,7 +30,7 @@ def pasted(text: str, first: str) -> list[str]:
 
 @pytest.fixture
 def recorded(fake_engine, monkeypatch):
-    monkeypatch.setattr(build_cmd, "first_that", lambda capability: fake_engine())
+    monkeypatch.setattr(build_usecase, "first_that", lambda capability: fake_engine())
     return fake_engine.calls
 
 

@@ -192,8 +192,9 @@ RANKS = {
     "supervise": 6, "telemetry": 6, "workloads": 6, "cgroups": 6,
     "runtime": 7, "render": 7,
     "jobs": 8,
-    "cli": 9,
-    "__main__": 10,
+    "usecases": 9,
+    "cli": 10,
+    "__main__": 11,
 }
 
 
@@ -217,3 +218,33 @@ def test_the_rank_check_can_fail(tmp_path):
     up = tmp_path / "up.py"
     up.write_text("from launcher.cli.common import resolve_profile\n")
     assert ("launcher.jobs.up", "launcher.cli.common") in _upward({"launcher.jobs.up": up})
+
+
+# The command line parses and prints, nothing more: what a command does is a use case
+# (launcher/usecases/). So cli/ imports from launcher only its own modules, the use cases, the
+# errors and the units; the use cases hand on whatever else it shows (a type, a formatting
+# helper such as the job summary's lines). Orchestration moved back into cli/ would need the
+# engines, the jobs, the renderers, the probe or the caps again, and fails here.
+CLI_MAY_IMPORT = ("launcher.cli", "launcher.usecases", "launcher.errors", "launcher.units",
+                  "launcher.__version__")
+
+
+def _cli_reaches_below(modules: dict[str, Path]) -> list[tuple[str, str]]:
+    return sorted((mod, imp) for mod, path in modules.items() if _within(mod, ("launcher.cli",))
+                  for imp in _imports(path)
+                  if imp != "launcher" and not _within(imp, CLI_MAY_IMPORT))
+
+
+def test_the_cli_only_parses_and_prints():
+    assert _cli_reaches_below(_modules()) == []
+
+
+def test_the_cli_check_can_fail(tmp_path):
+    busy = tmp_path / "busy.py"
+    busy.write_text("def run():\n    from launcher.runtime.engines import choose_engine\n"
+                    "    from launcher.jobs.job import prepare\n")
+    assert _cli_reaches_below({"launcher.cli.busy": busy}) == [
+        ("launcher.cli.busy", "launcher.jobs.job"),
+        ("launcher.cli.busy", "launcher.jobs.job.prepare"),
+        ("launcher.cli.busy", "launcher.runtime.engines"),
+        ("launcher.cli.busy", "launcher.runtime.engines.choose_engine")]

@@ -228,3 +228,22 @@ def test_a_source_tree_on_the_path_reads_its_own_entries_from_pyproject():
                          capture_output=True, text=True, check=True).stdout
     assert json.loads(out) == {g: {n: list(e) for n, e in dists.entry_points(g).items()}
                                for g in groups}
+
+
+def test_fake_render_target_renders_a_job(fakes, tmp_path):
+    """`--target slurm` is a third party's render target: one module, one entry-point line; the
+    job is prepared, planned and measured by launcher as for Kubernetes."""
+    spec = tmp_path / "job.yaml"
+    spec.write_text("name: arr\ncommand: [python3, w.py, '{start}', '{end}']\nitems: 10\n"
+                    "chunk_size: 4\noutput: out\n")
+    out = tmp_path / "rendered"
+    result = runner.invoke(app, ["jobs", "render", str(spec), "-p", "base", "--target", "slurm",
+                                 "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    script = (out / "arr.sbatch").read_text()
+    assert "#SBATCH --array=0-2%" in script  # three chunks of 4, 4 and 2 items
+    assert "export LAUNCHER_CHUNK_INDEX=$SLURM_ARRAY_TASK_ID" in script
+    assert script.endswith("python3 w.py '{start}' '{end}'\n")
+    bad = runner.invoke(app, ["jobs", "render", str(spec), "-p", "base", "--target", "slurn",
+                              "--out", str(out)])
+    assert bad.exit_code == 1 and "--target must be one of k8s, slurm (got 'slurn')" in bad.stderr

@@ -121,9 +121,9 @@ def test_refused_plan_does_not_start(fake, tmp_path):
 
 
 def test_build_uses_engine_with_context(fake, monkeypatch):
-    from launcher.cli import build_cmd
+    from launcher.usecases import build as build_usecase
 
-    monkeypatch.setattr(build_cmd, "first_that", lambda capability: fake())  # the builder
+    monkeypatch.setattr(build_usecase, "first_that", lambda capability: fake())  # the builder
     result = runner.invoke(app, ["build", "-p", "runpod", "--base-image", "launcher-base:bookworm",
                                  "--tag", "t/runpod"])
     assert result.exit_code == 0, result.output

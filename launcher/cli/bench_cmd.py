@@ -7,7 +7,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from launcher.cli.output import parse_env_pairs, print_json, say
+from launcher.cli.output import parse_env_pairs, print_json, show_event
 from launcher.errors import LauncherError
 from launcher.units import format_size, term
 
@@ -23,55 +23,31 @@ def parse_sizes(text: str) -> list[int]:
     return sizes
 
 
-def bench(spec: Path, profile: str | None, sizes_text: str, predict: int | None,
+def bench(spec: Path, *, profile: str | None, sizes_text: str, predict: int | None,
           concurrent: int | None, write_profile: Path | None, env: list[str] | None,
           as_json: bool, host_root: Path | None, gpus: str | None = None) -> int:
-    from launcher.jobs import memory
-    from launcher.jobs.job import prepare, read_items
+    from launcher.usecases.bench_memory import BenchRequest, shown
+    from launcher.usecases.bench_memory import bench as measure
 
     sizes = parse_sizes(sizes_text)
-    p = prepare(spec, profile, None, None, parse_env_pairs(env), host_root, gpus=gpus,
-                running=True)
-    if write_profile is not None:
-        from launcher.profiles.writer import check_target
-
-        check_target(write_profile, p.resolved.profile, "--write-profile")
-    folder = p.spec.folder() / "bench-memory"
-    folder.mkdir(parents=True, exist_ok=True)
-    items = read_items(p.spec)
-    where = f"GPU {p.plan.gpus[0]}" if p.plan.gpus[0] is not None else "the CPU"
-    say(f"bench-memory {p.spec.name}: sizes {', '.join(map(str, sizes))} on {where}, each "
-        f"alone in its own cgroup (cap {format_size(p.plan.usable_bytes or 0) or '-'}), after "
-        f"a warm-up run at {min(sizes)} items that is not counted (the first run's page cache "
-        f"would be)")
-    ms = memory.measure(p, sizes, folder, items, say)
-    conc = None
-    if concurrent:
-        size = p.spec.chunk_size or max(sizes)
-        say(f"{concurrent} workers of {size} items at once ...")
-        conc = memory.measure_concurrent(p, size, concurrent, folder, items)
-    # the chunk size and concurrency for the profile's machine (its GPUs), not this host's
-    target = prepare(spec, profile, None, None, parse_env_pairs(env), host_root,
-                     on_this_host=False)
-    result = memory.result_of(p, ms, predict, conc, target)
-    if write_profile is not None and result["chunk_size"] is not None:
-        memory.write_profile(p, write_profile, result)
-        result["profile_written"] = str(write_profile)
+    got = measure(BenchRequest(spec=spec, sizes=tuple(sizes), profile=profile, predict=predict,
+                               concurrent=concurrent, write_profile=write_profile,
+                               env=parse_env_pairs(env), host_root=host_root, gpus=gpus),
+                  on_event=show_event)
+    result = got.data
     if as_json:
         print_json(result)
     else:
-        for line in _lines(result, predict, target.resolved.profile.name):
+        for line in _lines(result, predict, got.machine):
             print(line)
     if write_profile is None:
         return 0
-    if result["chunk_size"] is None:
+    if not got.written:
         again = _again(spec, sizes, result, profile=profile, gpus=gpus,
                        write_profile=write_profile)
         raise LauncherError(f"--write-profile: not written: {_beyond(result)}; measure at it: "
                             f"`{again}`")
     if not as_json:
-        from launcher.profiles.writer import shown
-
         print(f"wrote {write_profile} (workers.memory, jobs.chunk_size and the fit; no "
               f"max_concurrent: the machine that runs the job sets it): `launcher jobs plan "
               f"{shlex.quote(str(spec))} --profile {shlex.quote(shown(write_profile))}`")

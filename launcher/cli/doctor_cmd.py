@@ -1,20 +1,16 @@
-"""`launcher doctor`: this host's real limits, the first to bite, and stale variables."""
+"""`launcher doctor`: the doctor use case's findings (launcher/usecases/doctor.py) as a table
+for people, or JSON."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from launcher.caps.resolve import resolve
-from launcher.caps.sizing import pool_cpus
 from launcher.cli.output import print_json, table
-from launcher.errors import LauncherError
-from launcher.frameworks import names as framework_names
-from launcher.probe import HostFacts, probe_host
-from launcher.profiles import load_profile
-from launcher.profiles.schema import AUTO
 from launcher.units import format_size
-from launcher.variables import verdict_says
+
+if TYPE_CHECKING:
+    from launcher.usecases.doctor import HostFacts
 
 
 def _at(facts: HostFacts, controller: str) -> str:
@@ -26,75 +22,19 @@ def _lim(v: int | None) -> str:
     return "unlimited" if v is None else str(v)
 
 
-def diagnose(facts: HostFacts, profile_ref: str | None) -> dict[str, Any]:
-    profile = load_profile(profile_ref or "auto")
-    caps = resolve(profile, facts, inherited=facts.env).caps
-    warnings = []
-    for name, s in caps.env.items():
-        if s.replaced is not None and not verdict_says(name, s.value):
-            new = "removed" if s.value is None else f"set to {s.value}"
-            warnings.append(f"{name}={s.replaced} inherited from the shell; under profile "
-                            f"{profile.name} launcher replaces it ({new}, {s.source}).")
-    if not profile_ref:  # with --profile, the verdict lists them
-        warnings += [r for r in caps.verdict.reasons if r not in warnings]
-    pools = {fw: pool_cpus(fw, facts, AUTO)[0] for fw in framework_names()}
-    out: dict[str, Any] = {"host": facts.to_json(), "pool_cpus": pools,
-                           "frameworks": frameworks(facts), "first_limit": caps.budget,
-                           "warnings": warnings}
-    if profile_ref:
-        out["plan"] = caps.to_json()
-    return out
-
-
-def frameworks(facts: HostFacts) -> dict[str, dict[str, Any]]:
-    """Each framework as installed here (a live host only): version, build, whether the thread
-    model was measured on that version, and its facts."""
-    from launcher.caps.resolve import installed_here
-    from launcher.frameworks import get
-
-    out = {}
-    for name in framework_names():
-        fw, got = get(name), installed_here(name, facts)
-        measured = next((m.measured for m in fw.models if m.covers(got.version)), None)
-        out[name] = {"label": fw.label, "version": got.version, "build": got.build,
-                     "model": measured, "facts": list(fw.facts)}
-    return out
-
-
-def leftovers(clean: bool) -> list[dict[str, str]]:
-    """What killed launcher runs left behind, from every engine that answers; removed with
-    `clean`."""
-    from launcher.runtime.engines import get_engine, names
-
-    found = []
-    for name in names():
-        engine = get_engine(name)
-        try:
-            items = engine.leftovers()
-        except LauncherError:
-            continue
-        for item in items:
-            state = "left behind"
-            if clean:
-                engine.remove(item)
-                state = "removed"
-            found.append({"engine": name, "kind": item.kind, "id": item.ident,
-                          "detail": item.detail, "state": state})
-    return found
-
-
 def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
            capture: Path | None = None, clean: bool = False) -> int:
-    if capture is not None:
-        from launcher.probe.capture import capture as copy_tree
+    from launcher.usecases.doctor import DoctorRequest
+    from launcher.usecases.doctor import doctor as diagnose
 
-        files = copy_tree(capture, host_root or Path("/"))
-        print(f"captured {len(files)} files into {capture}; read them back with "
+    got = diagnose(DoctorRequest(profile=profile_ref, host_root=host_root, capture=capture,
+                                 clean=clean))
+    if got.captured is not None:
+        print(f"captured {len(got.captured)} files into {capture}; read them back with "
               f"`launcher doctor --host-root {capture}`")
         return 0
-    facts = probe_host(host_root or "/")
-    report = diagnose(facts, profile_ref)
-    report["leftovers"] = leftovers(clean) if host_root is None else []
+    report, facts = got.report, got.facts
+    assert facts is not None
     if as_json:
         print_json(report)
         return 0
@@ -155,7 +95,8 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
     if report["leftovers"]:
         print("left behind by killed runs:" if not clean else "removed:")
         for x in report["leftovers"]:
-            print(f"  - {x['engine']} {x['kind']} {x['id']} ({x['detail']})")
+            failed = f": {x['state']}" if clean and x["state"] != "removed" else ""
+            print(f"  - {x['engine']} {x['kind']} {x['id']} ({x['detail']}){failed}")
         if not clean:
             print("  remove them with `launcher doctor --clean`")
     elif clean:

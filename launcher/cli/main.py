@@ -1,5 +1,7 @@
-"""Parse and dispatch. Each command's work lives in its own module, imported only when used,
-so `launcher --help` stays fast (no docker, jinja2 or yaml import)."""
+"""The typer app: every command but `run` (cli/run_command.py, click alone). Each command's
+flags go to its module in cli/, imported only when used, which makes a request of a use case
+(launcher/usecases/) and prints the result; so `launcher --help` stays fast (no docker, jinja2
+or yaml import), and the option texts list the registries' names from metadata alone."""
 
 from __future__ import annotations
 
@@ -25,9 +27,12 @@ from launcher.cli.run_command import (  # noqa: E402 - the texts run shares with
     GPUS_HELP,
     PROFILE_HELP,
 )
-from launcher.runtime.engines import names as engine_names  # noqa: E402 - metadata only
+from launcher.usecases import names  # noqa: E402 - metadata only
 
-RUNTIMES = " | ".join(engine_names())  # the engines, as the registry lists them
+RUNTIMES = " | ".join(names.runtimes())  # the engines, as the registry lists them
+BACKENDS = " | ".join(names.backends())
+TARGETS = " | ".join(names.render_targets())
+
 
 class LauncherGroup(typer.core.TyperGroup):
     """The typer-built commands, and `run` from cli/run_command.py (click alone, so that
@@ -169,6 +174,7 @@ FitOpt = Annotated[bool, typer.Option("--fit", help=FIT_HELP)]
 
 @app.command()
 def plan(
+    *,
     profile: ProfileOpt = "auto",
     framework: Framework = None,
     processes: Annotated[int | None, typer.Option(
@@ -204,6 +210,7 @@ Tag = Annotated[str | None, typer.Option(
 
 @app.command()
 def render(
+    *,
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the files into.")],
     profile: ProfileOpt = "auto",
     framework: Framework = None,
@@ -236,14 +243,16 @@ def render(
     RunPod template and the caps into a folder you can read, commit and `docker build`."""
     from launcher.cli import render_cmd
 
-    _run(lambda: render_cmd.render(profile, framework, out, base_image, ca_cert, tag, gpus, env,
-                                   host_root, json, render_cmd.target_of(
-                                       command, workload, volume or [], workdir, user,
-                                       port or []), force))
+    _run(lambda: render_cmd.render(
+        profile=profile, framework=framework, out=out, base_image=base_image, ca_cert=ca_cert,
+        tag=tag, gpus=gpus, env=env, host_root=host_root, as_json=json, command=command,
+        workload=workload, volumes=volume, workdir=workdir, user=user, ports=port,
+        force=force))
 
 
 @app.command()
 def build(
+    *,
     profile: ProfileOpt = "auto",
     framework: Framework = None,
     base_image: BaseImage = None,
@@ -259,8 +268,9 @@ def build(
     under a bare `docker run` or on RunPod), with live progress."""
     from launcher.cli import build_cmd
 
-    _run(lambda: build_cmd.build(profile, framework, base_image, tag, ca_cert, host_root,
-                                 no_cache, push))
+    _run(lambda: build_cmd.build(profile=profile, framework=framework, base_image=base_image,
+                                 tag=tag, ca_cert=ca_cert, host_root=host_root,
+                                 no_cache=no_cache, push=push))
 
 
 @app.command()
@@ -313,6 +323,7 @@ MaxConcurrent = Annotated[int | None, typer.Option(
 
 @jobs_app.command("plan")
 def jobs_plan(
+    *,
     spec: Annotated[Path, typer.Argument(help="The job spec (YAML).")],
     profile: JobProfile = None,
     framework: Framework = None,
@@ -326,12 +337,14 @@ def jobs_plan(
     slots, memory (usable x safety / workers.memory), the profile's cap, the pids budget."""
     from launcher.cli import jobs_cmd
 
-    _run(lambda: jobs_cmd.plan(spec, profile, framework, max_concurrent, env, json, host_root,
-                               gpus))
+    _run(lambda: jobs_cmd.plan(spec, profile=profile, framework=framework,
+                               max_concurrent=max_concurrent, env=env, as_json=json,
+                               host_root=host_root, gpus=gpus))
 
 
 @jobs_app.command("run")
 def jobs_run(
+    *,
     spec: Annotated[Path, typer.Argument(help="The job spec (YAML).")],
     profile: JobProfile = None,
     framework: Framework = None,
@@ -345,7 +358,8 @@ def jobs_run(
         "--image", help="Image for a container runtime (default: the spec's, else "
                         "launcher/PROFILE:FRAMEWORK).")] = None,
     backend: Annotated[str, typer.Option(
-        "--backend", help="local (this machine) | ray (a Ray cluster)")] = "local",
+        "--backend", help=f"Where the chunks run: {BACKENDS} (local: this machine; the "
+                          "others: a cluster's nodes).")] = "local",
     address: Annotated[str | None, typer.Option(
         "--address", envvar="RAY_ADDRESS", help="Ray cluster address (--backend ray).")] = None,
     json: Json = False,
@@ -356,16 +370,19 @@ def jobs_run(
     Rerun the same command after Ctrl-C, kill -9 or a reboot to go on."""
     from launcher.cli import jobs_cmd
 
-    _run(lambda: jobs_cmd.run(spec, profile, framework, max_concurrent, env, runtime, image,
-                              backend, address, json, host_root, gpus))
+    _run(lambda: jobs_cmd.run(spec, profile=profile, framework=framework,
+                              max_concurrent=max_concurrent, env=env, runtime=runtime,
+                              image=image, backend=backend, address=address, as_json=json,
+                              host_root=host_root, gpus=gpus))
 
 
 @jobs_app.command("render")
 def jobs_render(
+    *,
     spec: Annotated[Path, typer.Argument(help="The job spec (YAML).")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Folder to write the manifest into.")],
-    target: Annotated[str, typer.Option("--target", help="k8s (a Kubernetes Indexed Job)")
-                      ] = "k8s",
+    target: Annotated[str, typer.Option(
+        "--target", help=f"What to render the job as: {TARGETS}.")] = "k8s",
     profile: JobProfile = None,
     image: Annotated[str | None, typer.Option(
         "--image", help="The image the pods pull, pushed (REGISTRY/NAME:TAG): launcher's "
@@ -391,8 +408,10 @@ def jobs_render(
     (launcher's image plus the job's folder)."""
     from launcher.cli import jobs_cmd
 
-    _run(lambda: jobs_cmd.render(spec, profile, target, out, image, max_concurrent, gpus,
-                                 workdir, host_root, json, claim, claim_size, base_image))
+    _run(lambda: jobs_cmd.render(spec, target=target, out=out, profile=profile, image=image,
+                                 max_concurrent=max_concurrent, gpus=gpus, workdir=workdir,
+                                 host_root=host_root, as_json=json, claim=claim,
+                                 claim_size=claim_size, base_image=base_image))
 
 
 @jobs_app.command("ray-node")
@@ -445,6 +464,7 @@ def calibrate(
 
 @app.command("bench-memory")
 def bench_memory(
+    *,
     spec: Annotated[Path, typer.Argument(help="The job spec (YAML) whose worker to measure.")],
     sizes: Annotated[str, typer.Option(
         "--sizes", help="Chunk sizes to run the worker at, e.g. 500,1000,2000.")],
@@ -468,8 +488,9 @@ def bench_memory(
     each in its own capped cgroup; fit peak = base + per_item x size and report its error."""
     from launcher.cli import bench_cmd
 
-    _run(lambda: bench_cmd.bench(spec, profile, sizes, predict, concurrent, write_profile,
-                                 env, json, host_root, gpus))
+    _run(lambda: bench_cmd.bench(spec, profile=profile, sizes_text=sizes, predict=predict,
+                                 concurrent=concurrent, write_profile=write_profile, env=env,
+                                 as_json=json, host_root=host_root, gpus=gpus))
 
 
 def main() -> None:
@@ -482,9 +503,10 @@ def main() -> None:
 
 
 def only_invoked(first: list[str]) -> None:
-    """Where the first word names a command, click is given that command alone: building all
-    of them costs ~20 ms of every start (`launcher run` included). Anything else (no word, an
-    option, a group, a typo) gets them all, for the list, --help and the did-you-mean."""
+    """Where the first word names a typer command, click is given that command alone:
+    building all of them costs ~20 ms of a start. Anything else (no word, an option, a group
+    such as `jobs`, `run` reached through `python -m launcher.cli.main`, a typo) gets them all,
+    for the list, --help and the did-you-mean."""
     from typer.main import get_command_name
 
     chosen = [c for c in app.registered_commands

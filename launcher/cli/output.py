@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from launcher.usecases.events import Event
 
 _verbose = False
 
@@ -27,6 +30,19 @@ def note(msg: str) -> None:
     """A line that changes nothing for the user (how a choice was made): only with -v."""
     if _verbose:
         say(msg)
+
+
+def show_event(event: Event) -> None:
+    """A use case's line: on stderr (a note only with -v, a warning labelled), or a step of
+    the command's own output on stdout."""
+    if event.kind == "step":
+        print(event.text, flush=True)
+    elif event.kind == "note":
+        note(event.text)
+    elif event.kind == "warning":
+        say(f"warning: {event.text}")
+    else:
+        say(event.text)
 
 
 def print_json(data: Any) -> None:

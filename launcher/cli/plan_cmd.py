@@ -1,13 +1,11 @@
-"""`launcher plan`: a profile resolved against this host."""
+"""`launcher plan`: the plan use case's caps (launcher/usecases/plan.py) in words or JSON."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from launcher.caps.model import threads_in_all
-from launcher.cli.common import fit_or_advise, resolve_profile
-from launcher.cli.output import print_json, table
+from launcher.cli.output import parse_env_pairs, print_json, table
 from launcher.units import format_rlimit, format_size
 
 
@@ -15,29 +13,20 @@ def plan(profile_ref: str, *, framework: str | None = None, processes: int | Non
          env_pairs: list[str] | None = None, gpus: str | None = None,
          workload: str | None = None, as_json: bool = False, host_root: Path | None = None,
          fit: bool = False) -> int:
-    """The caps `launcher run` would use here: the same resolve, with a workload's framework
-    and its own threads when `workload` names one, so plan and run give the same verdict."""
-    extra = 0
-    if workload is not None:
-        from launcher.workloads.catalog import find_workload
+    from launcher.usecases.plan import PlanRequest
+    from launcher.usecases.plan import plan as resolve_plan
 
-        w = find_workload(workload)
-        framework, extra = framework or w.framework, w.extra_threads
-    r, fitted = fit_or_advise(resolve_profile(profile_ref, framework=framework,
-                                              processes=processes, env_pairs=env_pairs,
-                                              gpus=gpus, host_root=host_root, clamp=True,
-                                              extra_threads=extra), fit)
-    caps = r.caps
-    data = caps.to_json()
-    if fitted:
-        data["fit"] = fitted
+    got = resolve_plan(PlanRequest(profile=profile_ref, framework=framework,
+                                   processes=processes, env=parse_env_pairs(env_pairs),
+                                   gpus=gpus, workload=workload, host_root=host_root, fit=fit))
+    data = got.data
     if as_json:
         print_json(data)
         return 0
-    print(f"plan: profile {caps.profile}, framework {caps.framework}, {caps.processes} "
-          f"process(es), pools sized for {caps.cpus} CPU(s)")
-    if fitted:
-        print(fitted)
+    print(f"plan: profile {data['profile']}, framework {data['framework']}, "
+          f"{data['processes']} process(es), pools sized for {data['cpus']} CPU(s)")
+    if got.fitted:
+        print(got.fitted)
     print("environment (set before the interpreter starts):")
     rows = []
     for name, s in data["env"].items():
@@ -63,6 +52,8 @@ def _fmt_limit(name: str, value: Any) -> str:
 
 
 def print_verdict(data: dict[str, Any]) -> None:
+    from launcher.usecases.plan import threads_in_all
+
     est, budget = data["estimate"], data["budget"]
     parts = " + ".join(f"{k} {v}" for k, v in est["breakdown"].items())
     print(f"threads at their peak: {threads_in_all(est)}; budget {budget['available']} "

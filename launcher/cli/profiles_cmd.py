@@ -1,4 +1,5 @@
-"""`launcher profiles list | show | validate`."""
+"""`launcher profiles list | show | validate`: the profiles use case's findings
+(launcher/usecases/profiles.py) in words or JSON."""
 
 from __future__ import annotations
 
@@ -6,20 +7,13 @@ import sys
 from pathlib import Path
 
 from launcher.cli.output import print_json, table
-from launcher.errors import ProfileError
-from launcher.profiles.loader import available, display_path, load_profile
+from launcher.units import format_size
 
 
 def list_profiles(as_json: bool) -> int:
-    rows = []
-    for name, path in available().items():
-        try:
-            p = load_profile(path)
-            rows.append({"name": name, "path": display_path(path), "extends": p.chain[:-1],
-                         "description": p.get("description", ""), "error": None})
-        except ProfileError as exc:
-            rows.append({"name": name, "path": display_path(path), "extends": [],
-                         "description": "", "error": str(exc)})
+    from launcher.usecases.profiles import list_profiles as found
+
+    rows = found()
     if as_json:
         print_json(rows)
         return 0
@@ -29,7 +23,10 @@ def list_profiles(as_json: bool) -> int:
 
 
 def show(name: str, as_json: bool) -> int:
-    p = load_profile(Path(name) if name.endswith((".yaml", ".yml")) else name)
+    from launcher.usecases.profiles import display_path
+    from launcher.usecases.profiles import show as merged
+
+    p = merged(name)
     if as_json:
         print_json({"name": p.name, "path": display_path(p.path), "chain": p.chain,
                     "profile": p.data, "origin": p.origin})
@@ -48,25 +45,22 @@ def show(name: str, as_json: bool) -> int:
 
 
 def _fmt(v: object, key: str = "") -> str:
-    from launcher.profiles.schema import SCHEMA
-    from launcher.units import format_size
+    from launcher.usecases.profiles import kind_of
 
-    section, _, leaf = key.partition(".")
-    spec = SCHEMA.get(section)
-    kind = spec.get(leaf).kind if isinstance(spec, dict) and spec.get(leaf) else ""
-    if kind == "size" and isinstance(v, int):
+    if kind_of(key) == "size" and isinstance(v, int):
         return format_size(v)
     return repr(v) if isinstance(v, str) and (not v or v.strip() != v) else str(v)
 
 
 def validate(files: list[Path]) -> int:
+    from launcher.usecases.profiles import validate as check
+
     bad = 0
-    for f in files:
-        try:
-            load_profile(f)
-            print(f"ok: {f}")
-        except ProfileError as exc:
-            bad += 1
-            for line in str(exc).splitlines():
-                print(f"error: {line}", file=sys.stderr)
+    for c in check(files):
+        if c.error is None:
+            print(f"ok: {c.file}")
+            continue
+        bad += 1
+        for line in c.error.splitlines():
+            print(f"error: {line}", file=sys.stderr)
     return 1 if bad else 0

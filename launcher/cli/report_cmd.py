@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -10,31 +9,13 @@ from launcher.cli.output import print_json, table
 from launcher.errors import LauncherError
 from launcher.units import format_size
 
-PLOT_EXTRA = "pip install 'launcher[plot]'"
-
-
-def why_no_plot(samples: int) -> str | None:
-    """Why telemetry.png cannot be drawn for a run with `samples` samples; None if it can."""
-    import importlib.util
-
-    if samples < 2:
-        return (f"the run has {samples} sample{'' if samples == 1 else 's'} and a plot needs "
-                f"2 (a shorter --interval samples more)")
-    if importlib.util.find_spec("matplotlib") is None:
-        return f"matplotlib is not installed ({PLOT_EXTRA})"
-    return None
-
 
 def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
-    path = run_dir / "summary.json"
-    try:
-        summary = json.loads(path.read_text())
-    except FileNotFoundError:
-        summary = _unfinished(run_dir)
-    except ValueError as exc:
-        raise LauncherError(f"{path}: not valid JSON: {exc}") from None
-    if "gpus" not in summary:
-        summary["gpus"] = _gpus_from_telemetry(run_dir)
+    from launcher.usecases.report import WORDS, ReportRequest
+    from launcher.usecases.report import report as read_report
+
+    got = read_report(ReportRequest(run_dir=run_dir, plot=plot and not as_json))
+    summary = got.summary
     if as_json:
         print_json(summary)
         return 0
@@ -45,8 +26,6 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
     print(f"profile {summary['profile']} ({summary['framework']}), runtime "
           f"{summary['runtime']}, {took:.1f}s, {summary['samples']} telemetry sample"
           f"{'' if summary['samples'] == 1 else 's'}")
-    from launcher.telemetry.sampler import WORDS
-
     rows = [("series", "peak", "limit", "headroom", "use")]
     for key, v in summary["peaks"].items():
         fmt = format_size if key == "rss_bytes" else str
@@ -65,47 +44,12 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
         if notes.get(what):
             print(f"{what}: " + ", ".join(f"{k} {v}" for k, v in notes[what].items()))
     print(f"exit status {summary['exit_status']}: {summary['diagnosis']}")
-    png = run_dir / "telemetry.png"
-    why = None if png.exists() else why_no_plot(summary["samples"])
-    if plot and not png.exists():
-        if why:
-            raise LauncherError(f"no telemetry.png: {why}")
-        from launcher.telemetry.plot import draw
-
-        draw(run_dir)
-    print(f"plot: {png}" if png.exists() else f"plot: none ({why})" if why else
+    if got.plot_refused:
+        raise LauncherError(f"no telemetry.png: {got.why_no_plot}")
+    why = got.why_no_plot
+    print(f"plot: {got.png}" if got.png else f"plot: none ({why})" if why else
           f"plot: none yet (`launcher report {run_dir} --plot`)")
     return 0
-
-
-def _unfinished(run_dir: Path) -> dict[str, Any]:
-    """A run whose launcher ended before it could write summary.json (kill -9): its peaks
-    from the telemetry it left."""
-    from launcher.telemetry.summary import read_series, summarize
-
-    series = run_dir / "telemetry.jsonl"
-    if not series.is_file():
-        raise LauncherError(f"{run_dir / 'summary.json'}: no such file; is {run_dir} a run "
-                            f"directory (runs/RUN-ID)?")
-    return summarize(read_series(series), {
-        "run_id": run_dir.name, "profile": "?", "framework": "?", "runtime": "?",
-        "command": ["?"], "exit_status": "?", "engine": {},
-        "diagnosis": "launcher ended before the run did (killed?): no summary.json, so these "
-                     "are the peaks of the telemetry it left"})
-
-
-def _gpus_from_telemetry(run_dir: Path) -> list[dict[str, Any]]:
-    """The per-GPU rows of a summary.json written before it had them: the summarizer's own,
-    from the samples in telemetry.jsonl (unnamed: the run's host facts are not kept)."""
-    from launcher.telemetry.summary import gpu_peaks, read_series
-
-    series = run_dir / "telemetry.jsonl"
-    if not series.is_file():
-        return []
-    try:
-        return gpu_peaks(read_series(series), {})
-    except (ValueError, KeyError, TypeError):
-        return []  # a series too damaged to summarise: the report goes on without GPU rows
 
 
 def threads_line(threads: dict[str, Any], pids: dict[str, Any]) -> str:

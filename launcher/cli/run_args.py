@@ -72,14 +72,9 @@ def route(args: list[str], options: dict[str, bool]) -> list[str]:
 
 
 def _parser_of(name: str) -> argparse.ArgumentParser | None:
-    from launcher.errors import LauncherError
-    from launcher.workloads.catalog import catalog
+    from launcher.usecases.workloads import parser_of
 
-    try:
-        workload = catalog().get(name)
-    except LauncherError:  # a broken user workload file: `run` reports it in one line
-        return None
-    return workload.parser() if workload is not None else None
+    return parser_of(name)  # None for a command, or a broken workload file
 
 
 def split(words: list[str], parser: argparse.ArgumentParser,

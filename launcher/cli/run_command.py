@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from launcher.cli.run_args import RunCommand
-from launcher.runtime.engines import names as engine_names  # metadata only, no import
+from launcher.usecases.names import runtimes  # metadata only, no engine imported
 
 HELP = """Run a workload or a command under the profile's caps, in a container or natively:
 pids limit, ulimits, memory, shm, CPUs and GPUs from the profile; every thread variable
@@ -42,7 +42,7 @@ PATH = click.Path(path_type=Path)
 @click.option("--processes", "-n", type=click.IntRange(min=1),
               help="Processes sharing the budget (default: the profile's workers.processes).")
 @click.option("--runtime", default="auto", help="auto (docker when a daemon answers and the "
-              f"image exists, else native) | {' | '.join(engine_names())}")
+              f"image exists, else native) | {' | '.join(runtimes())}")
 @click.option("--image", help="Image to run (default: launcher/PROFILE:FRAMEWORK).")
 @click.option("--gpus", help=GPUS_HELP)
 @click.option("--env", "-e", multiple=True, help=ENV_HELP)

@@ -1,12 +1,13 @@
-"""`launcher workloads`: the catalog."""
+"""`launcher workloads`: the catalog (launcher/usecases/workloads.py), in words or JSON."""
 
 from __future__ import annotations
 
 from launcher.cli.output import print_json, table
-from launcher.workloads.catalog import catalog
 
 
 def list_workloads(as_json: bool) -> int:
+    from launcher.usecases.workloads import catalog
+
     items = catalog()
     if as_json:
         print_json([w.to_json() for w in items.values()])

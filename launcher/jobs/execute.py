@@ -96,7 +96,7 @@ class LocalExecutor:
         mounts = [Mount(str(self.cwd), str(self.cwd))]
         if not str(self.folder).startswith(str(self.cwd) + os.sep):
             mounts.append(Mount(str(self.folder), str(self.folder)))
-        rs = build_spec(self.r, argv, self.image,
+        rs = build_spec(self.r, argv, image=self.image,
                         name=f"{self.spec.name}-c{chunk.id}-{uuid.uuid4().hex[:6]}",
                         mounts=mounts, workdir=str(self.cwd), user=f"{os.getuid()}:"
                                                                   f"{os.getgid()}",

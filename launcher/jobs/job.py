@@ -10,15 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from launcher.caps.resolve import Resolved, resolve
+from launcher.caps.load import load_and_resolve
+from launcher.caps.resolve import Resolved
 from launcher.contract import read_exit
 from launcher.errors import LauncherError
 from launcher.jobs.execute import chunk_dir
 from launcher.jobs.ledger import Chunk, JobMismatch, Ledger
 from launcher.jobs.plan import JobPlan, plan_job
 from launcher.jobs.spec import JobSpec, load_job
-from launcher.probe import probe_host
-from launcher.profiles import load_profile
 from launcher.supervise import commit
 
 
@@ -29,7 +28,7 @@ class Prepared:
     plan: JobPlan
 
 
-def prepare(spec_path: Path, profile: str | None = None, framework: str | None = None,
+def prepare(spec_path: Path, *, profile: str | None = None, framework: str | None = None,
             max_concurrent: int | None = None, env: dict[str, str] | None = None,
             host_root: Path | None = None, inherit_shell: bool = True,
             gpus: str | None = None, running: bool = False,
@@ -38,12 +37,10 @@ def prepare(spec_path: Path, profile: str | None = None, framework: str | None =
     host lacks refuse (a plan only warns). `on_this_host` False: the chunks run elsewhere (Ray
     nodes, a Kubernetes cluster), so the GPUs are the profile's, not this host's."""
     spec = load_job(spec_path)
-    facts = probe_host(host_root or "/")
-    r = resolve(load_profile(profile or spec.profile), facts,
-                framework=framework or spec.framework, processes=1, overrides=env or {},
-                gpus=gpus, inherited=facts.env if inherit_shell else {},
-                for_this_host=on_this_host, clamp=True,
-                gpus_per_process=1)  # each chunk sees its own GPU
+    r = load_and_resolve(profile or spec.profile, host_root=host_root,
+                         inherit_shell=inherit_shell, framework=framework or spec.framework,
+                         processes=1, overrides=env, gpus=gpus, for_this_host=on_this_host,
+                         clamp=True, gpus_per_process=1)  # each chunk sees its own GPU
     if running and r.selection.shortfall:
         raise LauncherError(r.selection.shortfall)
     if r.caps.verdict.level == "refuse":

@@ -21,7 +21,7 @@ from launcher.runtime.engines import get_engine, names, tidy_leftovers
 from launcher.runtime.owner import owner
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class JobRun:
     """What `launcher jobs run` was asked for."""
 
@@ -73,9 +73,10 @@ def run_job(job: JobRun, progress: Callable[[int, int], Any],
         raise LauncherError(f"--runtime must be one of {', '.join(names())} "
                             f"(got {job.runtime!r})")
     here = on_this_host(job.backend)
-    p = prepare(job.spec, job.profile, job.framework, job.max_concurrent, job.env,
-                job.host_root, inherit_shell=get_engine(job.runtime).inherits_environment,
-                gpus=job.gpus, running=True, on_this_host=here)
+    p = prepare(job.spec, profile=job.profile, framework=job.framework,
+                max_concurrent=job.max_concurrent, env=job.env, host_root=job.host_root,
+                inherit_shell=get_engine(job.runtime).inherits_environment, gpus=job.gpus,
+                running=True, on_this_host=here)
     folder = p.spec.folder()
     folder.mkdir(parents=True, exist_ok=True)
     release = lock_job(str(folder / ".lock"))

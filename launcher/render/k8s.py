@@ -16,16 +16,17 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from launcher import contract as c
 from launcher.contract import ITEMS_DIR as ITEMS
+from launcher.render.images import check_image_ref, pushed
+from launcher.render.targets import JobRenderOptions, PreparedJob, RenderedJob
 from launcher.render.yamltext import yaml_dumper
 
 RESULTS = "/results"
 MIN_VERSION = "1.29"
-_REF = re.compile(r"^[a-z0-9][a-z0-9._-]*(:[0-9]+)?(/[a-z0-9][a-z0-9._-]*)+"
-                  r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(@sha256:[0-9a-f]{64})?$")
-_ANY_REF = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@-]{0,254}$")
 _WORKDIR = re.compile(r"^/[A-Za-z0-9._/-]*$")
 OOM_EXIT = 137
 
@@ -52,14 +53,6 @@ class IndexedJob:
     claim_size: str = "10Gi"  # the claim written here
 
 
-def pushed(image: str) -> bool:
-    """A reference a cluster's nodes can pull: it names its registry (a host with a dot or a
-    port, or localhost), as in registry.example.com/team/job:1 or docker.io/me/job:1."""
-    first, sep, _ = image.partition("/")
-    return bool(sep and _REF.match(image)) and ("." in first or ":" in first
-                                                 or first == "localhost")
-
-
 def check_image(image: str, what: str = "--image") -> None:
     from launcher.errors import LauncherError
 
@@ -79,8 +72,7 @@ def render_dockerfile(job: str, base: str, workdir: str, command: str) -> str:
     job's folder (the build context) in `workdir`."""
     from launcher.errors import LauncherError
 
-    if not _ANY_REF.match(base):
-        raise LauncherError(f"--base-image: not an image reference (got {base!r})")
+    check_image_ref(base, "--base-image")
     if not _WORKDIR.match(workdir):
         raise LauncherError(f"--workdir: an absolute path of letters, digits, '.', '_', '-' "
                             f"and '/' (got {workdir!r})")
@@ -102,8 +94,8 @@ def render_indexed_job(j: IndexedJob) -> str:
     import yaml
 
     name = k8s_name(j.name)
-    env = {**j.env, "LAUNCHER_JOB_ID": j.name, "LAUNCHER_ITEMS": str(j.items),
-           "LAUNCHER_CHUNK_SIZE": str(j.chunk_size), "LAUNCHER_CHUNK_OUT_ROOT": RESULTS}
+    env = {**j.env, c.JOB_ID: j.name, c.ITEMS: str(j.items),
+           c.CHUNK_SIZE: str(j.chunk_size), c.CHUNK_OUT_ROOT: RESULTS}
     limits: dict[str, Any] = {}
     requests: dict[str, Any] = {}
     if j.memory:
@@ -127,7 +119,7 @@ def render_indexed_job(j: IndexedJob) -> str:
                      "spec": {"accessModes": ["ReadWriteMany"],
                               "resources": {"requests": {"storage": j.claim_size}}}})
     if j.items_text is not None:
-        env["LAUNCHER_ITEMS_FILE"] = f"{ITEMS}/items.txt"
+        env[c.ITEMS_FILE] = f"{ITEMS}/items.txt"
         mounts.append({"name": "items", "mountPath": ITEMS, "readOnly": True})
         volumes.append({"name": "items", "configMap": {"name": f"{name}-items"}})
         docs.append({"apiVersion": "v1", "kind": "ConfigMap",
@@ -188,3 +180,132 @@ def render_indexed_job(j: IndexedJob) -> str:
               f"kubelet's podPidsLimit.\n")
     return header + yaml.dump_all(docs, Dumper=yaml_dumper(), sort_keys=False,
                                   default_flow_style=False, width=100)
+
+
+_DNS = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
+
+
+def claim_quantity(text: str | None) -> str:
+    """A claim's size as a Kubernetes quantity (launcher's sizes are binary: 10GiB, 500MiB)."""
+    from launcher.errors import LauncherError
+    from launcher.units import parse_size
+
+    if text is None:
+        return "10Gi"
+    try:
+        n = parse_size(text)
+    except ValueError as exc:
+        raise LauncherError(f"--claim-size: {exc} (got {text!r})") from None
+    for unit, shift in (("Ti", 40), ("Gi", 30), ("Mi", 20)):
+        if n % (1 << shift) == 0:
+            return f"{n >> shift}{unit}"
+    return str(n)
+
+
+def indexed_job(p: PreparedJob, image: str, workdir: str, claim: str | None,
+                claim_size: str) -> IndexedJob:
+    """A prepared job (its spec, the profile resolved for the cluster's machine, the plan) as
+    an Indexed Job's values."""
+    from launcher.errors import LauncherError
+    from launcher.vendors import get as get_vendor
+
+    r, pl = p.resolved, p.plan
+    vendor = get_vendor(r.selection.vendor)
+    vendor = vendor if vendor.has_gpus else None
+    items_text = p.spec.items_file.read_text() if p.spec.items_file else None
+    if items_text is not None and len(items_text.encode()) > 900_000:
+        raise LauncherError(f"{p.spec.items_file}: {len(items_text.encode())} bytes of items "
+                            f"do not fit a ConfigMap (1 MiB); bake the file into the image")
+    return IndexedJob(
+        name=p.spec.name, image=image, command=p.spec.command, items=p.spec.items,
+        chunk_size=pl.chunk_size, chunks=len(pl.chunks), parallelism=pl.job_concurrency,
+        retries=p.spec.retries, memory=pl.peak_bytes,
+        cpus=float(max(1, r.caps.threads["omp"])),
+        gpu_resource=vendor.k8s_resource if vendor else None,
+        shm=int(r.caps.limits["shm"].value) if r.caps.limits["shm"].value else None,
+        env=p.spec.env, items_text=items_text, workdir=workdir,
+        tasks_per_chunk=pl.tasks_per_chunk, claim=claim, claim_size=claim_size)
+
+
+def _across(p: PreparedJob) -> str:
+    """Where the Job's parallelism comes from: each node's cap, times the spec's nodes."""
+    pl = p.plan
+    each = f"each node's cap {pl.concurrency}, set by {pl.binding}"
+    if pl.nodes == 1:
+        return f"one node: {each}; the spec's `nodes` says how many run it"
+    capped = " (the chunks)" if pl.job_concurrency < pl.concurrency * pl.nodes else ""
+    return f"{pl.nodes} nodes x {each}{capped}"
+
+
+def dockerignore(context: Path, folder: Path, out: Path, rendered: list[str]) -> str:
+    """What the job's image leaves out of its folder (the build context): runs, the job's own
+    output folder, and the render's: its folder when it is below the context, else its files
+    when it is the context itself."""
+    lines = ["runs/", ".git/", "**/__pycache__/"]
+    for below in (folder, out):
+        if below.is_relative_to(context) and below != context:
+            lines.append(f"{below.relative_to(context).as_posix()}/")
+    if out == context:
+        lines += rendered
+    return "".join(line + "\n" for line in lines if "\n" not in line)
+
+
+class KubernetesTarget:
+    """The job as a Kubernetes Indexed Job, for the profile's machine (GPUs from the profile,
+    not looked for here): the manifest (the results claim, unless one is named, and the Job),
+    and the Dockerfile of the image the pods pull (launcher's image plus the job's folder)."""
+
+    name = "k8s"
+    description = "a Kubernetes Indexed Job"
+
+    def check(self, options: JobRenderOptions) -> None:
+        from launcher.errors import LauncherError
+
+        if not options.image:
+            raise LauncherError("jobs render: the pods pull their image: pass --image "
+                                "REGISTRY/NAME:TAG (pushed; build launcher's with `launcher "
+                                "build --push --image REGISTRY/NAME:TAG`)")
+        check_image(options.image)
+        if options.claim is not None and not _DNS.match(options.claim):
+            raise LauncherError(f"--claim: a claim's name is lowercase letters, digits, '-' "
+                                f"and '.' (got {options.claim!r})")
+        if options.claim is not None and options.claim_size is not None:
+            raise LauncherError("--claim names an existing claim; --claim-size sizes the one "
+                                "the render writes: give one of them")
+
+    def render(self, job: PreparedJob, options: JobRenderOptions) -> RenderedJob:
+        import shlex
+
+        from launcher.render.images import default_tag
+
+        self.check(options)
+        assert options.image is not None  # checked
+        r, workdir, out = job.resolved, options.workdir, options.out
+        base = options.base_image or default_tag(r.profile.name, r.framework)
+        j = indexed_job(job, options.image, workdir, options.claim,
+                        claim_quantity(options.claim_size))
+        name = k8s_name(job.spec.name)
+        path, dockerfile = out / f"{name}.yaml", out / f"{name}.Dockerfile"
+        context = job.spec.path.resolve().parent
+        build = (f"docker build -f {shlex.quote(str(dockerfile))} -t {shlex.quote(j.image)} "
+                 f"{shlex.quote(str(context))} && docker push {shlex.quote(j.image)}")
+        ignore = dockerfile.name + ".dockerignore"
+        files = {dockerfile.name: render_dockerfile(job.spec.name, base, workdir, build),
+                 ignore: dockerignore(context, job.spec.folder(), out.resolve(),
+                                      [path.name, dockerfile.name, ignore]),
+                 path.name: render_indexed_job(j)}
+        data = {"file": str(path), "dockerfile": str(dockerfile), "build": build,
+                "completions": j.chunks, "parallelism": j.parallelism, "image": j.image,
+                "claim": claim_name(j), "kubernetes": f"{MIN_VERSION} or later"}
+        lines = [f"wrote {path}: an Indexed Job of {j.chunks} chunks, {j.parallelism} at once "
+                 f"({_across(job)}), results on the claim {claim_name(j)}"
+                 + ("" if options.claim else f" (written too, {j.claim_size}, ReadWriteMany)")
+                 + f"; Kubernetes {MIN_VERSION} or later",
+                 f"wrote {dockerfile}: {j.image} is {base} with the job's folder in {workdir}; "
+                 f"build and push it: {build}",
+                 f"then `kubectl apply -f {shlex.quote(str(path))}`; pids are bounded by the "
+                 f"kubelet's podPidsLimit (~{job.plan.tasks_per_chunk} tasks per chunk)"]
+        return RenderedJob(files=files, lines=lines, data=data)
+
+
+TARGET = KubernetesTarget()

@@ -7,7 +7,7 @@ import json
 import shlex
 
 
-def render_runpod(profile: str, image: str, env: dict[str, str], command: list[str] | None,
+def render_runpod(profile: str, image: str, *, env: dict[str, str], command: list[str] | None,
                   ports: list[str] | None = None, container_disk_gb: int = 40,
                   volume_gb: int = 20) -> str:
     """`image` is what RunPod pulls (a registry name); `ports` only when asked (8888/http)."""

@@ -102,9 +102,6 @@ class Engine(ABC):
     # on a Ray node, bench-memory's sizes)
     can_build: ClassVar[bool] = False  # builds and pushes images (`launcher build`)
     auto_rank: ClassVar[int | None] = None  # its turn in `--runtime auto` (None: never picked)
-    # refuse to start a workload when a limit of its spec could not be enforced
-    require_limits: bool = False
-    required_by: str = "--require-limits"  # or the profile's limits.require, for the refusal
 
     def available(self) -> bool:
         try:

@@ -11,7 +11,7 @@ from launcher.errors import LauncherError
 from launcher.registry import Registry
 
 if TYPE_CHECKING:  # not at import: `launcher --help` lists the names without loading engines
-    from launcher.runtime.engine import Engine
+    from launcher.runtime.engine import Engine, Leftover
 
 _registry: Registry[type[Engine]] = Registry("runtime", group="launcher.engines",
                                              default="Engine")
@@ -49,20 +49,29 @@ def first_that(capability: str) -> Engine:
     raise LauncherError(f"no runtime can do this: none has {capability}")
 
 
-def tidy_leftovers(engine: Engine) -> tuple[int, list[str]]:
-    """Remove what killed runs left that holds nothing (a container never started, an empty
-    run cgroup); return how many, and a line for each of the rest."""
-    removed, rest = 0, []
+def sweep_leftovers(engine: Engine, *, everything: bool) -> list[tuple[Leftover, str]]:
+    """What killed runs left, each with its state: removed (with `everything`, or when it
+    holds nothing: a container never started, an empty run cgroup), else left behind (or why
+    it could not be removed)."""
+    out = []
     for item in engine.leftovers():
-        if item.idle:
+        state = "left behind"
+        if everything or item.idle:
             try:
                 engine.remove(item)
-                removed += 1
-                continue
-            except LauncherError:
-                pass
-        rest.append(f"{item.kind} {item.ident} ({item.detail})")
-    return removed, rest
+                state = "removed"
+            except LauncherError as exc:
+                state = f"left behind: {exc}" if everything else state
+        out.append((item, state))
+    return out
+
+
+def tidy_leftovers(engine: Engine) -> tuple[int, list[str]]:
+    """Remove the leftovers that hold nothing; return how many, and a line for each of the
+    rest."""
+    swept = sweep_leftovers(engine, everything=False)
+    return (sum(state == "removed" for _, state in swept),
+            [f"{i.kind} {i.ident} ({i.detail})" for i, state in swept if state != "removed"])
 
 
 def choose_engine(runtime: str, image: str | None,

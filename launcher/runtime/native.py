@@ -96,9 +96,9 @@ class NativeEngine(Engine):
                              count=spec.supervised)
         enforcement = Enforcement(rc.enforced, rc.advisory, rc.notes,
                                   {"placed": rc.placed, "binding": rc.binding})
-        if self.require_limits and rc.advisory:
+        if spec.required_by and rc.advisory:
             rc.cleanup()
-            raise EngineError(enforcement.refusal(self.required_by))
+            raise EngineError(enforcement.refusal(spec.required_by))
         if spec.limits.cpuset:
             enforcement.enforced["cpuset"] = f"{spec.limits.cpuset} (affinity)"
         # the supervisor removes the run's cgroups itself if launcher dies (kill -9)

@@ -75,9 +75,14 @@ class RunSpec:
     name: str | None = None
     supervised: bool = True  # run under launcher's supervisor, caps resolved by the caller
     imports_launcher: bool = False  # the workload imports launcher (the built-in workloads)
+    # who asks that a limit the kernel cannot enforce here refuses the start (--require-limits,
+    # the profile's limits.require); None: such a limit is a warning
+    required_by: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        del out["required_by"]  # a policy of the start, said beside the spec (refused_by)
+        return out
 
     def supervisor_env(self) -> dict[str, str]:
         """The environment handed to the supervisor: the caps resolved here (it takes them as
@@ -91,10 +96,11 @@ class RunSpec:
         return dict(sorted(env.items()))
 
 
-def build_spec(r: Resolved, command: list[str], image: str | None = None,
+def build_spec(r: Resolved, command: list[str], *, image: str | None = None,
                name: str | None = None, mounts: list[Mount] | None = None,
                workdir: str | None = None, user: str | None = None,
-               selection: GpuSelection | None = None, share: int = 1) -> RunSpec:
+               selection: GpuSelection | None = None, share: int = 1,
+               required_by: str | None = None) -> RunSpec:
     """A resolved profile as a run of `command`; with `selection` and `share`, one of `share`
     runs that split the GPUs, the memory and the CPUs between them."""
     caps = r.caps
@@ -131,4 +137,5 @@ def build_spec(r: Resolved, command: list[str], image: str | None = None,
         gpu_access=get_vendor(selection.vendor).access(selection, r.facts.host_gpus()),
         labels={"launcher.profile": caps.profile, "launcher.framework": caps.framework},
         name=name,
+        required_by=required_by,
     )

@@ -79,10 +79,13 @@ def _load_user(path: Path) -> Workload:
 def catalog() -> dict[str, Workload]:
     found = registered()
     for d in reversed(_dirs()):
-        if d.is_dir():
-            for p in sorted(d.glob("*.y*ml")):
-                w = _load_user(p)
-                found[w.name] = w
+        try:
+            files = sorted(d.glob("*.y*ml")) if d.is_dir() else []
+        except OSError:  # a folder this user cannot read (another user's HOME) holds none
+            continue
+        for p in files:
+            w = _load_user(p)
+            found[w.name] = w
     return found
 
 

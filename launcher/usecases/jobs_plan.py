@@ -1,0 +1,58 @@
+"""`launcher jobs plan`: how a job is cut and how many chunks run at once here, and why."""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from launcher.jobs.job import Prepared, prepare
+from launcher.jobs.summary import lines as summary_lines
+from launcher.jobs.summary import run_line
+
+__all__ = ["JobsPlanRequest", "JobsPlanResult", "plan", "run_line", "summary_lines"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobsPlanRequest:
+    spec: Path
+    profile: str | None = None
+    framework: str | None = None
+    max_concurrent: int | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    host_root: Path | None = None
+    gpus: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobsPlanResult:
+    prepared: Prepared
+    data: dict[str, Any]  # --json
+    shortfall: str | None  # GPUs this host lacks (`jobs run` refuses)
+    bench_hint: str  # the `launcher bench-memory` that measures workers.memory for this job
+
+
+def plan(req: JobsPlanRequest) -> JobsPlanResult:
+    p = prepare(req.spec, profile=req.profile, framework=req.framework,
+                max_concurrent=req.max_concurrent, env=dict(req.env), host_root=req.host_root,
+                gpus=req.gpus)
+    r = p.resolved
+    data = {"job": p.spec.name, "profile": r.profile.name, "framework": r.framework,
+            "folder": str(p.spec.folder()), "plan": p.plan.to_json(),
+            "verdict": r.caps.verdict.level, "reasons": r.caps.verdict.reasons}
+    return JobsPlanResult(prepared=p, data=data, shortfall=r.selection.shortfall,
+                          bench_hint=_bench_hint(p, req))
+
+
+def _bench_hint(p: Prepared, req: JobsPlanRequest) -> str:
+    """`launcher bench-memory` for this job: half, one and two chunks (within the items),
+    writing a profile beside the spec."""
+    size, items = p.plan.chunk_size, p.spec.items
+    sizes = sorted({min(items, s) for s in (max(1, size // 2), size, 2 * size)})
+    if len(sizes) < 2:
+        sizes = [1, 2] if items >= 2 else sizes
+    measured = p.spec.path.resolve().parent / f"{p.resolved.profile.name}-measured.yaml"
+    argv = ["launcher", "bench-memory", str(req.spec), "--sizes", ",".join(map(str, sizes)),
+            "--profile", req.profile or p.spec.profile, "--write-profile", str(measured)]
+    return shlex.join(argv + (["--gpus", req.gpus] if req.gpus else []))

@@ -1,0 +1,24 @@
+"""The names of the registries' entries, for the command line's help and checks: read from the
+entry points' metadata, nothing imported (`launcher --help` loads no engine, backend or
+render target)."""
+
+from __future__ import annotations
+
+from launcher.registry import Registry
+
+
+def runtimes() -> tuple[str, ...]:
+    from launcher.runtime.engines import names
+
+    return names()
+
+
+def backends() -> tuple[str, ...]:
+    """Where a job's chunks run (launcher/jobs/backends.py's registry)."""
+    return Registry("backend", group="launcher.backends", default="Backend").names()
+
+
+def render_targets() -> tuple[str, ...]:
+    from launcher.render.targets import names
+
+    return names()

@@ -1,0 +1,234 @@
+"""`launcher render`: every file a user can read, commit and build (Dockerfile, entrypoint,
+compose.yaml, RunPod template, caps), rendered in memory and written whole into a folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from launcher.caps.resolve import Resolved
+from launcher.contract import IN_IMAGE
+from launcher.errors import LauncherError
+from launcher.render.compose import render_compose, service_specs
+from launcher.render.dockerfile import PACKAGE_DIRS, context_files, copy_package, image_spec
+from launcher.render.images import build_command, default_tag
+from launcher.render.runpod import render_runpod
+from launcher.runtime.spec import Mount, RunSpec
+from launcher.units import format_size
+
+RESULTS = "/workspace/runs"  # where a rendered workload writes (RunPod's volume, compose's ./runs)
+MARKER = ".launcher-render"  # the files a render wrote: a later render may replace them
+_PORT = re.compile(r"^\d{1,5}/(http|tcp|udp)$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    """What the rendered stack and pod run: a command, volumes, working directory, user."""
+
+    command: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)  # besides --env
+    mounts: tuple[Mount, ...] = ()
+    workdir: str | None = None
+    user: str | None = None
+    ports: tuple[str, ...] = ()
+    framework: str | None = None  # a workload's, when --framework is not given
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderRequest:
+    profile: str = "auto"
+    framework: str | None = None
+    out: Path
+    base_image: str | None = None
+    ca_cert: Path | None = None
+    tag: str | None = None
+    gpus: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    host_root: Path | None = None
+    target: Target = field(default_factory=Target)
+    force: bool = False
+
+
+@dataclass(frozen=True, kw_only=True)
+class RenderResult:
+    out: Path
+    files: list[str]  # what is in `out` now, sorted (the package folder as "launcher/")
+    image: str
+    notes: list[str]
+    profile: str
+    framework: str
+    build: str | None  # the `launcher build` of the same image, where it builds the same
+
+
+def target_of(*, command: str | None, workload: str | None, volumes: list[str],
+              workdir: str | None, user: str | None, ports: list[str]) -> Target:
+    """--command or --workload, volumes, working directory, user and ports, checked."""
+    if command and workload:
+        raise LauncherError("give --command or --workload, not both")
+    words: list[str] = _split("--command", command) if command else []
+    env: dict[str, str] = {}
+    mounts: list[Mount] = []
+    framework = None
+    if workload:
+        words, framework = _workload_command(workload)
+        env = {"PYTHONPATH": IN_IMAGE, "LAUNCHER_RUNS_DIR": RESULTS}
+        mounts.append(Mount("./runs", RESULTS))
+    mounts += [Mount.parse(v) for v in volumes]
+    for p in ports:
+        if not _PORT.match(p):
+            raise LauncherError(f"--port: expected PORT/http, PORT/tcp or PORT/udp (got {p!r})")
+    return Target(command=tuple(words), env=env, mounts=tuple(mounts), workdir=workdir,
+                  user=user, ports=tuple(ports), framework=framework)
+
+
+def _workload_command(workload: str) -> tuple[list[str], str]:
+    """A built-in workload's command in the image, its flags checked by its own parser."""
+    import contextlib
+    import io
+
+    from launcher.workloads.catalog import catalog
+
+    words = _split("--workload", workload)
+    w = catalog().get(words[0]) if words else None
+    if w is None or w.module is None:
+        known = ", ".join(n for n, x in catalog().items() if x.module)
+        raise LauncherError(f"--workload: no built-in workload "
+                            f"{words[0] if words else ''!r} (known: {known})")
+    parser = w.parser()
+    if parser is not None:
+        err = io.StringIO()
+        try:
+            with contextlib.redirect_stderr(err):
+                parser.parse_args(words[1:])
+        except SystemExit:
+            last = err.getvalue().strip().splitlines()[-1:] or ["bad arguments"]
+            raise LauncherError(f"--workload {workload!r}: {last[0]}") from None
+    return w.argv(words[1:], "python3"), w.framework
+
+
+def render_files(r: Resolved, *, base_image: str | None, ca_cert: Path | None, tag: str,
+                 target: Target | None = None) -> tuple[dict[str, str], list[str]]:
+    """All text files of a render, in memory (nothing is written if any step fails), and the
+    notes to tell the user."""
+    target = target or Target()
+    if ca_cert is not None and not ca_cert.is_file():
+        raise LauncherError(f"--ca-cert: no such file {str(ca_cert)!r}")
+    spec = image_spec(r.profile, r.framework, r.selection.vendor, base_image,
+                      ca_cert is not None)
+    caps_doc = {"recipe": r.recipe(), "resolved_on_build_host": r.caps.to_json()}
+    files = context_files(spec, caps_doc)
+    command = list(target.command)
+    services = service_specs(r, command, tag)
+    for s in services.values():
+        s.mounts, s.workdir, s.user = list(target.mounts), target.workdir, target.user
+    env = {**target.env, **r.overrides}
+    per_service = {name: {**target.env, **({"LAUNCHER_RUN_DIR": f"{RESULTS}/{name}"}
+                                           if target.env else {}), **r.overrides}
+                   for name in services}
+    notes = _memory_notes(r, services)
+    if not command:
+        notes.append("no --command or --workload was given: the services run the image's CMD "
+                     "(python3), which exits at once without a terminal")
+    files["compose.yaml"] = render_compose(r.profile.name, services, per_service, notes)
+    files["runpod.json"] = render_runpod(r.profile.name, tag, env=env, command=command,
+                                         ports=list(target.ports))
+    if ca_cert is not None:
+        files["launcher-ca.crt"] = ca_cert.read_text()
+    return files, notes
+
+
+def _memory_notes(r: Resolved, services: dict[str, RunSpec]) -> list[str]:
+    budget = r.caps.limits["memory"].value
+    limits = [s.limits.memory for s in services.values() if s.limits.memory]
+    reserved = [s.limits.memory_reservation for s in services.values()
+                if s.limits.memory_reservation]
+    if not budget or len(services) < 2 or not limits or sum(limits) <= budget:
+        return []
+    n = len(services)
+    return [f"memory: {n} services x {format_size(limits[0])} limit = "
+            f"{format_size(sum(limits))} exceed the {format_size(int(budget))} budget; each "
+            f"limit is the measured peak {format_size(reserved[0]) if reserved else '?'} plus "
+            f"25% headroom, and the {format_size(sum(reserved))} of peaks "
+            f"{'fit' if sum(reserved) <= budget else 'do NOT fit'} (peaks rarely coincide; "
+            f"lower workers.memory or the GPU count if they do)"]
+
+
+def write_tree(out: Path, files: dict[str, str], *, force: bool = False) -> None:
+    """Write files and the launcher package; each file is replaced whole, never half-written.
+    Files launcher did not write are never replaced, unless `force`."""
+    if out.exists() and not out.is_dir():
+        raise LauncherError(f"--out {out}: not a folder")
+    names = [*files, *PACKAGE_DIRS]
+    ours = set(_previous(out))
+    clash = [n for n in names if (out / n).exists() and n not in ours]
+    if clash and not force:
+        raise LauncherError(f"--out {out} already holds {', '.join(clash)}, which launcher did "
+                            f"not write; choose an empty folder, or pass --force to replace "
+                            f"them")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".launcher-render-", dir=out))
+    except OSError as exc:
+        raise LauncherError(f"--out {out}: cannot write there ({exc.strerror})") from None
+    try:
+        for name, text in files.items():
+            (staging / name).write_text(text)
+        copy_package(staging)
+        (staging / MARKER).write_text(json.dumps(sorted(names)) + "\n")
+        for name in [*files, MARKER]:
+            os.replace(staging / name, out / name)
+        for name in PACKAGE_DIRS:
+            if (out / name).exists():
+                shutil.rmtree(out / name)
+            os.replace(staging / name, out / name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _previous(out: Path) -> list[str]:
+    try:
+        return list(json.loads((out / MARKER).read_text()))
+    except (OSError, ValueError, TypeError):
+        return []
+
+
+def render(req: RenderRequest) -> RenderResult:
+    from launcher.caps.load import load_and_resolve
+    from launcher.vendors import get as get_vendor
+
+    r = load_and_resolve(req.profile, host_root=req.host_root, inherit_shell=False,
+                         framework=req.framework or req.target.framework,
+                         overrides=dict(req.env), gpus=req.gpus, for_this_host=False)
+    image = req.tag or default_tag(r.profile.name, r.framework)
+    files, notes = render_files(r, base_image=req.base_image, ca_cert=req.ca_cert, tag=image,
+                                target=req.target)
+    cert = None if req.ca_cert is None else str(req.ca_cert)
+    if req.tag is None:
+        push = build_command(req.profile, r.framework, image="REGISTRY/NAME:TAG",
+                             base_image=req.base_image, ca_cert=cert, push=True)
+        notes.append(f"runpod.json names {image}, a local tag RunPod cannot pull: pass "
+                     f"--image REGISTRY/NAME:TAG and push it with `{push}`")
+    lacking = [g for g in get_vendor(r.selection.vendor).host_groups if g not in r.facts.groups]
+    if lacking:
+        notes.append(f"this host has no {', '.join(lacking)} group: compose.yaml's group_add "
+                     f"lacks its numeric GID; render on the target machine, or add it there "
+                     f"(`getent group {lacking[-1]}`)")
+    write_tree(req.out, files, force=req.force)
+    # `launcher build` takes no --env or --gpus: then only docker builds what was written
+    same = None if req.env or req.gpus else build_command(
+        req.profile, r.framework, image=req.tag, base_image=req.base_image, ca_cert=cert)
+    return RenderResult(out=req.out, files=sorted([*files, "launcher/"]), image=image,
+                        notes=notes, profile=r.profile.name, framework=r.framework, build=same)
+
+
+def _split(flag: str, text: str) -> list[str]:
+    try:
+        return shlex.split(text)
+    except ValueError as exc:
+        raise LauncherError(f"{flag}: cannot split {text!r} like a shell would ({exc})") from None
