@@ -3,6 +3,11 @@
 # base image, a local registry, Podman, a venv with launcher, its dev tools and the frameworks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# the venv installs (about a minute on a fresh machine) while the engines and images are set up
+( python3 -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -e '.[dev,frameworks,ray]' --config-settings editable_mode=compat ) &
+venv=$!
 bash scripts/docker-up.sh
 bash scripts/base-image.sh launcher-base:bookworm
 # a local registry for the push test (Debian's docker-registry; no registry is reachable here)
@@ -17,9 +22,7 @@ base_id=$(docker image inspect -f '{{.Id}}' launcher-base:bookworm)
 # user-mode Linux: a pure cgroup v2 kernel for the lab (tests/test_cgroup2_lab.py)
 command -v linux >/dev/null || { apt-get update -q && \
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q user-mode-linux; }
-python3 -m venv .venv
-.venv/bin/pip install -q --upgrade pip
-.venv/bin/pip install -q -e '.[dev,frameworks,ray]' --config-settings editable_mode=compat
+wait "$venv" || { echo "installing the venv failed" >&2; exit 1; }
 .venv/bin/ruff check .
 .venv/bin/mkdocs build --strict --site-dir "${TMPDIR:-/tmp}/launcher-site"
 .venv/bin/python -m pytest -q "$@"
