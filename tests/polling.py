@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -22,3 +23,15 @@ def wait_until(predicate: Callable[[], T], timeout: float = 30.0, interval: floa
         if time.monotonic() >= deadline:
             raise AssertionError(f"waited {timeout:g}s for {what}; last: {value!r}")
         time.sleep(interval)
+
+
+def while_running(proc: subprocess.Popen, predicate: Callable[[], T]) -> Callable[[], T]:  # type: ignore[type-arg]
+    """`predicate`, failing at once with the process's stderr when `proc` ends first (the
+    thing waited for will never come)."""
+    def check() -> T:
+        value = predicate()
+        if not value and proc.poll() is not None:
+            err = proc.stderr.read() if proc.stderr else ""
+            raise AssertionError(f"the process ended ({proc.returncode}) first: {err}")
+        return value
+    return check

@@ -10,7 +10,6 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -18,6 +17,7 @@ import pytest
 from launcher.jobs.memory import MAX_FIT_ERROR, robust_fit
 from tests.conftest import ROOT
 from tests.docker_helpers import launcher
+from tests.polling import wait_until, while_running
 from tests.test_jobs import MEM_WORKER, PY, make_job
 
 MiB = 1 << 20
@@ -120,10 +120,8 @@ def test_ctrl_c_ends_bench_memory_as_interrupted_and_leaves_nothing(tmp_path):
                              "base", "--sizes", "500,1000"], start_new_session=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)},
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 60
-    while not (tmp_path / "marks/started").exists():
-        assert time.time() < deadline and proc.poll() is None, proc.stderr.read()
-        time.sleep(0.1)
+    wait_until(while_running(proc, (tmp_path / "marks/started").exists), 60,
+               what="the first size to start")
     cgroups = _run_cgroups(proc.pid)
     os.killpg(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=30)

@@ -18,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 import uuid
 import warnings
 from collections.abc import Iterator
@@ -30,6 +29,7 @@ from launcher.cgroups.placement import FIX, Carried, Decision, Placement, place
 from launcher.cgroups.run_cgroup import make_placed, make_run_cgroup
 from tests.conftest import FIXTURES, ROOT
 from tests.docker_helpers import launcher, profile
+from tests.polling import wait_until
 
 CASES = FIXTURES / "placement"
 LAUNCHER = {100}
@@ -465,16 +465,17 @@ class Tree:
 
 def _disable_at_root() -> None:
     """As it was: a removed cgroup may take a moment to go (EBUSY meanwhile)."""
-    deadline = time.monotonic() + 5
-    while True:
+    def disabled() -> bool:
         try:
             (UNIFIED / "cgroup.subtree_control").write_text("-hugetlb")
-            return
-        except OSError as exc:
-            if time.monotonic() > deadline:
-                warnings.warn(f"hugetlb left enabled at the cgroup2 root: {exc}", stacklevel=1)
-                return
-            time.sleep(0.05)
+            return True
+        except OSError:
+            return False
+
+    try:
+        wait_until(disabled, 5, what="hugetlb disabled at the cgroup2 root")
+    except AssertionError as exc:
+        warnings.warn(f"hugetlb left enabled at the cgroup2 root: {exc}", stacklevel=1)
 
 
 @pytest.fixture

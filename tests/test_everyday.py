@@ -13,7 +13,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -22,6 +21,7 @@ import yaml
 
 from tests.conftest import ROOT, docker_client
 from tests.docker_helpers import BASE, compose_bin, launcher, profile, run_dir_of
+from tests.polling import wait_until, while_running
 
 SITE = Path(sys.executable).parent.parent / "lib" / f"python{sys.version_info.major}." \
     f"{sys.version_info.minor}" / "site-packages"
@@ -131,22 +131,19 @@ def test_kill_9_of_launcher_leaves_nothing_running(runtime, tmp_path):
                           "--image", BASE, "--name", name, "-p", prof, "--", "sleep", marker],
                          env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
-    deadline = time.time() + 60
-    while not _processes(f"^sleep {marker}$"):
-        assert time.time() < deadline and p.poll() is None, "the workload never started"
-        time.sleep(0.1)
+    wait_until(while_running(p, lambda: _processes(f"^sleep {marker}$")), 60,
+               what="the workload to start")
     p.send_signal(signal.SIGKILL)  # the workload runs: its supervisor holds the lifeline
     p.wait()
-    killed = time.time()
-    while time.time() - killed < 10:
+
+    def still_there() -> tuple[list, list, list]:  # type: ignore[type-arg]
         left = _processes(f"^sleep {marker}$") + _processes(f"entrypoint.py sleep {marker}")
         containers = client.containers.list(all=True, filters={"name": name}) \
             if runtime == "docker" else []
-        cgroups = _run_cgroups(name)
-        if not left and not containers and not cgroups:
-            break
-        time.sleep(0.2)
-    assert (left, containers, cgroups) == ([], [], []), "still there after 10 s"
+        return left, containers, _run_cgroups(name)
+
+    wait_until(lambda: not any(still_there()), 10, interval=0.2,
+               what="the workload, its container and its cgroups to go")
 
 
 def _run_cgroups(name: str) -> list[Path]:
@@ -342,12 +339,11 @@ def registry(tmp_path):
         "http": {"addr": f"127.0.0.1:{port}"}, "log": {"level": "error"}}))
     proc = subprocess.Popen([binary, "serve", str(cfg)], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
-    deadline = time.time() + 30
-    while time.time() < deadline:
+    def answers() -> bool:
         with socket.socket() as s:
-            if s.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
+            return s.connect_ex(("127.0.0.1", port)) == 0
+
+    wait_until(answers, 30, interval=0.1, what="the registry to answer")
     yield f"127.0.0.1:{port}"
     proc.terminate()
     proc.wait(timeout=10)

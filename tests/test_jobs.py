@@ -20,6 +20,7 @@ import pytest
 from launcher.units import format_size, term
 from tests.conftest import HOSTS, ROOT, docker_client
 from tests.docker_helpers import BASE, launcher
+from tests.polling import wait_until, while_running
 
 PY = str(Path(sys.executable).resolve())
 # A worker that records what it saw and when it ran, then sleeps.
@@ -114,10 +115,9 @@ def kill_9_after(argv: list[str], log: Path, lines: int, within: float) -> None:
     """Start `launcher ...`, and kill -9 it once `log` has this many finished chunks."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = time.time() + within
-    while not log.exists() or len(log.read_text().split()) < lines:
-        assert time.time() < deadline and first.poll() is None, first.stderr.read()
-        time.sleep(0.1)
+    wait_until(while_running(first, lambda: log.exists() and
+                             len(log.read_text().split()) >= lines), within,
+               what=f"{lines} finished chunks")
     first.send_signal(signal.SIGKILL)
     first.wait()
 
@@ -366,10 +366,9 @@ def test_items_from_a_file_and_a_second_launcher_refused(tmp_path):
     first = subprocess.Popen([sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p",
                               "base"], env={**os.environ, "PYTHONPATH": str(ROOT)},
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    deadline = time.time() + 60  # until a chunk runs: the first launcher holds the job's lock
-    while not list((tmp_path / "out/chunks").glob("*/attempt-*")):
-        assert time.time() < deadline and first.poll() is None, "the first run never started"
-        time.sleep(0.05)
+    # until a chunk runs: the first launcher holds the job's lock
+    wait_until(while_running(first, lambda: list((tmp_path / "out/chunks").glob("*/attempt-*"))),
+               60, what="the first run's first chunk")
     second = launcher("jobs", "run", str(spec), "-p", "base")
     first.communicate(timeout=120)
     assert first.returncode == 0
@@ -406,9 +405,8 @@ def test_ctrl_c_gives_the_chunk_its_attempt_back(tmp_path):
     cmd = [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p", "base"]
     first = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 30
-    while not (tmp_path / "marks" / "seen").exists() and time.time() < deadline:
-        time.sleep(0.1)
+    wait_until(while_running(first, (tmp_path / "marks" / "seen").exists), 30,
+               what="the chunk to start")
     first.send_signal(signal.SIGINT)
     _, err = first.communicate(timeout=30)
     assert first.returncode != 0 and "stopping the running chunks" in err, err
@@ -447,10 +445,7 @@ def _commit_job(tmp_path: Path, retries: int) -> list[str]:
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, within: float = 120) -> None:  # type: ignore[type-arg]
-    deadline = time.time() + within
-    while not path.exists():
-        assert time.time() < deadline and proc.poll() is None, proc.stderr.read()
-        time.sleep(0.05)
+    wait_until(while_running(proc, path.exists), within, what=str(path))
 
 
 def _committed(chunk: Path) -> bool:

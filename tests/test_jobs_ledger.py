@@ -10,10 +10,10 @@ import shlex
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.polling import wait_until, while_running
 from tests.test_jobs import PY, ledger_rows
 
 # Chunk 2 holds (while MARKS/hold exists) until it is stopped; every chunk that ends says so.
@@ -66,10 +66,8 @@ def _interrupt_from(folder: Path, job: Path) -> None:
     first = subprocess.Popen([sys.executable, "-m", "launcher", "jobs", "run", "../job/job.yaml",
                               "--profile", "../job/one.yaml"], cwd=folder, env=_env(),
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 120
-    while not (job / "marks/holding").exists():
-        assert time.time() < deadline and first.poll() is None, first.stderr.read()
-        time.sleep(0.05)
+    wait_until(while_running(first, (job / "marks/holding").exists), 120,
+               what="the chunk to hold")
     first.send_signal(signal.SIGINT)
     _, err = first.communicate(timeout=60)
     assert first.returncode == 130, err

@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -15,6 +14,7 @@ import pytest
 
 from tests.conftest import ROOT, docker_client
 from tests.docker_helpers import BASE, launcher, profile, run_dir_of
+from tests.polling import wait_until, while_running
 
 BOMB = ("import threading, time\nwhile True:\n"
         "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
@@ -124,10 +124,7 @@ def _wait_for_descendant(p: subprocess.Popen, cmdline: list[str], within: float 
                 continue
         return False
 
-    deadline = time.time() + within
-    while not running():
-        assert time.time() < deadline and p.poll() is None, "the workload never started"
-        time.sleep(0.05)
+    wait_until(while_running(p, running), within, what="the workload to start")
 
 
 def _ignore_sigint() -> None:

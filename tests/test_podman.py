@@ -13,7 +13,6 @@ import os
 import socket
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -29,6 +28,7 @@ from launcher.vendors import get as get_vendor
 from launcher.vendors.base import Gpu, GpuSelection, HostGpus
 from tests.conftest import ROOT
 from tests.docker_helpers import BASE, launcher, podman_missing, profile, run_dir_of
+from tests.polling import wait_until
 from tests.test_docker_run import HOG, _diagnosis
 
 PODMAN = ["--runtime", "podman", "--image", BASE]
@@ -151,10 +151,7 @@ def _gone(name: str) -> bool:
 
 
 def _until(condition: Callable[[], bool], what: str, timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
+    wait_until(condition, timeout, what=what)
 
 
 def test_a_run_lasts_as_long_as_its_workload(real):

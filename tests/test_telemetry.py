@@ -6,7 +6,6 @@ import io
 import json
 import subprocess
 import sys
-import time
 
 from typer.testing import CliRunner
 
@@ -14,6 +13,7 @@ from launcher.cli.main import app
 from launcher.telemetry.plot import plot
 from launcher.telemetry.sampler import KEYS, Sampler, sample_tree
 from launcher.telemetry.summary import read_series, summarize
+from tests.polling import wait_until
 
 runner = CliRunner()
 SIX = ("import threading, time\nfor _ in range(5):\n"
@@ -48,9 +48,7 @@ def test_sampler_rows_and_warning():
                                  "memory_limit_bytes": 1 << 40}, interval=0.05,
                     warn=warnings.append)
         s.start()
-        deadline = time.monotonic() + 30
-        while out.getvalue().count("\n") < 3 and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: out.getvalue().count("\n") >= 3, 30, what="three samples")
         s.stop()
     finally:
         p.kill()

@@ -13,7 +13,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from launcher.supervise.diagnose import Counters, explain
 from launcher.supervise.evidence import Start, Watch
 from tests.conftest import ROOT
 from tests.host_trees import host
+from tests.polling import wait_until, while_running
 
 BOMB = ROOT / "tests/fixtures/thread_bomb.py"
 SECCOMP = ROOT / "tests/fixtures/seccomp_clone3.py"
@@ -146,9 +146,8 @@ def test_sigkill_from_outside_is_not_blamed_on_memory(tmp_path):
                            env=env, cwd=ROOT)
     try:
         children = Path(f"/proc/{sup.pid}/task/{sup.pid}/children")
-        deadline = time.monotonic() + 20
-        while not children.read_text().split() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        wait_until(while_running(sup, lambda: children.read_text().split()), 20,
+                   interval=0.02, what="the supervisor's child")
         os.kill(int(children.read_text().split()[0]), signal.SIGKILL)
         assert sup.wait(timeout=20) == 137
     finally:

@@ -8,7 +8,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from launcher.cli.main import app
 from launcher.telemetry.sampler import KEYS
 from tests.conftest import ROOT
 from tests.docker_helpers import launcher, run_dir_of
+from tests.polling import wait_until, while_running
 from tests.test_thread_estimate import _need
 
 runner = CliRunner()
@@ -29,9 +29,7 @@ def _check_run_files(run_dir: Path) -> dict:  # type: ignore[type-arg]
     assert rows and set(rows[0]) == set(KEYS)
     assert max(r["threads"] for r in rows) >= 2
     png = run_dir / "telemetry.png"  # drawn in the background after the run
-    deadline = time.time() + 60
-    while not png.exists() and time.time() < deadline:
-        time.sleep(0.2)
+    wait_until(png.exists, 60, interval=0.2, what="telemetry.png")
     assert png.read_bytes()[:4] == b"\x89PNG"
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["exit_status"] == 0
@@ -90,10 +88,8 @@ def test_tf_train_folds_in_fresh_processes_and_resume(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     first = subprocess.Popen([*base, "--name", run_id, *work], env=env, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 240
-    while not (out / "fold-1.json").exists():
-        assert time.time() < deadline and first.poll() is None, first.communicate()
-        time.sleep(0.2)
+    wait_until(while_running(first, (out / "fold-1.json").exists), 240, interval=0.2,
+               what="fold 1")
     first.send_signal(signal.SIGINT)  # killed after fold 1
     first.communicate(timeout=120)
     assert first.returncode != 0
