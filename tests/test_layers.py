@@ -248,3 +248,25 @@ def test_the_cli_check_can_fail(tmp_path):
         ("launcher.cli.busy", "launcher.jobs.job.prepare"),
         ("launcher.cli.busy", "launcher.runtime.engines"),
         ("launcher.cli.busy", "launcher.runtime.engines.choose_engine")]
+
+
+def _many_positional(source: str, limit: int = 5) -> list[str]:
+    """Functions taking more than `limit` values positionally (self and cls not counted)."""
+    out = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            names = [a.arg for a in (*node.args.posonlyargs, *node.args.args)
+                     if a.arg not in ("self", "cls")]
+            if len(names) > limit:
+                out.append(f"{node.name} ({len(names)})")
+    return out
+
+
+def test_a_call_of_more_than_five_values_names_them():
+    """More than five values go by keyword (or in a small dataclass), so no call can swap two;
+    at most five functions are allowed the exception (none takes it today)."""
+    found = [f"{p.relative_to(ROOT)}: {f}" for p in sorted((ROOT / "launcher").rglob("*.py"))
+             for f in _many_positional(p.read_text())]
+    assert len(found) <= 5, found
+    assert _many_positional("def f(a, b, c, d, e, g): pass\n") == ["f (6)"]  # it can fail
+    assert _many_positional("def f(a, b, *, c, d, e, g): pass\n") == []
