@@ -259,3 +259,17 @@ def test_a_broken_user_workload_file_is_one_line_even_while_routing(monkeypatch,
 def test_dash_h_is_help_for_run_too():
     result = runner.invoke(app, ["run", "-h"])
     assert result.exit_code == 0 and "--require-limits" in result.stdout
+
+
+def test_a_workload_of_no_framework_needs_no_numpy(monkeypatch):
+    """`framework: none` is the default of a plain Python workload: numpy is capped when it is
+    imported, never required (found by a new user's plugin); a framework's own module is."""
+    import importlib.util
+
+    from launcher.errors import LauncherError
+    from launcher.usecases.run import _check_framework
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # nothing installed
+    _check_framework("hello", "none")
+    with pytest.raises(LauncherError, match="hello needs torch, which is not installed"):
+        _check_framework("hello", "torch")

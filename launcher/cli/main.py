@@ -32,6 +32,7 @@ from launcher.usecases import names  # noqa: E402 - metadata only
 RUNTIMES = " | ".join(names.runtimes())  # the engines, as the registry lists them
 BACKENDS = " | ".join(names.backends())
 TARGETS = " | ".join(names.render_targets())
+FRAMEWORKS = "|".join(names.frameworks())
 
 
 class LauncherGroup(typer.core.TyperGroup):
@@ -84,7 +85,7 @@ VisibleHostRoot = Annotated[
 Json = Annotated[bool, typer.Option("--json", help="Machine-readable output.")]
 ProfileOpt = Annotated[str, typer.Option("--profile", "-p", help=PROFILE_HELP)]
 Framework = Annotated[str | None, typer.Option(
-    "--framework", "-f", metavar="torch|tf|jax|none", help=FRAMEWORK_HELP)]
+    "--framework", "-f", metavar=FRAMEWORKS, help=FRAMEWORK_HELP)]
 EnvOpt = Annotated[list[str] | None, typer.Option("--env", "-e", help=ENV_HELP)]
 
 
@@ -444,7 +445,7 @@ def jobs_status(
 @app.command()
 def calibrate(
     framework: Annotated[list[str] | None, typer.Option(
-        "--framework", "-f", metavar="torch|tf|jax|none",
+        "--framework", "-f", metavar=FRAMEWORKS,
         help="A framework to measure (default: every one installed). Repeatable.")] = None,
     cpus: Annotated[str | None, typer.Option(
         "--cpus", help="CPU counts to measure at, e.g. 1,2 (default: 1, 2, 4 ... all)."

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from launcher.cli.run_args import RunCommand
-from launcher.usecases.names import runtimes  # metadata only, no engine imported
+from launcher.usecases.names import frameworks, runtimes  # metadata only, nothing imported
 
 HELP = """Run a workload or a command under the profile's caps, in a container or natively:
 pids limit, ulimits, memory, shm, CPUs and GPUs from the profile; every thread variable
@@ -37,7 +37,7 @@ PATH = click.Path(path_type=Path)
     "show_default": True})
 @click.argument("command", nargs=-1, metavar="[WORKLOAD [ARGS] | -- CMD [ARGS]]")
 @click.option("--profile", "-p", default="auto", help=PROFILE_HELP)
-@click.option("--framework", "-f", metavar="torch|tf|jax|none",
+@click.option("--framework", "-f", metavar="|".join(frameworks()),
               help=FRAMEWORK_HELP)
 @click.option("--processes", "-n", type=click.IntRange(min=1),
               help="Processes sharing the budget (default: the profile's workers.processes).")

@@ -106,6 +106,7 @@ class Framework:
     facts: tuple[str, ...] = ()  # for `doctor`
     probe: str = ""  # module with first_op(), train(), matmul(n) for threadprobe
     detect_build: Callable[[], str] = field(default=lambda: "cpu")
+    needed: bool = True  # a workload of it needs `module` importable (numpy for `none`: no)
     # the variable of pools no thread variable caps, only the affinity (XLA's codegen: its
     # PJRT_NPROC); `--fit` may then shrink the cpuset
     affinity_bound: str | None = None

@@ -44,4 +44,5 @@ FRAMEWORK = Framework(
     requirements={"nvidia": ["numpy"], "amd": ["numpy"], "none": []},
     facts=("OPENBLAS_NUM_THREADS > GOTO_NUM_THREADS > OMP_NUM_THREADS, read at import",),
     probe=__name__,
+    needed=False,  # a plain Python workload imports no numpy; one that does gets its pool capped
 )

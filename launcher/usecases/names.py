@@ -13,6 +13,10 @@ def runtimes() -> tuple[str, ...]:
     return names()
 
 
+def frameworks() -> tuple[str, ...]:
+    return Registry("framework", group="launcher.frameworks", default="FRAMEWORK").names()
+
+
 def backends() -> tuple[str, ...]:
     """Where a job's chunks run (launcher/jobs/backends.py's registry)."""
     return Registry("backend", group="launcher.backends", default="Backend").names()

@@ -58,7 +58,7 @@ class RenderRequest:
 @dataclass(frozen=True, kw_only=True)
 class RenderResult:
     out: Path
-    files: list[str]  # what is in `out` now, sorted (the package folder as "launcher/")
+    files: list[str]  # what is in `out` now, sorted (the folders as "launcher/", "plugins/")
     image: str
     notes: list[str]
     profile: str
@@ -223,7 +223,8 @@ def render(req: RenderRequest) -> RenderResult:
     # `launcher build` takes no --env or --gpus: then only docker builds what was written
     same = None if req.env or req.gpus else build_command(
         req.profile, r.framework, image=req.tag, base_image=req.base_image, ca_cert=cert)
-    return RenderResult(out=req.out, files=sorted([*files, "launcher/"]), image=image,
+    folders = [f"{d}/" for d in PACKAGE_DIRS]
+    return RenderResult(out=req.out, files=sorted([*files, *folders]), image=image,
                         notes=notes, profile=r.profile.name, framework=r.framework, build=same)
 
 

@@ -318,7 +318,7 @@ def _check_framework(workload: str, framework: str) -> None:
     from launcher.frameworks import get as get_framework
 
     fw = get_framework(framework)
-    if importlib.util.find_spec(fw.module) is None:
+    if fw.needed and importlib.util.find_spec(fw.module) is None:
         raise LauncherError(f"{workload} needs {fw.module}, which is not installed for "
                             f"{sys.executable}: pip install {fw.install!r} (or run it in an "
                             f"image that has it: --image IMG)")
