@@ -221,3 +221,16 @@ def test_a_parsed_profile_is_kept_and_an_edit_is_seen(tmp_path, monkeypatch):
         (tmp_path / f"x{i}.yaml").write_text(f"a: {i}\n")
         yamlsrc.load_yaml(tmp_path / f"x{i}.yaml")
     assert len(list((tmp_path / "cache/launcher/yaml").glob("*.json"))) <= 3
+
+
+def test_validate_takes_a_profile_name_as_profile_does():
+    """`launcher profiles validate gtx1650` checks the profile every other command would load
+    by that name (a new user's first try); a name nothing has is one line, exit 1."""
+    from typer.testing import CliRunner
+
+    from launcher.cli.main import app
+
+    ok = CliRunner().invoke(app, ["profiles", "validate", "gtx1650"])
+    assert ok.exit_code == 0 and ok.stdout == "ok: gtx1650\n", ok.output
+    bad = CliRunner().invoke(app, ["profiles", "validate", "gtx1560"])
+    assert bad.exit_code == 1 and "profile 'gtx1560' not found" in bad.stderr

@@ -141,8 +141,9 @@ def profiles_show(name: str, json: Json = False) -> None:
 
 
 @profiles_app.command("validate")
-def profiles_validate(files: list[Path]) -> None:
-    """Check profile files; print one line per error, exit 1 if any is invalid."""
+def profiles_validate(files: Annotated[list[Path], typer.Argument(
+        metavar="PROFILE...", help="Profile files, or names as --profile takes them.")]) -> None:
+    """Check profiles; print one line per error, exit 1 if any is invalid."""
     from launcher.cli import profiles_cmd
 
     _run(lambda: profiles_cmd.validate(files))
@@ -387,7 +388,8 @@ def jobs_render(
     profile: JobProfile = None,
     image: Annotated[str | None, typer.Option(
         "--image", help="The image the pods pull, pushed (REGISTRY/NAME:TAG): launcher's "
-                        "image with the job's folder (the Dockerfile this writes).")] = None,
+                        "image with the job's folder (the Dockerfile this writes); needed by "
+                        "--target k8s unless the spec names one.")] = None,
     workdir: Annotated[str, typer.Option(
         "--workdir", help="The worker's folder in the image.")] = "/workspace",
     max_concurrent: MaxConcurrent = None,

@@ -50,8 +50,8 @@ class Checked:
 def validate(files: list[Path]) -> list[Checked]:
     out = []
     for f in files:
-        try:
-            load_profile(f)
+        try:  # a name as --profile takes it (gtx1650, ./mine), else a file
+            load_profile(f if f.exists() or f.suffix or len(f.parts) > 1 else f.name)
             out.append(Checked(f, None))
         except ProfileError as exc:
             out.append(Checked(f, str(exc)))
