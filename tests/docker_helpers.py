@@ -80,3 +80,25 @@ def podman_missing(image: str = BASE) -> str | None:
         if pulled.returncode != 0:
             return f"cannot copy {image} from Docker into Podman: {pulled.stderr.strip()}"
     return None
+
+
+def in_process(*args: str, cwd: Path | str | None = None,
+               env: dict[str, str] | None = None) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
+    """`launcher ARGS` run in this process (the typer app through CliRunner), as launcher()
+    returns it: for commands whose output is under test and no process boundary is (plan,
+    render, doctor, jobs plan/status/render, report, profiles); a run's signals, cgroups and
+    exit file need a real process."""
+    from typer.testing import CliRunner
+
+    from launcher.cli.main import app
+
+    before = os.getcwd()
+    if cwd is not None:
+        os.chdir(cwd)
+    try:
+        r = CliRunner().invoke(app, list(args), env=env)
+    finally:
+        os.chdir(before)
+    if r.exception is not None and not isinstance(r.exception, SystemExit):
+        raise r.exception
+    return subprocess.CompletedProcess(["launcher", *args], r.exit_code, r.stdout, r.stderr)

@@ -16,7 +16,7 @@ import pytest
 
 from launcher.jobs.memory import MAX_FIT_ERROR, robust_fit
 from tests.conftest import ROOT
-from tests.docker_helpers import launcher
+from tests.docker_helpers import in_process, launcher
 from tests.polling import wait_until, while_running
 from tests.test_jobs import MEM_WORKER, PY, make_job
 
@@ -49,7 +49,7 @@ def test_a_peak_that_falls_with_the_size_refuses_the_per_item_cost(tmp_path):
     assert "no prediction at 2500 items: more than the largest size measured (2000)" \
         in proc.stdout
     plan = shlex.split(proc.stdout.split("`launcher jobs plan ")[1].split("`")[0])
-    assert launcher("jobs", "plan", *plan).returncode == 0  # the hint, pasted
+    assert in_process("jobs", "plan", *plan).returncode == 0  # the hint, pasted
     text = prof.read_text()
     assert "# No per-item cost: the peak does not grow with the size" in text
     assert "per item" not in text  # no negative slope, nor any other, goes into the profile
@@ -179,7 +179,7 @@ def test_the_first_run_is_a_warm_up_and_not_measured(tmp_path):
 def test_the_plan_of_a_job_with_no_measured_memory_gives_the_command_that_measures_it(tmp_path):
     spec = make_job(tmp_path, f"name: lin\ncommand: [{PY}, worker.py]\nitems: 3000\n"
                               f"chunk_size: 1000\noutput: out\n", MEM_WORKER)
-    plan = launcher("jobs", "plan", str(spec), "-p", _cpu(tmp_path))
+    plan = in_process("jobs", "plan", str(spec), "-p", _cpu(tmp_path))
     assert plan.returncode == 0, plan.stderr
     hint = shlex.split(plan.stdout.split("this measures one: `")[1].split("`")[0])
     assert hint[:4] == ["launcher", "bench-memory", str(spec), "--sizes"] and \

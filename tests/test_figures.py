@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.docker_helpers import in_process
+
 LAUNCHER = [sys.executable, "-m", "launcher"]
 FIGURE = re.compile(r"~(\d+) threads \(~(\d+) per process \+ 1 supervisor"
                     r"(?: \+ (\d+) of the workload's own)?\)")
@@ -30,7 +32,7 @@ def profile(tmp_path: Path, pids: int) -> Path:
 
 
 def plan_json(tmp_path: Path, *args: str) -> dict:
-    out = launcher("plan", *args, "--json", cwd=tmp_path)
+    out = in_process("plan", *args, "--json", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
 
@@ -87,7 +89,7 @@ def test_the_start_line_and_the_report_print_the_figure_the_plan_checked(tmp_pat
     assert run.returncode == 0, run.stderr
     start = run.stderr.splitlines()[0]
     assert FIGURE.search(start) and FIGURE.search(start).group(1) == str(total), start
-    report = launcher("report", "runs/fig", cwd=tmp_path)
+    report = in_process("report", "runs/fig", cwd=tmp_path)
     assert f", {total} estimated by the plan" in report.stdout, report.stdout
 
 
@@ -123,7 +125,7 @@ def test_a_memory_limit_above_the_hosts_memory_is_lowered_with_a_warning(tmp_pat
     assert int(run.stdout.split()[-1]) <= host  # the kernel holds no more than was said
     shown = plan_json(tmp_path, "--profile", str(prof))["limits"]["memory"]
     assert shown["value"] == host and "lowered" in shown["source"]
-    rendered = launcher("render", "--profile", str(prof), "--out", "r", cwd=tmp_path)
+    rendered = in_process("render", "--profile", str(prof), "--out", "r", cwd=tmp_path)
     assert rendered.returncode == 0, rendered.stderr  # for another machine: not lowered
     import yaml
     (svc,) = yaml.safe_load((tmp_path / "r/compose.yaml").read_text())["services"].values()

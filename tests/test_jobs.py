@@ -19,7 +19,7 @@ import pytest
 
 from launcher.units import format_size, term
 from tests.conftest import HOSTS, ROOT, docker_client
-from tests.docker_helpers import BASE, launcher
+from tests.docker_helpers import BASE, in_process, launcher
 from tests.polling import wait_until, while_running
 
 PY = str(Path(sys.executable).resolve())
@@ -143,7 +143,7 @@ def _kill_mid_run_and_rerun(tmp_path: Path, runtime: str, extra: list[str]) -> N
     assert 0 < len(done_before) < 30
     # its runner gone, a chunk marked running is interrupted, not running for ever longer
     left = sorted(i for i, r in before.items() if r["state"] == "running")
-    status = launcher("jobs", "status", str(tmp_path / "out"))
+    status = in_process("jobs", "status", str(tmp_path / "out"))
     assert status.returncode == 0, status.stderr
     assert f"{len(left)} interrupted" in status.stdout and "running" not in status.stdout
     assert [int(x.split()[2]) for x in status.stdout.splitlines()
@@ -251,8 +251,8 @@ def test_bench_memory_predicts_an_unseen_size_and_writes_a_profile(tmp_path):
     actual = json.loads(seen.stdout)["measurements"][0]["peak"]
     assert abs(data["predicted_peak_bytes"] - actual) / actual < 0.15
     assert abs(data["per_item_bytes"] - (50 << 10)) / (50 << 10) < 0.15
-    assert launcher("profiles", "validate", str(prof)).returncode == 0
-    plan = json.loads(launcher("jobs", "plan", str(spec), "-p", str(prof), "--json").stdout)
+    assert in_process("profiles", "validate", str(prof)).returncode == 0
+    plan = json.loads(in_process("jobs", "plan", str(spec), "-p", str(prof), "--json").stdout)
     assert plan["plan"]["chunk_size"] == data["chunk_size"]
     assert plan["plan"]["peak_bytes"] == -(-data["workers_memory_bytes"] // 2**20) * 2**20
 
@@ -298,7 +298,7 @@ def test_bench_memory_measures_the_cgroup_and_writes_no_host_counts(tmp_path):
     assert data["chunk_size"] == 1600  # an even share of 20,000 items over the rig's 12 GPUs
     assert f"base {format_size(data['base_bytes'])} ({data['base_bytes']} bytes) " \
            f"{term(data['per_item_bytes'], 'bytes')} per item" in text  # a sign, never `+ -`
-    plan = json.loads(launcher("jobs", "plan", str(spec), "-p", str(prof), "--host-root",
+    plan = json.loads(in_process("jobs", "plan", str(spec), "-p", str(prof), "--host-root",
                                str(HOSTS / "rig-6600"), "--json").stdout)
     assert plan["plan"]["chunk_size"] == 1600 and plan["plan"]["concurrency"] == 12
 
@@ -317,11 +317,11 @@ def test_failures_are_retried_then_reported_and_a_job_of_failures_stops(tmp_path
     assert failed[0]["diagnosis"] == ("the workload exited with its own status 3. Its last "
                                       "line: no scorer model found")
     assert "launcher: the first 3 chunks failed and none succeeded: stopping" in proc.stderr
-    status = launcher("jobs", "status", str(tmp_path / "out"), "--json")
+    status = in_process("jobs", "status", str(tmp_path / "out"), "--json")
     s = json.loads(status.stdout)
     assert s["counts"]["failed"] == 3 and s["failures"][0]["log_tail"].endswith(
         "no scorer model found\nlauncher: the workload exited with its own status 3.")
-    text = launcher("jobs", "status", str(tmp_path / "out")).stdout
+    text = in_process("jobs", "status", str(tmp_path / "out")).stdout
     assert "-x" not in text and "last run: 0 chunks done (0 items) in wall time " in text
     assert text.rstrip().endswith("no chunk finished, so no ideal to compare with")
 
@@ -339,7 +339,7 @@ def test_job_spec_mistakes_are_one_line_each(tmp_path):
     spec = tmp_path / "bad.yaml"
     spec.write_text("name: ../x\ncomand: [a]\nitems: -5\nchunk_size: big\ntimeout: soon\n"
                     "env: {1X: y}\n")
-    proc = launcher("jobs", "plan", str(spec))
+    proc = in_process("jobs", "plan", str(spec))
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.splitlines() == [
         f"error: {spec}:2: comand: unknown key; did you mean 'command'?",
@@ -354,7 +354,7 @@ def test_job_spec_mistakes_are_one_line_each(tmp_path):
     profiles = tmp_path / "profiles"  # a folder named like that is no profile
     profiles.mkdir()
     (profiles / "empty.yaml").write_text("")
-    proc = launcher("jobs", "plan", str(profiles / "empty.yaml"))
+    proc = in_process("jobs", "plan", str(profiles / "empty.yaml"))
     assert proc.stderr == f"error: {profiles}/empty.yaml:1: the job spec is empty\n"
 
 
@@ -382,7 +382,7 @@ def test_items_from_a_file_and_a_second_launcher_refused(tmp_path):
 
 def test_the_seed_004_example_plans_and_refuses_missing_gpus():
     spec = ROOT / "examples/score-survivors/job.yaml"
-    plan = launcher("jobs", "plan", str(spec), "--json")
+    plan = in_process("jobs", "plan", str(spec), "--json")
     assert plan.returncode == 0, plan.stderr
     data = json.loads(plan.stdout)
     assert data["plan"]["chunks"] == 99 and data["plan"]["chunk_size"] == 1000
@@ -534,11 +534,11 @@ def test_a_profile_path_in_a_spec_is_the_specs_folders(tmp_path):
     job.mkdir()
     (job / "small.yaml").write_text("extends: base\nworkers: {memory: 100MiB}\n")
     (job / "job.yaml").write_text("name: j\ncommand: ['true']\nitems: 4\nprofile: ./small.yaml\n")
-    plan = launcher("jobs", "plan", "job2/job.yaml", "--json", cwd=tmp_path)
+    plan = in_process("jobs", "plan", "job2/job.yaml", "--json", cwd=tmp_path)
     assert plan.returncode == 0, plan.stderr
     assert json.loads(plan.stdout)["profile"] == "small"
     (job / "bad.yaml").write_text("name: j\ncommand: ['true']\nitems: 4\nprofile: ./nope.yaml\n")
-    bad = launcher("jobs", "plan", "job2/bad.yaml", cwd=tmp_path)
+    bad = in_process("jobs", "plan", "job2/bad.yaml", cwd=tmp_path)
     assert bad.returncode == 1
     assert bad.stderr == (f"error: job2/bad.yaml:4: profile: no such profile file "
                           f"'{job / 'nope.yaml'}' (got './nope.yaml')\n")
@@ -554,7 +554,7 @@ def _render_three(job: Path, out: Path, nodes: int, items: int = 98172) -> tuple
     (job / "job.yaml").write_text(f"name: three\ncommand: [python3, worker.py]\nitems: {items}\n"
                                   f"chunk_size: 1000\nframework: torch\nprofile: rig-6600\n"
                                   f"nodes: {nodes}\n")
-    proc = launcher("jobs", "render", str(job / "job.yaml"), "--out", str(out), "--image",
+    proc = in_process("jobs", "render", str(job / "job.yaml"), "--out", str(out), "--image",
                     K8S_IMAGE, "--host-root", str(HOSTS / "rig-6600"))
     assert proc.returncode == 0, proc.stderr
     *_, manifest = yaml.safe_load_all((out / "launcher-three.yaml").read_text())
@@ -597,7 +597,7 @@ def test_a_kubernetes_render_runs_every_nodes_chunks_and_copies_the_job(tmp_path
     # one node: its cap; more nodes than chunks: every chunk at once
     assert _render_three(job, out, nodes=1)[1]["spec"]["parallelism"] == 9
     assert _render_three(job, out, nodes=3, items=12000)[1]["spec"]["parallelism"] == 12
-    plan = json.loads(launcher("jobs", "plan", str(job / "job.yaml"), "--host-root",
+    plan = json.loads(in_process("jobs", "plan", str(job / "job.yaml"), "--host-root",
                                str(HOSTS / "rig-6600"), "--json").stdout)
     assert (plan["plan"]["concurrency"], plan["plan"]["job_concurrency"]) == (9, 12)
 
@@ -605,6 +605,6 @@ def test_a_kubernetes_render_runs_every_nodes_chunks_and_copies_the_job(tmp_path
 def test_nodes_in_a_spec_is_a_whole_number(tmp_path):
     spec = tmp_path / "job.yaml"
     spec.write_text("name: j\ncommand: ['true']\nitems: 4\nnodes: 0\n")
-    proc = launcher("jobs", "plan", str(spec))
+    proc = in_process("jobs", "plan", str(spec))
     assert proc.returncode == 1 and proc.stderr == (
         f"error: {spec}:4: nodes: must be a whole number of machines, 1 or more (got 0)\n")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, docker_client
-from tests.docker_helpers import BASE, launcher, profile, run_dir_of
+from tests.docker_helpers import BASE, in_process, launcher, profile, run_dir_of
 from tests.polling import wait_until, while_running
 
 BOMB = ("import threading, time\nwhile True:\n"
@@ -219,6 +219,6 @@ def test_with_no_limit_asked_the_kernel_still_counts_the_peak(writable, tmp_path
     peak = summary["peaks"]["pids_current"]["kernel_peak"]
     assert peak is not None and peak >= 31, summary["peaks"]  # 30 threads + the main one
     assert _leftover_run_cgroups(name) == []
-    report = launcher("report", str(run_dir_of(proc.stderr)))
+    report = in_process("report", str(run_dir_of(proc.stderr)))
     assert f"peak {peak} counted by the kernel (the run cgroup's pids.peak" in report.stdout, \
         report.stdout

@@ -27,7 +27,7 @@ from launcher.runtime.spec import Limits, Mount, Rlimit, RunSpec
 from launcher.vendors import get as get_vendor
 from launcher.vendors.base import Gpu, GpuSelection, HostGpus
 from tests.conftest import ROOT
-from tests.docker_helpers import BASE, launcher, podman_missing, profile, run_dir_of
+from tests.docker_helpers import BASE, in_process, launcher, podman_missing, profile, run_dir_of
 from tests.polling import wait_until
 from tests.test_docker_run import HOG, _diagnosis
 
@@ -259,7 +259,7 @@ def test_leftovers_of_a_dead_launcher_are_listed_by_doctor(real):
         found = [x for x in PodmanEngine().leftovers() if run in x.detail]
         assert [(x.kind, x.ident, x.idle) for x in found] == [
             ("container", made.stdout.strip()[:12], True)]
-        doctor = json.loads(launcher("doctor", "--json").stdout)
+        doctor = json.loads(in_process("doctor", "--json").stdout)
         assert any(x["engine"] == "podman" and run in x["detail"]
                    for x in doctor["leftovers"]), doctor["leftovers"]
     finally:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import HOSTS, ROOT
-from tests.docker_helpers import launcher
+from tests.docker_helpers import in_process, launcher
 from tests.test_jobs import (
     PY,
     WORKER,
@@ -149,7 +149,7 @@ K8S_VERSIONS = [f"1.{minor}" for minor in range(28, 38)]
 
 
 def _render(out: Path, *extra: str) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
-    return launcher("jobs", "render", str(ROOT / "examples/score-survivors/job.yaml"),
+    return in_process("jobs", "render", str(ROOT / "examples/score-survivors/job.yaml"),
                     "--target", "k8s", "--out", str(out), "--host-root",
                     str(HOSTS / "rig-6600"), *extra)
 
@@ -240,7 +240,7 @@ def test_a_pod_of_the_rendered_job_runs_its_chunk_from_the_image(tmp_path):
     (job / "job.yaml").write_text("name: podjob\ncommand: [python3, worker.py, '{out}']\n"
                                   "items: 10\nchunk_size: 4\nframework: none\n")
     image = f"registry.example.com/launcher-test/podjob:{os.getpid()}"
-    proc = launcher("jobs", "render", str(job / "job.yaml"), "-p", "rig-6600", "--out",
+    proc = in_process("jobs", "render", str(job / "job.yaml"), "-p", "rig-6600", "--out",
                     str(tmp_path / "k8s"), "--image", image, "--base-image", base,
                     "--host-root", str(HOSTS / "rig-6600"))
     assert proc.returncode == 0, proc.stderr

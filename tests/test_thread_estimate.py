@@ -20,7 +20,7 @@ from launcher.probe import probe_host
 from launcher.profiles import load_profile
 from launcher.variables import managed
 from tests.conftest import ROOT
-from tests.docker_helpers import BASE, launcher, run_dir_of
+from tests.docker_helpers import BASE, in_process, launcher, run_dir_of
 
 MODULES = {"none": "numpy", "torch": "torch", "tf": "tensorflow", "jax": "jax"}
 SITE = Path(sys.executable).parent.parent / "lib" / f"python{sys.version_info.major}." \
@@ -114,7 +114,7 @@ def calibration(tmp_path_factory) -> Path:
 
 
 def _calibrated_estimate(prof: Path, workload: str, calibration: Path) -> int:
-    plan = launcher("plan", "-p", str(prof), "-f", FRAMEWORK[workload], "--json",
+    plan = in_process("plan", "-p", str(prof), "-f", FRAMEWORK[workload], "--json",
                     env={"LAUNCHER_CALIBRATION": str(calibration)})
     est = json.loads(plan.stdout)["estimate"]
     assert est["source"].startswith("calibrated on this host"), est
@@ -143,7 +143,7 @@ def test_a_workloads_peak_is_within_its_estimate(workload, cpus, docker, tmp_pat
 @pytest.mark.parametrize("workload", sorted(WORKLOADS))
 def test_a_pids_limit_at_the_estimate_fits_and_half_is_refused(workload, tmp_path):
     _need(FRAMEWORK[workload])
-    plan = json.loads(launcher("plan", "-f", FRAMEWORK[workload], "--json").stdout)
+    plan = json.loads(in_process("plan", "-f", FRAMEWORK[workload], "--json").stdout)
     from launcher.workloads.catalog import registered
 
     estimate = int(plan["estimate"]["total"]) + registered()[workload].extra_threads

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from launcher.cli.main import app
 from launcher.telemetry.sampler import KEYS
 from tests.conftest import ROOT
-from tests.docker_helpers import launcher, run_dir_of
+from tests.docker_helpers import in_process, launcher, run_dir_of
 from tests.polling import wait_until, while_running
 from tests.test_thread_estimate import _need
 
@@ -166,8 +166,8 @@ def test_a_stress_run_writes_the_profile_that_the_next_run_uses(tmp_path):
     assert "\nworkers:\n  memory: " in text and "\nthreads:\n  intra_op: " in text
     memory = text.split("\nworkers:\n  memory: ")[1].split("\n")[0].strip('"')
     assert f"+ 25% = {memory}." in text  # the note says the value written
-    assert launcher("profiles", "validate", str(prof)).returncode == 0
-    plan = json.loads(launcher("plan", "-p", str(prof), "--json").stdout)
+    assert in_process("profiles", "validate", str(prof)).returncode == 0
+    plan = json.loads(in_process("plan", "-p", str(prof), "--json").stdout)
     assert plan["framework"] == "jax"  # what it measured, not the base's `none`
     assert plan["env"]["LAUNCHER_NUM_ENVS"]["value"] == "256"
     assert plan["env"]["LAUNCHER_NUM_ENVS"]["source"].startswith(
