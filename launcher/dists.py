@@ -43,6 +43,7 @@ class EntryPoint(NamedTuple):
 
 
 OWN = "launcher"
+PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"  # a source tree's
 
 
 @functools.cache
@@ -54,7 +55,7 @@ def entry_points(group: str) -> dict[str, EntryPoint]:
     found: dict[str, EntryPoint] = {}
     sources = [(dist, folder / "entry_points.txt") for dist, (_, folder) in installed().items()]
     if OWN not in installed():
-        sources.append((OWN, Path(__file__).resolve().parent.parent / "pyproject.toml"))
+        sources.append((OWN, PYPROJECT))
     for dist, path in sources:
         try:
             text = path.read_text()
@@ -72,6 +73,12 @@ def entry_points(group: str) -> dict[str, EntryPoint]:
 
 
 GROUPS = "[launcher."  # the opening of every entry-point group launcher reads
+
+
+def own_groups() -> list[str]:
+    """The launcher groups a source tree's pyproject.toml declares entries in."""
+    return re.findall(r'^\[project\.entry-points\."(launcher\.[a-z_]+)"\]$',
+                      PYPROJECT.read_text(), re.M)
 
 
 def plugin_dists() -> dict[str, Path]:

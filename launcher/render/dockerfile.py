@@ -181,9 +181,9 @@ def _copy_top_level(top: str, dest: Path) -> None:
 
 
 def _own_entry_points() -> str:
-    from launcher.dists import entry_points
+    """launcher's entries, as a wheel's entry_points.txt has them, from its pyproject.toml."""
+    from launcher.dists import OWN, entry_points, own_groups
 
-    groups = ("engines", "backends", "render_targets", "vendors", "frameworks", "workloads")
-    return "".join(f"[launcher.{g}]\n" + "".join(
-        f"{n} = {e.value}\n" for n, e in entry_points(f"launcher.{g}").items()
-        if e.dist == "launcher") + "\n" for g in groups)
+    return "".join(f"[{g}]\n" + "".join(f"{n} = {e.value}\n" for n, e in
+                                         entry_points(g).items() if e.dist == OWN) + "\n"
+                   for g in own_groups())

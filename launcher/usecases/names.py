@@ -14,11 +14,14 @@ def runtimes() -> tuple[str, ...]:
 
 
 def frameworks() -> tuple[str, ...]:
-    return Registry("framework", group="launcher.frameworks", default="FRAMEWORK").names()
+    from launcher.frameworks import names
+
+    return names()
 
 
 def backends() -> tuple[str, ...]:
-    """Where a job's chunks run (launcher/jobs/backends.py's registry)."""
+    """Where a job's chunks run: launcher/jobs/backends.py's group, read here without importing
+    that module (it imports the job machinery)."""
     return Registry("backend", group="launcher.backends", default="Backend").names()
 
 
