@@ -182,3 +182,26 @@ def test_a_calibration_never_cancels_what_only_a_real_program_grows():
     old = dataclasses.replace(facts, calibration=[{**_entry(85, 0), "method": 1}])
     model = estimate_threads("jax", auto(16), cpus=16, gpus=0, installed=BUILD["jax"])
     assert calibrated("jax", auto(16), cpus=16, gpus=0, facts=old, installed=BUILD["jax"]) == model
+
+
+@pytest.mark.parametrize(("first", "second", "kept", "probes"),
+                         [(-1, 0, 0, 2), (-1, -2, -1, 2), (0, None, 0, 1), (2, None, 2, 1)])
+def test_a_probe_below_the_model_is_measured_again_before_it_lowers_anything(
+        monkeypatch, first, second, kept, probes):
+    """`launcher calibrate`: a peak below the model's figure for the probe (which would lower
+    every estimate) is confirmed by a second probe and the higher kept; one at or above the
+    model stands alone."""
+    from launcher.workloads import calibrate as cal
+
+    model = cal._model("none", 2, gpus=0)
+    peaks = iter([model + first] + ([] if second is None else [model + second]))
+    seen: list[int] = []
+
+    def probe(framework, cpus, gpu):  # the peak of one probe process, as measure() reads it
+        seen.append(next(peaks))
+        return {"framework": framework, "cpus": len(cpus), "peak": seen[-1]}
+
+    monkeypatch.setattr(cal, "_probe_peak", probe)
+    entry = cal.measure("none", [0, 1])
+    assert entry["peak"] == model + kept
+    assert len(seen) == probes == entry.get("probes", 1)
