@@ -54,6 +54,13 @@ class Registry(Generic[T]):
                                          attr.strip() or self.default)
         return self._loaded[name]
 
+    def provider(self, name: str) -> str | None:
+        """The distribution that declares `name`, where it is not launcher itself."""
+        from launcher.dists import OWN
+
+        entry = self.entries().get(name)
+        return entry.dist if entry is not None and entry.dist != OWN else None
+
     def loaded(self) -> list[T]:
         """Every entry, loaded (for a capability every entry may have)."""
         return [self.get(n) for n in self.names()]

@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from launcher.cli.main import app
@@ -53,6 +54,11 @@ def test_profiles_list_and_show():
     assert "gfx_version:" in result.stdout and "profiles/rig-6600.yaml:15" in result.stdout
     data = json.loads(runner.invoke(app, ["profiles", "show", "gtx1650", "--json"]).stdout)
     assert data["chain"] == ["base", "gtx1650"]
+    # `path` as the messages name it; `file` where it is (in a wheel: inside the package)
+    assert data["path"] == "profiles/gtx1650.yaml"
+    from launcher.profiles.loader import shipped_dir
+
+    assert data["file"] == str(shipped_dir() / "gtx1650.yaml") and Path(data["file"]).is_file()
     assert data["profile"]["allocator"]["torch"] == "max_split_size_mb:32"
 
 
@@ -64,6 +70,11 @@ def test_validate_reports_each_file(tmp_path):
     assert result.exit_code == 1
     assert f"ok: {good}" in result.stdout
     assert "bad.yaml:3: limits.pids:" in result.stderr
+    as_json = runner.invoke(app, ["profiles", "validate", "--json", str(good), str(bad)])
+    assert as_json.exit_code == 1 and as_json.stderr == ""
+    ok, wrong = json.loads(as_json.stdout)
+    assert ok == {"file": str(good), "ok": True, "error": None}
+    assert not wrong["ok"] and "bad.yaml:3: limits.pids:" in wrong["error"]
 
 
 def test_doctor_json_on_fixture_host():
@@ -202,3 +213,23 @@ def test_launcher_run_imports_no_typer(tmp_path):
                              timeout=60, env=env)
         assert out.returncode == 0, out.stderr
     assert out.stdout.strip().splitlines()[-1] == "[]", out.stdout
+
+
+@pytest.mark.parametrize("argv", [
+    ["plan", "-p", "no-such-profile", "--json"],
+    ["profiles", "show", "no-such-profile", "--json"],
+    ["doctor", "-p", "no-such-profile", "--json"],
+    ["run", "-p", "no-such-profile", "--dry-run", "--json", "--", "true"],
+    ["jobs", "plan", "no-such-job.yaml", "--json"],
+    ["jobs", "render", "no-such-job.yaml", "--out", "never-written", "--json"],
+    ["jobs", "status", "no-such-job.yaml", "--json"],
+    ["report", "no-such-run", "--json"],
+])
+def test_a_mistake_under_json_is_one_error_line_and_no_half_json(argv, tmp_path, monkeypatch):
+    """A script reads stdout only when the exit status is 0: a mistake prints nothing there."""
+    monkeypatch.chdir(tmp_path)
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    assert result.stderr.startswith("error: ") and "Traceback" not in result.stderr
+    assert not (tmp_path / "never-written").exists()

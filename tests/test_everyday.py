@@ -442,3 +442,21 @@ def test_a_failed_pull_is_one_line_naming_the_image():
     assert proc.stderr.startswith(f"error: cannot pull {ref}: "), proc.stderr
     assert len(proc.stderr.splitlines()) == 1
     assert set(runs.iterdir()) == before
+
+
+@pytest.mark.docker
+def test_auto_with_docker_up_but_no_image_says_so_and_runs_natively(tmp_path, monkeypatch):
+    """The README's command 1 on a host whose Docker answers but has not built the image: the
+    native run is no surprise (a warning, printed without --verbose); with no engine
+    answering it stays a note."""
+    docker_client()
+    monkeypatch.chdir(tmp_path)
+    prof = tmp_path / f"never-built-{uuid.uuid4().hex[:6]}.yaml"
+    prof.write_text("extends: base\n")
+    run = in_process("run", "-p", str(prof), "--", "true")
+    assert run.returncode == 0, run.stderr
+    assert (f"launcher: warning: no image launcher/{prof.stem}:none for docker (build one with "
+            f"`launcher build`); using the native runtime") in run.stderr
+    quiet = in_process("run", "-p", str(prof), "--", "true",
+                       env={"DOCKER_HOST": f"unix://{tmp_path}/no.sock"})
+    assert quiet.returncode == 0 and "warning" not in quiet.stderr, quiet.stderr

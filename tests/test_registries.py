@@ -111,7 +111,7 @@ def test_fake_framework_is_validated_planned_and_rendered(onnx, tmp_path):
     # its own model: the pool capped at the one CPU of the cpuset, and its scheduler
     assert est["breakdown"] == {"main": 1, "onnx_scheduler": 1}
     # its version, 1.0, read from its distribution's metadata: the model measured on 1
-    assert est["source"] == "built-in model (fake, for the registry test)"
+    assert est["source"] == "launcher_fakes's model (fake, for the registry test)"
     out = tmp_path / "out"
     result = runner.invoke(app, ["render", "-p", str(prof), "--out", str(out)])
     assert result.exit_code == 0, result.output

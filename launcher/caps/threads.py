@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from launcher.frameworks import get as get_framework
+from launcher.frameworks import origin
 from launcher.frameworks.base import NOT_HERE, Installed, Settings
 
 
@@ -29,5 +30,6 @@ def estimate_threads(framework: str, settings: Settings, *, cpus: int, gpus: int
     the GPUs it sees, `installed` the framework's version and build where it will run (unknown:
     the model errs high); `probe_only`: what the calibration probe reaches, to compare a
     calibration with."""
-    est = get_framework(framework).estimate(settings, cpus, gpus, installed, probe_only)
+    est = get_framework(framework).estimate(settings, cpus, gpus, installed, probe_only,
+                                            origin=origin(framework))
     return ThreadEstimate(sum(est.parts.values()), est.parts, est.source)

@@ -142,11 +142,14 @@ def profiles_show(name: str, json: Json = False) -> None:
 
 @profiles_app.command("validate")
 def profiles_validate(files: Annotated[list[Path], typer.Argument(
-        metavar="PROFILE...", help="Profile files, or names as --profile takes them.")]) -> None:
-    """Check profiles; print one line per error, exit 1 if any is invalid."""
+        metavar="PROFILE...", help="Profile files, or names as --profile takes them.")],
+        json: Json = False) -> None:
+    """Check profiles; print one line per error, exit 1 if any is invalid.
+
+    --json: a list of {"file", "ok", "error"} (error: the same one-line message, or null)."""
     from launcher.cli import profiles_cmd
 
-    _run(lambda: profiles_cmd.validate(files))
+    _run(lambda: profiles_cmd.validate(files, as_json=json))
 
 
 @app.command()

@@ -28,7 +28,8 @@ def show(name: str, as_json: bool) -> int:
 
     p = merged(name)
     if as_json:
-        print_json({"name": p.name, "path": display_path(p.path), "chain": p.chain,
+        print_json({"name": p.name, "path": display_path(p.path),
+                    "file": str(p.path.resolve()), "chain": p.chain,
                     "profile": p.data, "origin": p.origin})
         return 0
     print(f"# {p.name}: {' -> '.join(p.chain)}  ({display_path(p.path)})")
@@ -52,15 +53,19 @@ def _fmt(v: object, key: str = "") -> str:
     return repr(v) if isinstance(v, str) and (not v or v.strip() != v) else str(v)
 
 
-def validate(files: list[Path]) -> int:
+def validate(files: list[Path], *, as_json: bool = False) -> int:
     from launcher.usecases.profiles import validate as check
 
-    bad = 0
-    for c in check(files):
+    checked = check(files)
+    bad = sum(c.error is not None for c in checked)
+    if as_json:
+        print_json([{"file": str(c.file), "ok": c.error is None, "error": c.error}
+                    for c in checked])
+        return 1 if bad else 0
+    for c in checked:
         if c.error is None:
             print(f"ok: {c.file}")
             continue
-        bad += 1
         for line in c.error.splitlines():
             print(f"error: {line}", file=sys.stderr)
     return 1 if bad else 0

@@ -22,3 +22,10 @@ def known(name: str) -> bool:
 
 def get(name: str) -> Framework:
     return _registry.get(name)
+
+
+def origin(name: str) -> str:
+    """Whose thread model a framework's is, for an estimate's source: launcher's own is
+    "built-in", a third party's names its distribution."""
+    dist = _registry.provider(name)
+    return "built-in" if dist is None else f"{dist}'s"

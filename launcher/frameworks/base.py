@@ -132,21 +132,22 @@ class Framework:
         return NOT_HERE
 
     def estimate(self, settings: Settings, cpus: int, gpus: int,
-                 installed: Installed = NOT_HERE, probe_only: bool = False) -> Estimate:
+                 installed: Installed = NOT_HERE, probe_only: bool = False, *,
+                 origin: str = "built-in") -> Estimate:
         """Peak threads of one process (`probe_only`: of the calibration probe, which a real
         program exceeds). A version the model was not measured on (or none known, as for an
         image) takes the largest of the measured models: it errs high."""
         model = next((m for m in self.models if m.covers(installed.version)), None)
         if model is not None:
             return Estimate(_parts(model, s=settings, cpus=cpus, gpus=gpus, installed=installed,
-                                   probe_only=probe_only), f"built-in model ({model.measured})")
+                                   probe_only=probe_only), f"{origin} model ({model.measured})")
         tried = [(_parts(m, s=settings, cpus=cpus, gpus=gpus, installed=installed,
                          probe_only=probe_only), m) for m in self.models]
         parts, m = max(tried, key=lambda pm: sum(pm[0].values()))
         what = (f"{self.label} {installed.version} is not a version the model was measured on"
                 if installed.version else f"{self.label} is not installed here")
         series = ", ".join(x.series for x in self.models)
-        return Estimate(parts, f"built-in model, the largest of its measured versions "
+        return Estimate(parts, f"{origin} model, the largest of its measured versions "
                                f"({series}: {m.measured}); {what}, so it errs high")
 
 

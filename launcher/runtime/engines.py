@@ -5,7 +5,7 @@ module and one entry-point line; what it can do is on its class (`can_build`,
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from launcher.errors import LauncherError
 from launcher.registry import Registry
@@ -74,21 +74,29 @@ def tidy_leftovers(engine: Engine) -> tuple[int, list[str]]:
             [f"{i.kind} {i.ident} ({i.detail})" for i, state in swept if state != "removed"])
 
 
-def choose_engine(runtime: str, image: str | None,
-                  check_image: bool = True) -> tuple[Engine, str | None]:
+class Chosen(NamedTuple):
+    engine: Engine
+    note: str | None  # why `auto` passed over the engines before it
+    lacked_image: bool = False  # one it passed answers but has no image: worth a warning
+
+
+def choose_engine(runtime: str, image: str | None, check_image: bool = True) -> Chosen:
     """The engine for `--runtime`; for `auto`, the first of auto_order() that answers (and has
     the image, unless `check_image` is False), with a note saying why others were passed."""
     if runtime != "auto":
-        return get_engine(runtime), None
-    passed = []
+        return Chosen(get_engine(runtime), None)
+    passed, lacked = [], False
     for name in auto_order():
         engine = get_engine(name)
         if check_image and engine.image_exists(image):
-            return engine, (f"{'; '.join(passed)}; using the {name} runtime" if passed else None)
+            return Chosen(engine, f"{'; '.join(passed)}; using the {name} runtime"
+                          if passed else None, lacked)
         if not engine.available():
             passed.append(f"no {name} engine answers")
         elif check_image:
             passed.append(f"no image {image} for {name} (build one with `launcher build`)")
+            lacked = True
         else:
-            return engine, (f"{'; '.join(passed)}; using the {name} runtime" if passed else None)
+            return Chosen(engine, f"{'; '.join(passed)}; using the {name} runtime"
+                          if passed else None, lacked)
     raise LauncherError("no runtime can run this: " + "; ".join(passed))

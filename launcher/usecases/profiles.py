@@ -15,15 +15,19 @@ __all__ = ["Checked", "Profile", "display_path", "kind_of", "list_profiles", "sh
 
 
 def list_profiles() -> list[dict[str, Any]]:
-    """Each profile found (user folders first): name, path, chain, description, or its error."""
+    """Each profile found (user folders first): name, path (shipped ones as `profiles/NAME.yaml`),
+    file (where it really is: inside the installed package for a shipped one), chain,
+    description, or its error."""
     rows = []
     for name, path in available().items():
         try:
             p = load_profile(path)
-            rows.append({"name": name, "path": display_path(path), "extends": p.chain[:-1],
+            rows.append({"name": name, "path": display_path(path), "file": str(path.resolve()),
+                         "extends": p.chain[:-1],
                          "description": p.get("description", ""), "error": None})
         except ProfileError as exc:
-            rows.append({"name": name, "path": display_path(path), "extends": [],
+            rows.append({"name": name, "path": display_path(path), "file": str(path.resolve()),
+                         "extends": [],
                          "description": "", "error": str(exc)})
     return rows
 

@@ -119,7 +119,8 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
         raise LauncherError(f"--name must be {NAME_RULE} (got {req.name!r})")
     # an image named with --image is pulled when missing: auto takes the first engine that
     # answers; the default tag is a local build, never pulled
-    engine, chose = choose_engine(req.runtime, image, check_image=req.image is None)
+    engine, chose, lacked_image = choose_engine(req.runtime, image,
+                                                check_image=req.image is None)
     command = workload.argv(args, engine.python) if workload else list(req.command)
     r = load_and_resolve(prof, host_root=req.host_root,
                          inherit_shell=engine.inherits_environment, framework=fw,
@@ -137,6 +138,8 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
         _workload_paths(spec, run_dir)
     if chose and req.image and engine.runs_host_processes:  # after every argument was checked
         tell.warn(f"--image {req.image} is not used: {chose}{_why_no_container()}")
+    elif chose and lacked_image:  # a container engine answers: its missing image is news
+        tell.warn(chose)
     elif chose:
         tell.note(chose)
     if fitted:
