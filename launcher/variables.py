@@ -26,6 +26,11 @@ CORE: dict[str, str] = {
     "LAUNCHER_BATCH_SIZE": "pytorch-phase3: batch_size when no flag is given",
 }
 
+# The shared pools a reader checks first, by their short names on a run's first line (each
+# framework adds its own: `pool_labels` on the entry).
+POOL_LABELS = {"OMP_NUM_THREADS": "OMP", "MKL_NUM_THREADS": "MKL",
+               "OPENBLAS_NUM_THREADS": "OpenBLAS"}
+
 # Deprecated spellings: removed (with a note) when found in the environment.
 DEPRECATED = {
     "OMP_NESTED": "OMP_MAX_ACTIVE_LEVELS",

@@ -169,7 +169,7 @@ def test_fake_workload_on_the_fake_framework_runs_natively(fakes, tmp_path):
     proc = launcher("run", "-p", str(prof), "--runtime", "native", "hello-onnx", "--say", "hi",
                     env={"PYTHONPATH": f"{fakes}:{ROOT}"}, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "framework onnx" in proc.stderr
+    assert "framework onnx: threads OMP/MKL/OpenBLAS/TF intra/ONNX intra 3," in proc.stderr
     # its model: the caller, its pool capped at this machine's 2 CPUs (1 worker beside the
     # caller) and its scheduler; the caps the supervisor set reach the workload
     assert "~4 threads (~3 per process + 1 supervisor)" in proc.stderr

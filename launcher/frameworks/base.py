@@ -119,6 +119,8 @@ class Framework:
     variables: dict[str, str] = field(default_factory=dict)
     environment: Callable[[Pools], Want] = field(default=lambda pools: {})
     settings_from: dict[str, str] = field(default_factory=dict)  # Settings field -> variable
+    # its pools on the line a run starts with: variable -> short name ("TF intra")
+    pool_labels: dict[str, str] = field(default_factory=dict)
 
     def installed(self) -> Installed:
         """The version in this interpreter's environment, from the package's metadata folder

@@ -118,6 +118,7 @@ FRAMEWORK = Framework(
     environment=_environment,
     settings_from={"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREADS",
                    "private_pool": "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL"},
+    pool_labels={"TF_NUM_INTRAOP_THREADS": "TF intra", "TF_NUM_INTEROP_THREADS": "TF inter"},
     facts=("TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS are read once, at the first "
            "device creation; TF/CUDA leak ~730 memory maps per fold: one process per fold",),
     probe=__name__,

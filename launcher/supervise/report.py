@@ -6,18 +6,25 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from launcher.caps.model import Caps, threads_in_all
-from launcher.variables import verdict_says
+from launcher.frameworks import get as get_framework
+from launcher.frameworks import names as framework_names
+from launcher.variables import POOL_LABELS, verdict_says
 
-# The pools a reader checks first: variable -> its short name in the summary line.
-POOLS = {"OMP_NUM_THREADS": "OMP", "MKL_NUM_THREADS": "MKL", "OPENBLAS_NUM_THREADS": "OpenBLAS",
-         "TF_NUM_INTRAOP_THREADS": "TF intra", "TF_NUM_INTEROP_THREADS": "TF inter"}
+
+def pools() -> dict[str, str]:
+    """The pools a reader checks first, variable -> short name: the shared ones, then every
+    framework's own."""
+    out = dict(POOL_LABELS)
+    for name in framework_names():
+        out.update(get_framework(name).pool_labels)
+    return out
 
 
 def thread_summary(caps: Caps) -> str:
     """`OMP 7 (--env), MKL/OpenBLAS/TF intra 2, TF inter 2 (auto: ...)`: the values in force,
     grouped by value and source, each group with its source once."""
     groups: dict[tuple[str, str], list[str]] = {}
-    for name, short in POOLS.items():
+    for name, short in pools().items():
         s = caps.env.get(name)
         if s is None or s.value is None:
             continue
@@ -30,7 +37,7 @@ def brief_threads(caps: Caps) -> str:
     """`OMP 7 (--env (explicit override)), MKL/OpenBLAS/TF intra/TF inter 2`: the values in
     force, with a source only where it is not the profile's or launcher's own choice."""
     groups: dict[tuple[str, str], list[str]] = {}
-    for name, short in POOLS.items():
+    for name, short in pools().items():
         s = caps.env.get(name)
         if s is None or s.value is None:
             continue

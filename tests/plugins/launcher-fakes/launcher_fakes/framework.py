@@ -59,4 +59,5 @@ FRAMEWORK = Framework(
     variables={"ONNX_INTRA_OP_THREADS": "onnxruntime's intra-op pool",
                "ONNX_ARENA": "onnxruntime's memory arena"},
     environment=_environment,
+    pool_labels={"ONNX_INTRA_OP_THREADS": "ONNX intra"},  # on a run's first line
 )
