@@ -20,6 +20,7 @@ from launcher.caps.stacks import (
     stack_reasons,
     stacks_of,
 )
+from launcher.frameworks import get
 from launcher.supervise.evidence import Watch, loadavg, uid_tasks
 from tests.conftest import ROOT
 
@@ -58,8 +59,9 @@ def test_what_threads_reserve():
 
 def test_stacks_of_counts_omp_workers_and_arenas():
     parts = {"main": 1, "torch_intra_op": 3, "openblas": 3}
-    s = stacks_of(7, parts, None, {}, cpus=2)
+    s = stacks_of(7, parts, None, {}, cpus=2, omp_parts=get("torch").omp_parts)
     assert (s.threads, s.stack, s.omp_threads, s.omp) == (7, 2 * MIB, 3, None)
+    assert stacks_of(7, parts, None, {}, cpus=2, omp_parts=get("tf").omp_parts).omp_threads == 0
     assert s.arenas == 6  # min(threads - 1, 8 x CPUs - 1)
     assert stacks_of(40, parts, 8 * MIB, {}, cpus=2).arenas == 15
     assert stacks_of(40, parts, 8 * MIB, {"MALLOC_ARENA_MAX": "2"}, cpus=2).arenas == 1

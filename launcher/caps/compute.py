@@ -136,7 +136,8 @@ def compute_caps(
     stack_soft = (ulimits["stack"].soft if "stack" in ulimits else
                   facts.rlimits["stack"].soft if "stack" in facts.rlimits else None)
     stacks = stacks_of(est.per_process, est.breakdown, stack_soft,
-                       {k: s.value for k, s in env.items() if s.value is not None}, fw_cpus)
+                       {k: s.value for k, s in env.items() if s.value is not None}, fw_cpus,
+                       omp_parts=get_framework(fw).omp_parts)
     said = verdict(profile, facts=facts, fw=fw, procs=procs, est=est, total=total, budget=budget,
                    limits=limits, gpu=gpu, inherited=inherited, stacks=stacks)
     return Caps(

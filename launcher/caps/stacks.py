@@ -21,7 +21,6 @@ from launcher.units import format_size
 
 SHARE = 0.5  # stacks past this share of a limit warn: the interpreter and libraries need the rest
 FIT_SIZES = (4 << 20, 2 << 20, 1 << 20)  # --fit's stack sizes, largest first; 1 MiB at least
-OMP_POOLS = ("torch_intra_op",)  # the estimate's parts that are libgomp workers
 _OMP = re.compile(r"^\s*(\d+)\s*([bkmgBKMG]?)\s*$")
 
 
@@ -80,8 +79,10 @@ class Stacks:
 
 
 def stacks_of(per_process: int, breakdown: dict[str, int], stack_soft: int | None,
-              env: dict[str, str], cpus: int) -> Stacks:
-    omp_threads = sum(breakdown.get(k, 0) for k in OMP_POOLS)
+              env: dict[str, str], cpus: int, *, omp_parts: tuple[str, ...] = ()) -> Stacks:
+    """`omp_parts`: the breakdown's parts that are libgomp workers (OMP_STACKSIZE sizes their
+    stacks), as the framework names them."""
+    omp_threads = sum(breakdown.get(k, 0) for k in omp_parts)
     try:
         arena_max = int(env["MALLOC_ARENA_MAX"])
     except (KeyError, ValueError):

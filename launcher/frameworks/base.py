@@ -121,6 +121,8 @@ class Framework:
     settings_from: dict[str, str] = field(default_factory=dict)  # Settings field -> variable
     # its pools on the line a run starts with: variable -> short name ("TF intra")
     pool_labels: dict[str, str] = field(default_factory=dict)
+    # its estimate's parts that are libgomp workers (their stacks are OMP_STACKSIZE's)
+    omp_parts: tuple[str, ...] = ()
 
     def installed(self) -> Installed:
         """The version in this interpreter's environment, from the package's metadata folder

@@ -108,6 +108,7 @@ def _environment(p: Pools) -> Want:
 FRAMEWORK = Framework(
     name="torch", label="torch", module="torch", distributions=("torch",),
     install="torch==2.13.0",
+    omp_parts=("torch_intra_op",),  # libgomp's workers
     models=(Model("2", "torch 2.13 CPU at 1-2 CPUs; 2.11+cu130 at 1-16 CPUs with one H100, "
                        "2026-11", _cpu, _gpu),),
     requirements={"nvidia": ["torch==2.11.0"],
