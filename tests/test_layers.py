@@ -183,7 +183,7 @@ def test_an_image_holds_everything_its_supervisor_imports():
 RANKS = {
     "launcher": 0, "__version__": 0, "errors": 0, "units": 0, "glibc": 0, "kernel": 0, "cpulist": 0,
     "names": 0,
-    "shipped": 0, "dists": 0, "contract": 0, "keys": 0,
+    "shipped": 0, "dists": 0, "contract": 0, "keys": 0, "threadpools": 0,
     "registry": 1,
     "vendors": 2, "frameworks": 2,
     "variables": 3,

@@ -182,9 +182,9 @@ def test_draw_names_gpus_from_the_summary(gpu_run: Path, monkeypatch: pytest.Mon
     seen = []
 
     def spy(rows: list[dict[str, Any]], title: str, estimate: int | None,
-            names: dict[GpuKey, str]) -> Any:
+            names: dict[GpuKey, str], growth: dict[str, Any] | None = None) -> Any:
         seen.append((title, estimate, names))
-        return make_figure(rows, title, estimate, names)
+        return make_figure(rows, title, estimate, names, growth)
 
     make_figure = plot_module.figure
     monkeypatch.setattr(plot_module, "figure", spy)

@@ -7,6 +7,7 @@ import json
 import subprocess
 import sys
 
+import psutil
 from typer.testing import CliRunner
 
 from launcher.cli.main import app
@@ -54,7 +55,8 @@ def test_sampler_rows_and_warning():
         p.kill()
     rows = [json.loads(line) for line in out.getvalue().splitlines()]
     assert len(rows) >= 3
-    assert set(rows[0]) == set(KEYS)
+    assert set(KEYS) <= set(rows[0]) <= {*KEYS, "census"}  # a census at a new peak of threads
+    assert rows[0]["census"] == {"unnamed": {psutil.Process(p.pid).name(): 6}}
     assert rows[0]["threads"] == 6 and rows[0]["pids_max"] == 7
     assert warnings == ["threads at 6 reached 85% of pids.max 7"]  # once, not every sample
 

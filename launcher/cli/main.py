@@ -311,12 +311,16 @@ def report(
     json: Json = False,
     plot: Annotated[bool, typer.Option(
         "--plot", help="Draw telemetry.png now if it is not there.")] = False,
+    profile: Annotated[str | None, typer.Option(
+        "--profile", "-p", help="Replay the run against this profile's limits (pids, memory, "
+        "nofile): would it have died there, in which cycle, of what?")] = None,
 ) -> None:
     """Print a run's summary: peaks against limits, estimated against observed threads,
-    headroom, exit status and diagnosis."""
+    headroom, growth per cycle with its projection and thread census, exit status and
+    diagnosis. With --profile, what the run would have met under another profile's limits."""
     from launcher.cli import report_cmd
 
-    _run(lambda: report_cmd.report(run_dir, json, plot))
+    _run(lambda: report_cmd.report(run_dir, json, plot, profile))
 
 
 JobProfile = Annotated[str | None, typer.Option(

@@ -10,14 +10,15 @@ from launcher.errors import LauncherError
 from launcher.units import format_size
 
 
-def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
+def report(run_dir: Path, as_json: bool, plot: bool = False, profile: str | None = None) -> int:
     from launcher.usecases.report import WORDS, ReportRequest
     from launcher.usecases.report import report as read_report
 
-    got = read_report(ReportRequest(run_dir=run_dir, plot=plot and not as_json))
+    got = read_report(ReportRequest(run_dir=run_dir, plot=plot and not as_json,
+                                    profile=profile))
     summary = got.summary
     if as_json:
-        print_json(summary)
+        print_json({**summary, "what_if": got.what_if} if profile else summary)
         return 0
     import shlex
 
@@ -43,7 +44,13 @@ def report(run_dir: Path, as_json: bool, plot: bool = False) -> int:
     for what in ("enforced", "advisory"):
         if notes.get(what):
             print(f"{what}: " + ", ".join(f"{k} {v}" for k, v in notes[what].items()))
+    from launcher.usecases.growth_report import growth_lines, what_if_lines
+
+    for line in growth_lines(summary.get("growth")):
+        print(line)
     print(f"exit status {summary['exit_status']}: {summary['diagnosis']}")
+    for line in what_if_lines(got.what_if):
+        print(line)
     if got.plot_refused:
         raise LauncherError(f"no telemetry.png: {got.why_no_plot}")
     why = got.why_no_plot

@@ -64,6 +64,14 @@ PATH = click.Path(path_type=Path)
 @click.option("--write-profile", type=PATH, help="After a stress run (stress-jax, "
               "pytorch-phase3), write a profile extending --profile with what it found.")
 @click.option("--fit", is_flag=True, help=FIT_HELP)
+@click.option("--cycle", metavar="REGEX", help="What marks a cycle in the workload's output: a "
+              "regular expression whose first group is the cycle's number (default: `fold N`, "
+              "`cycle N`, `epoch N`, Keras' `Epoch N/M`, `step N`; else the profile's "
+              "growth.cycle). Growth per cycle is projected to each limit while it runs.")
+@click.option("--stop-before-limit", is_flag=True, help="Stop the workload (SIGTERM, then "
+              "SIGKILL after 10 s) at the start of the cycle that growth would take past a "
+              "limit, so it can write its checkpoint; exit status 75 (as the profile's "
+              "growth.stop).")
 @click.option("--require-limits", is_flag=True, help="Refuse to start when a limit the "
               "profile asks for cannot be enforced here (a native run without a usable "
               "cgroup).")

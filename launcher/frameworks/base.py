@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from launcher.keys import Key
+from launcher.threadpools import ThreadPool
 
 Parts = dict[str, int]
 
@@ -123,6 +124,14 @@ class Framework:
     pool_labels: dict[str, str] = field(default_factory=dict)
     # its estimate's parts that are libgomp workers (their stacks are OMP_STACKSIZE's)
     omp_parts: tuple[str, ...] = ()
+    # its threads by name, for the census of a run (launcher/telemetry/census.py); a mapped
+    # library that shows it loaded in a process; whose its unnamed threads most likely are
+    # (Linux keeps 15 characters of a name: a longer one is refused, and the thread keeps its
+    # creator's); and how to stop its pools growing across cycles
+    thread_pools: tuple[ThreadPool, ...] = ()
+    loaded_from: str = ""
+    unnamed_pools: str = ""
+    growth_fix: str = ""
 
     def installed(self) -> Installed:
         """The version in this interpreter's environment, from the package's metadata folder

@@ -18,6 +18,7 @@ from launcher.frameworks.base import (
     openblas,
 )
 from launcher.keys import Key
+from launcher.threadpools import ThreadPool
 
 
 def _gpu_build(installed: Installed) -> Parts:
@@ -142,6 +143,26 @@ def _environment(p: Pools) -> Want:
 
 
 FRAMEWORK = Framework(
+    # measured on an H200 (jax 0.11.2) and these CPUs, 2026-11-26: XLA names its Eigen pool
+    # and its GPU client's threads; most of its other threads are unnamed
+    thread_pools=(
+        ThreadPool(r"tf_XLAEigen", "XLA Eigen"),
+        ThreadPool(r"tf_cuda_driver", "XLA CUDA driver"),
+        ThreadPool(r"py_xla_", "XLA execute"),
+        ThreadPool(r"llvm-worker", "XLA compiler (LLVM)",
+                   "reuse jitted functions rather than compile new ones each cycle "
+                   "(jax.clear_caches() frees the compile cache)"),
+        ThreadPool(r"tf_foreach", "XLA foreach"),
+        ThreadPool(r"tf_pjrt", "XLA PJRT"),
+        ThreadPool(r"tf_PjRtCompiler|tf_xla-cpu-code", "XLA compiler"),
+        ThreadPool(r"tf_XLAPjRtCpuCl", "XLA CPU client"),
+    ),
+    loaded_from="jaxlib",
+    unnamed_pools=("XLA's compiler and CPU-client pools (tf_PjRtCompilerThreadPool, "
+                   "tf_XLAPjRtCpuClient) and its execute threads"),
+    growth_fix=("reuse jitted functions rather than compile new ones each cycle (a new "
+                "shape or closure compiles again; jax.clear_caches() frees the cache), and "
+                "drop each cycle's arrays, or run each cycle in a fresh process"),
     name="jax", label="jax", module="jax", distributions=("jax",), install="jax",
     models=(Model("0.10", "jax 0.10.2, 1-2 CPUs, 2026-11", _cpu_0_10, _gpu,
                   _beyond_probe_0_10),

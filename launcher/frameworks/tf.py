@@ -17,6 +17,7 @@ from launcher.frameworks.base import (
     openblas,
 )
 from launcher.keys import Key
+from launcher.threadpools import ThreadPool
 
 
 def _cpu(s: Settings, cpus: int, _: Installed) -> Parts:
@@ -122,4 +123,19 @@ FRAMEWORK = Framework(
     facts=("TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS are read once, at the first "
            "device creation; TF/CUDA leak ~730 memory maps per fold: one process per fold",),
     probe=__name__,
+    # measured with tensorflow-cpu 2.21 on 2 CPUs, 2026-11-26: tf.data's iterator and private
+    # pools, the intra-op Eigen pool and XLA's are named past 15 characters, so Linux refuses
+    # the names; the private pools' threads then carry tf_Compute (their creator's)
+    thread_pools=(
+        ThreadPool(r"tf_data_|dataset-memory-", "tf.data"),
+        ThreadPool(r"tf_Compute$", "TF inter-op (and the tf.data private pools it starts)"),
+        ThreadPool(r"tf_numa_", "TF intra-op (Eigen)"),
+        ThreadPool(r"tf_graph_runner$", "TF graph runner"),
+    ),
+    loaded_from="libtensorflow_framework",
+    unnamed_pools=("tf.data's iterator and private pools (tf_data_iterator_resource, "
+                   "tf_data_private_threadpool) and TF's intra-op pool"),
+    growth_fix=("free each fold's datasets, iterators and models (del them, "
+                "tf.keras.backend.clear_session(), gc.collect()), or run each fold in a fresh "
+                "process (as tf-train does)"),
 )

@@ -18,6 +18,7 @@ from launcher.frameworks.base import (
     openblas,
 )
 from launcher.keys import Key
+from launcher.threadpools import ThreadPool
 
 
 def _cpu(s: Settings, cpus: int, installed: Installed) -> Parts:
@@ -109,6 +110,23 @@ FRAMEWORK = Framework(
     name="torch", label="torch", module="torch", distributions=("torch",),
     install="torch==2.13.0",
     omp_parts=("torch_intra_op",),  # libgomp's workers
+    # measured on an H200 (torch 2.11+cu130), 2026-11-26: its intra-op (libgomp) workers are
+    # unnamed; autograd names one thread per device, c10d two per process group
+    thread_pools=(
+        ThreadPool(r"pt_nccl_(watchdg|heartbt)", "torch NCCL process groups",
+                   "destroy each cycle's process groups (torch.distributed."
+                   "destroy_process_group) before the next"),
+        ThreadPool(r"PTThreadPool$|pt_thread_pool$", "torch inter-op"),
+        ThreadPool(r"pt_autograd", "torch autograd"),
+        ThreadPool(r"pt_tcpstore", "torch TCPStore"),
+        ThreadPool(r"pt_", "torch"),
+    ),
+    loaded_from="libtorch_cpu",
+    unnamed_pools="the intra-op pool's OpenMP workers, OpenBLAS's, and Python threads "
+                  "(DataLoader pin-memory threads, executors)",
+    growth_fix=("close each cycle's DataLoader iterators (persistent_workers=False, or del the "
+                "iterator) and free its models and optimizers (del, gc.collect(), "
+                "torch.cuda.empty_cache()), or run each cycle in a fresh process"),
     models=(Model("2", "torch 2.13 CPU at 1-2 CPUs; 2.11+cu130 at 1-16 CPUs with one H100, "
                        "2026-11", _cpu, _gpu),),
     requirements={"nvidia": ["torch==2.11.0"],

@@ -39,6 +39,20 @@ def _vendor_known(value: object) -> bool:
     return value == AUTO or (isinstance(value, str) and known(value))
 
 
+def _regex_problem(value: object) -> str | None:
+    """Why growth.cycle cannot mark cycles (the image's entrypoint validates profiles too:
+    the re module alone, as launcher/telemetry/cycles.py's compile_pattern)."""
+    import re
+
+    if not str(value).strip():
+        return "an empty pattern matches every line"
+    try:
+        re.compile(str(value))
+    except re.error as exc:
+        return f"not a regular expression: {exc}"
+    return None
+
+
 BASE: dict[str, Key | dict[str, Key]] = {
     "name": Key("str", "profile name; must equal the file name"),
     "extends": Key("str", "parent profile (name or path); merged key by key, any depth"),
@@ -101,6 +115,17 @@ BASE: dict[str, Key | dict[str, Key]] = {
                                "`launcher run stress-jax --write-profile`)"),
         "vectorized_envs": Key("int", "pytorch-phase3: vectorized environments by default"),
         "batch_size": Key("int", "pytorch-phase3: batch size by default"),
+    },
+    "growth": {
+        "cycle": Key("str", "what marks a cycle in the workload's output: a regular "
+                            "expression whose first group is its number (default: fold N, "
+                            "cycle N, epoch N, Epoch N/M, step N); as run --cycle",
+                     check=_regex_problem),
+        "window": Key("float", "seconds that stand in for a cycle where no output line marks "
+                               "one (default 30)", minimum=1),
+        "stop": Key("bool", "stop the workload at the start of the cycle that growth would take "
+                            "past a limit (SIGTERM, then SIGKILL after 10 s; exit status 75); as "
+                            "run --stop-before-limit"),
     },
     "image": {
         "base": Key("str", "base image; overridable with --base-image"),

@@ -21,6 +21,7 @@ from launcher.caps.resolve import Resolved
 from launcher.errors import LauncherError
 from launcher.runtime.engine import Engine, OutputSink, RunResult, Started
 from launcher.runtime.spec import Mount, RunSpec
+from launcher.telemetry.growth_watch import GrowthOptions
 
 EXIT_FILE = "exit.json"
 
@@ -35,11 +36,14 @@ class Ended:
 
 def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
                    command: list[str], interval: float, fresh: bool, on_output: OutputSink,
-                   on_start: Callable[[Started], None], say: Callable[[str], None]) -> Ended:
+                   on_start: Callable[[Started], None], say: Callable[[str], None],
+                   growth: GrowthOptions | None = None) -> Ended:
     """Run `spec` with telemetry into `run_dir` (`fresh`: made for this run, so removed again
-    when nothing ran). `on_start` is told when the workload started; `say` takes warnings."""
+    when nothing ran). `on_start` is told when the workload started; `say` takes warnings.
+    The workload's output marks its cycles, and growth across them is watched (`growth`)."""
+    from launcher.telemetry.growth_watch import GrowthWatch
     from launcher.telemetry.sampler import Sampler
-    from launcher.telemetry.watch import limits_of
+    from launcher.telemetry.watch import limits_of, memory_dir_of
 
     exit_file = run_dir / EXIT_FILE
     exit_file.unlink(missing_ok=True)
@@ -48,6 +52,7 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     samplers: list[Sampler] = []
     telemetry = (run_dir / "telemetry.jsonl").open("w")
     estimate = int(r.caps.estimate["total"])
+    watch = GrowthWatch(growth or GrowthOptions(), say)
 
     def started_hook(info: Started) -> None:
         on_start(info)
@@ -55,10 +60,22 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
             return
         limits, pids_dir = limits_of(info.pid, r.facts)
         limits["threads_estimate"] = estimate
+        # the kernel's charge and peak, where the memory cgroup is the run's own
+        memory_dir, v2 = (memory_dir_of(info.pid) if "memory" in info.enforcement.enforced
+                          else (None, False))
         s = Sampler(info.pid, telemetry, limits, pids_dir=pids_dir, interval=interval,
-                    warn=lambda msg: say(f"warning: {msg}"))
+                    warn=lambda msg: say(f"warning: {msg}"), memory_dir=memory_dir,
+                    memory_v2=v2, on_sample=watch.on_sample,
+                    framework=_label(r.framework))
+        watch.attach(s, info.stop)
         s.start()
         samplers.append(s)
+
+    def sink(stream: str, data: bytes) -> None:
+        try:
+            on_output(stream, data)
+        finally:  # the cycle a line marks, after the line itself
+            watch.output(stream, data)
 
     # The run is a launcher process's last work: what was built to get here (modules, the
     # CLI, the profile) lives until it exits. Frozen, no collection walks it again, during the
@@ -66,7 +83,7 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     gc.freeze()
     gc.enable()  # `launcher run` starts with it off (cli/main.py): nothing to collect yet
     try:
-        result = engine.run(spec, on_output, started_hook)
+        result = engine.run(spec, sink, started_hook)
     except LauncherError:
         if fresh:  # it never started: no run folder
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -82,10 +99,26 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
         return Ended(result.status, str(ended["diagnosis"]), False, None)
     diagnosis = (ended or {}).get("diagnosis") or (
         f"the workload exited with status {result.status}.")
+    from launcher.telemetry.growth_verdict import growth_record
+
+    rows = samplers[0].rows if samplers else []
+    record = growth_record(rows, watch.result(), ended or {}, status=result.status)
+    status = record.pop("status")
+    if record.get("diagnosis"):
+        say(str(record["diagnosis"]))
+        diagnosis = str(record["diagnosis"])
     summary = write_summary(run_dir, r, engine=engine, result=result, command=command,
                             diagnosis=diagnosis, started=started,
-                            pids_peak=own_pids_peak(engine, result, ended))
-    return Ended(result.status, diagnosis, ran, summary)
+                            pids_peak=own_pids_peak(engine, result, ended),
+                            extra={"growth": record, "exit_status": status,
+                                   "workload_status": result.status})
+    return Ended(status, diagnosis, ran, summary)
+
+
+def _label(framework: str) -> str | None:
+    from launcher.frameworks import get, known
+
+    return get(framework).label if known(framework) else None
 
 
 def _reach_exit_file(engine: Engine, spec: RunSpec, run_dir: Path, exit_file: Path) -> None:
@@ -116,7 +149,8 @@ def own_pids_peak(engine: Engine, result: RunResult, ended: dict[str, Any] | Non
 
 def write_summary(run_dir: Path, r: Resolved, *, engine: Engine, result: RunResult,
                   command: list[str], diagnosis: str, started: float,
-                  pids_peak: int | None = None) -> dict[str, Any]:
+                  pids_peak: int | None = None,
+                  extra: dict[str, Any] | None = None) -> dict[str, Any]:
     from launcher.telemetry.summary import read_series, summarize
 
     e = result.enforcement
@@ -125,7 +159,7 @@ def write_summary(run_dir: Path, r: Resolved, *, engine: Engine, result: RunResu
             "diagnosis": diagnosis, "started": started, "ended": time.time(),
             "threads_estimate": r.caps.estimate,
             "engine": {"enforced": e.enforced, "advisory": e.advisory, "notes": e.notes,
-                       "cgroup": e.cgroup}}
+                       "cgroup": e.cgroup}, **(extra or {})}
     summary = summarize(read_series(run_dir / "telemetry.jsonl"), meta,
                         {(g.vendor, g.index): g.model for g in r.facts.gpus}, pids_peak)
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from launcher import contract as c
-from launcher.supervise.diagnose import Counters, explain, read_counters
+from launcher.supervise.diagnose import Counters, diagnose, read_counters
 from launcher.supervise.evidence import Start, Watch
 
 CAPS = Path(os.environ.get(c.CAPS, c.CAPS_FILE))
@@ -172,7 +172,7 @@ def run(cmd: list[str]) -> int:
     lifeline.stop_tree(grace=1.0, reap=True)  # nothing the workload started outlives it
     after = read_counters()
     release()  # its own cgroups: out of them, and the container's cgroup as it was
-    sentence = explain(rc, before, after, start, sampled)
+    reason, sentence = diagnose(rc, before, after, start, sampled)
     if rc != 0 or not quiet:
         say(sentence)
     code = 128 - rc if rc < 0 else rc
@@ -180,7 +180,8 @@ def run(cmd: list[str]) -> int:
     if committed and (code != 0 or not quiet):
         say(committed)
     if exit_file:
-        c.write_exit(exit_file, exit_record(code, sentence, before, after))
+        c.write_exit(exit_file, {**exit_record(code, sentence, before, after), "reason": reason,
+                                 "limits_at_start": at_start(start, after, sampled)})
     return code
 
 
@@ -216,6 +217,16 @@ def exit_record(code: int, sentence: str, before: Counters, after: Counters) -> 
             "oom": (after.oom_kills or 0) > (before.oom_kills or 0),
             "memory_peak": after.memory_peak, "pids_peak": after.pids_peak,
             "maxrss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
+
+
+def at_start(start: Start, after: Counters, watch: Watch) -> dict[str, object]:
+    """The limits the workload started under and what the samples saw of it: for naming a
+    thread failure the samples missed (launcher reads the workload's own words for it)."""
+    return {"nproc": start.nproc, "nproc_exempt": start.exempt, "uid": start.uid,
+            "uid_tasks_outside": start.outside, "address_space": start.address_space,
+            "data": start.data, "stack": start.stack, "threads_max": start.threads_max,
+            "pids_max": after.pids_max, "threads_seen": watch.threads,
+            "vm_size_seen": watch.vm_size, "vm_data_seen": watch.vm_data}
 
 
 def main(argv: list[str]) -> int:

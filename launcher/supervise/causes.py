@@ -17,15 +17,23 @@ def thread_limit(start: Start, watch: Watch, peak: int | None) -> str | None:
     """One clause naming the limit a failed workload hit, with its fix; None when no evidence
     points at one. `peak`: the run's tasks at their peak (the kernel's pids.peak where a run
     cgroup counts them, else the samples')."""
+    found = thread_cause(start, watch, peak)
+    return found[1] if found else None
+
+
+def thread_cause(start: Start, watch: Watch, peak: int | None) -> tuple[str, str] | None:
+    """(the limit's code: nproc, as, data, threads-max, pid-max, clone3; thread_limit's
+    clause), or None."""
     tasks = max(peak or 0, watch.threads)
     per = start.stack + GUARD
     if start.nproc is not None and not start.exempt and tasks:
         uid = start.outside + tasks
         if uid >= start.nproc - NEAR:
-            return (f"RLIMIT_NPROC {start.nproc} was reached: UID {start.uid} ran ~{uid} tasks "
-                    f"({tasks} of them the workload's at its peak) and the kernel refuses a "
-                    f"thread past the soft limit (EAGAIN); raise limits.nproc (ulimit -u) or "
-                    f"lower the thread caps.")
+            return "nproc", (
+                f"RLIMIT_NPROC {start.nproc} was reached: UID {start.uid} ran ~{uid} tasks "
+                f"({tasks} of them the workload's at its peak) and the kernel refuses a "
+                f"thread past the soft limit (EAGAIN); raise limits.nproc (ulimit -u) or "
+                f"lower the thread caps.")
     for limit, used, word, fix in (
             (start.address_space, watch.vm_size, "RLIMIT_AS", "ulimit -v"),
             (start.data, watch.vm_data, "RLIMIT_DATA", "ulimit -d")):
@@ -34,28 +42,32 @@ def thread_limit(start: Start, watch: Watch, peak: int | None) -> str | None:
         if used + 2 * per >= limit or tasks * per >= limit // 2:
             shown = (f"{'VmSize' if word == 'RLIMIT_AS' else 'VmData'} reached "
                      f"{format_size(used)} of it" if used else "")
-            return (f"{word} {format_size(limit)} was reached{': ' + shown if shown else ''} "
-                    f"with {tasks} threads, each reserving a {format_size(start.stack)} stack "
-                    f"(glibc maps it whole; thread creation fails with EAGAIN); set "
-                    f"limits.stack and threads.omp_stack smaller (1MiB, 512k) or raise "
-                    f"{fix}.")
+            return word[7:].lower(), (
+                f"{word} {format_size(limit)} was reached{': ' + shown if shown else ''} "
+                f"with {tasks} threads, each reserving a {format_size(start.stack)} stack "
+                f"(glibc maps it whole; thread creation fails with EAGAIN); set "
+                f"limits.stack and threads.omp_stack smaller (1MiB, 512k) or raise "
+                f"{fix}.")
     host = max(watch.host_tasks, start.tasks_before + tasks)
     if start.threads_max is not None and host >= start.threads_max - NEAR:
-        return (f"kernel.threads-max {start.threads_max} was reached: the kernel ran ~{host} "
-                f"tasks in all and refuses more (EAGAIN); raise it on the host (sysctl "
-                f"kernel.threads-max) or lower the thread caps.")
+        return "threads-max", (
+            f"kernel.threads-max {start.threads_max} was reached: the kernel ran ~{host} "
+            f"tasks in all and refuses more (EAGAIN); raise it on the host (sysctl "
+            f"kernel.threads-max) or lower the thread caps.")
     # pid_max is per PID namespace (Linux >= 6.14); the task count is the kernel's, every
     # namespace's: at least the namespace's own
     if start.pid_max is not None and host >= start.pid_max - RESERVED_PIDS:
-        return (f"kernel.pid_max {start.pid_max} was reached: ~{host} tasks ran, each holding a "
-                f"PID, and the workload's PID namespace had none left to give (EAGAIN; the "
-                f"last it gave was {watch.last_pid}); raise it (sysctl kernel.pid_max, in that "
-                f"namespace) or lower the thread caps.")
+        return "pid-max", (
+            f"kernel.pid_max {start.pid_max} was reached: ~{host} tasks ran, each holding a "
+            f"PID, and the workload's PID namespace had none left to give (EAGAIN; the "
+            f"last it gave was {watch.last_pid}); raise it (sysctl kernel.pid_max, in that "
+            f"namespace) or lower the thread caps.")
     if clone3_refused():
-        return ("a seccomp filter refuses clone3 (a probe of it got EPERM): glibc starts threads "
-                "with clone3 and falls back to clone only on ENOSYS, so thread creation fails "
-                "(EPERM); use Docker >= 20.10.10 (its profile answers "
-                "ENOSYS) or a seccomp profile that allows clone3.")
+        return "clone3", (
+            "a seccomp filter refuses clone3 (a probe of it got EPERM): glibc starts threads "
+            "with clone3 and falls back to clone only on ENOSYS, so thread creation fails "
+            "(EPERM); use Docker >= 20.10.10 (its profile answers "
+            "ENOSYS) or a seccomp profile that allows clone3.")
     return None
 
 

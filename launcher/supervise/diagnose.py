@@ -91,47 +91,60 @@ def explain(returncode: int, before: Counters, after: Counters, start: Start | N
             watch: Watch | None = None) -> str:
     """One sentence: the pids limit, the memory limit, a signal, another limit on threads
     (with the limits the workload started under and the samples of it), or its own status."""
+    return diagnose(returncode, before, after, start, watch)[1]
+
+
+def diagnose(returncode: int, before: Counters, after: Counters, start: Start | None = None,
+             watch: Watch | None = None) -> tuple[str, str]:
+    """(the reason as a code, explain's sentence). Codes: oom, pids, host-oom, sigkill,
+    signal, exit (its own status, no limit seen), ok, exit-pids (it survived refusals), and
+    causes.thread_cause's (nproc, as, data, threads-max, pid-max, clone3)."""
     ooms = (after.oom_kills or 0) - (before.oom_kills or 0)
     if ooms > 0:
         limit = f" of {format_size(after.memory_limit)}" if after.memory_limit else ""
         peak = f" (peak {format_size(after.memory_peak)})" if after.memory_peak else ""
         threads = (f"; it ran {watch.threads} threads, each charging its kernel stack and the "
                    f"stack it touched" if watch is not None and watch.threads >= 100 else "")
-        return (f"the memory limit{limit} killed the workload: the cgroup's OOM-kill counter "
-                f"rose by {ooms}{peak}{threads}.")
+        return "oom", (
+            f"the memory limit{limit} killed the workload: the cgroup's OOM-kill counter "
+            f"rose by {ooms}{peak}{threads}.")
     refused = max([n - before.pids_events.get(d, 0) for d, n in after.pids_events.items()]
                   or [(after.pids_events_max or 0) - (before.pids_events_max or 0)])
     where = f" (the pids.max of {after.pids_where})" if after.pids_where else ""
     peak = (f"pids.current hit {after.pids_peak}/{after.pids_max}"
             if after.pids_peak is not None else f"pids.current reached {after.pids_max}")
     if refused > 0 and returncode != 0:
-        return (f"the pids limit was reached: {peak} and the kernel refused {refused} thread or "
-                f"process creation(s) (EAGAIN){where}; lower the thread caps or raise "
-                f"limits.pids.")
+        return "pids", (
+            f"the pids limit was reached: {peak} and the kernel refused {refused} thread or "
+            f"process creation(s) (EAGAIN){where}; lower the thread caps or raise "
+            f"limits.pids.")
     host_ooms = (after.host_oom_kills or 0) - (before.host_oom_kills or 0)
     if returncode == -signal.SIGKILL:
         if host_ooms > 0:
-            return (f"the kernel's OOM killer killed the workload: the host ran out of memory "
-                    f"(/proc/vmstat oom_kill rose by {host_ooms}; no cgroup's limit was hit); "
-                    f"set limits.memory below the host's free memory, or run fewer processes.")
-        return ("the workload was killed by SIGKILL, and no OOM kill was counted (its cgroup's "
-                "or the kernel's): something outside it sent the signal (a kill -9, a "
-                "scheduler or orchestrator stopping it, a container runtime's stop timeout).")
+            return "host-oom", (
+                f"the kernel's OOM killer killed the workload: the host ran out of memory "
+                f"(/proc/vmstat oom_kill rose by {host_ooms}; no cgroup's limit was hit); "
+                f"set limits.memory below the host's free memory, or run fewer processes.")
+        return "sigkill", (
+            "the workload was killed by SIGKILL, and no OOM kill was counted (its cgroup's "
+            "or the kernel's): something outside it sent the signal (a kill -9, a "
+            "scheduler or orchestrator stopping it, a container runtime's stop timeout).")
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
-        return f"the workload was killed by {name}."
+        return "signal", f"the workload was killed by {name}."
     end = ("the workload exited with status 0" if returncode == 0 else
            f"the workload exited with its own status {returncode}")
     if refused > 0:  # it survived the refusals (a thread it did without): still worth saying
-        return (f"{end}, but the pids limit was reached on the way: {peak} and the kernel "
-                f"refused {refused} thread or process creation(s) (EAGAIN){where}.")
+        return "exit-pids", (
+            f"{end}, but the pids limit was reached on the way: {peak} and the kernel "
+            f"refused {refused} thread or process creation(s) (EAGAIN){where}.")
     if returncode != 0 and start is not None and watch is not None:
-        from launcher.supervise.causes import thread_limit
+        from launcher.supervise.causes import thread_cause
 
-        cause = thread_limit(start, watch, after.pids_peak)
+        cause = thread_cause(start, watch, after.pids_peak)
         if cause:
-            return f"{end}; {cause}"
-    return f"{end}."
+            return cause[0], f"{end}; {cause[1]}"
+    return ("ok" if returncode == 0 else "exit"), f"{end}."

@@ -175,18 +175,81 @@ def _draw(ax: Any, t: Values, panel: Panel) -> None:
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
 
 
+def growth_panels(growth: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Per growing series: its floor and peak per cycle, and the projected line to its limit."""
+    if not growth or not growth.get("unit"):
+        return []
+    out = []
+    for t in growth.get("trends") or []:
+        if not t.get("grows") or not t.get("limit"):
+            continue  # no limit to run into: the report's table says it
+        key = t["series"]
+        got = [c for c in growth.get("cycles") or [] if key in c["floor"]]
+        last = next((c for c in got if c["n"] == t["last"]), got[-1] if got else None)
+        if last is None:
+            continue
+        end = t["reached"] if t.get("reached") is not None else last["n"]
+        far = end > 3 * max(last["n"], 1)  # a line to a cycle far off would hide the points
+        end = min(end, 3 * max(last["n"], 1))
+        out.append({"series": key, "unit": growth["unit"], "n": [c["n"] for c in got],
+                    "floor": [c["floor"][key] for c in got],
+                    "peak": [c["peak"][key] for c in got],
+                    "line": ([last["n"], end],
+                             [last["floor"][key], last["floor"][key] + t["per_cycle"] *
+                              (end - last["n"])]),
+                    "limit": None if far else t.get("limit"),
+                    "reached": None if far else t.get("reached"),
+                    "far": t.get("reached") if far else None})
+    return out
+
+
+def _draw_growth(ax: Any, g: dict[str, Any]) -> None:
+    from launcher.telemetry.growth import SERIES, show
+
+    s = SERIES[g["series"]]
+    tops = [*g["peak"], *g["line"][1]] + ([g["limit"]] if g["limit"] else [])
+    if g["far"] is not None:  # beside the title, where no data can be
+        ax.text(1.0, 1.02, f"{s.limit_word} off the scale: reached in {g['unit']} "
+                f"~{g['far']}", transform=ax.transAxes, ha="right", va="bottom", fontsize=8,
+                color="tab:red")
+    scale, unit = _byte_scale(max(tops)) if s.in_bytes else (1.0, s.word)
+    ax.plot(g["n"], [v * scale for v in g["floor"]], "o", color="tab:blue",
+            label=f"{s.word}: least in each {g['unit']} (what it kept)")
+    ax.plot(g["n"], [v * scale for v in g["peak"]], "^", color="tab:cyan",
+            label=f"{s.word}: most in each {g['unit']}")
+    xs, ys = g["line"]
+    ax.plot(xs, [v * scale for v in ys], "-", color="tab:orange", label="projected")
+    if g["limit"]:
+        ax.axhline(g["limit"] * scale, ls="--", color="tab:red",
+                   label=f"{s.limit_word} {show(g['series'], g['limit'])}")
+    if g["reached"] is not None:
+        ax.axvline(g["reached"], ls=":", color="tab:red",
+                   label=f"reached in {g['unit']} ~{g['reached']}")
+    ax.set_ylabel(unit)
+    ax.set_xlabel(g["unit"])
+    ax.set_title(f"{s.word} per {g['unit']}: growth and its projection", fontsize=9,
+                 loc="left")
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0)
+
+
 def figure(rows: list[dict[str, Any]], title: str, threads_estimate: int | None = None,
-           gpu_names: Mapping[GpuKey, str] | None = None) -> Any:
-    """The matplotlib Figure of the samples (matplotlib imported by the caller's check)."""
+           gpu_names: Mapping[GpuKey, str] | None = None,
+           growth: dict[str, Any] | None = None) -> Any:
+    """The matplotlib Figure of the samples (matplotlib imported by the caller's check),
+    and a panel per growing series over its cycles."""
     import matplotlib.pyplot as plt
 
     panels = cpu_panels(rows, threads_estimate) + gpu_panels(rows, gpu_names or {})
-    fig, axes = plt.subplots(len(panels), 1, figsize=(11, 1.2 + 2.1 * len(panels)),
-                             sharex=True, squeeze=False)
+    grown = growth_panels(growth)
+    count = len(panels) + len(grown)
+    fig, axes = plt.subplots(count, 1, figsize=(11, 1.2 + 2.1 * count), squeeze=False)
     t = [float(r["t"]) for r in rows]
-    for ax, panel in zip(axes[:, 0], panels, strict=True):
+    for ax, panel in zip(axes[:len(panels), 0], panels, strict=True):
         _draw(ax, t, panel)
-    axes[-1, 0].set_xlabel("seconds")
+        ax.set_xlim(min(t), max(t))
+    axes[len(panels) - 1, 0].set_xlabel("seconds")
+    for ax, g in zip(axes[len(panels):, 0], grown, strict=True):
+        _draw_growth(ax, g)
     fig.suptitle(textwrap.fill(title, 130), fontsize=9)
     fig.tight_layout()
     return fig
@@ -194,7 +257,8 @@ def figure(rows: list[dict[str, Any]], title: str, threads_estimate: int | None 
 
 def plot(rows: list[dict[str, Any]], path: Path, title: str,
          threads_estimate: int | None = None,
-         gpu_names: Mapping[GpuKey, str] | None = None) -> bool:
+         gpu_names: Mapping[GpuKey, str] | None = None,
+         growth: dict[str, Any] | None = None) -> bool:
     """telemetry.png: each series against its limit. False when matplotlib is missing."""
     try:
         import matplotlib
@@ -203,7 +267,7 @@ def plot(rows: list[dict[str, Any]], path: Path, title: str,
         import matplotlib.pyplot as plt
     except ImportError:
         return False
-    fig = figure(rows, title, threads_estimate, gpu_names)
+    fig = figure(rows, title, threads_estimate, gpu_names, growth)
     fig.savefig(path, dpi=90, format="png")
     plt.close(fig)
     return True
@@ -217,10 +281,11 @@ def draw(run_dir: Path) -> bool:
         estimate = (summary.get("threads_estimate") or {}).get("total")
         names = {(g["vendor"], g["gpu"]): g["name"] for g in summary.get("gpus") or ()
                  if g.get("name")}
+        growth = summary.get("growth")
     except (OSError, ValueError, KeyError, TypeError):
-        title, estimate, names = run_dir.name, None, {}
+        title, estimate, names, growth = run_dir.name, None, {}, None
     tmp = run_dir / ".telemetry.png.tmp"
-    if len(rows) < 2 or not plot(rows, tmp, title, estimate, names):
+    if len(rows) < 2 or not plot(rows, tmp, title, estimate, names, growth):
         return False
     tmp.replace(run_dir / "telemetry.png")  # whole or not at all
     return True

@@ -1,4 +1,7 @@
-"""Sample a process tree and its cgroup: threads, pids, memory maps, RSS, against their limits.
+"""Sample a process tree and its cgroup: threads, pids, memory, memory maps, RSS, VmSize,
+VmData and open files, against their limits; and a row at each cycle boundary (`mark`), with the
+counters at that moment, the kernel's memory peak since the last boundary, and a census of the
+threads.
 
 The tree, its threads and RSS come from psutil; `benchmarks/telemetry.py` measures the cost of a
 sample.
@@ -16,13 +19,18 @@ from typing import IO, Any
 from launcher.probe.cgroup import read_int_or_none
 
 KEYS = ("t", "threads", "pids_current", "pids_max", "maps", "max_map_count", "rss_bytes",
-        "memory_limit_bytes")
+        "memory_limit_bytes", "vm_size_bytes", "vm_data_bytes", "files", "rlimit_as",
+        "rlimit_data", "nofile")  # every sample's; a boundary's and a new peak's add more
 LIMIT_OF = {"threads": "pids_max", "pids_current": "pids_max", "maps": "max_map_count",
             "rss_bytes": "memory_limit_bytes"}
 # the series and limits in words, for warnings
 WORDS = {"threads": "threads", "pids_current": "pids.current", "maps": "memory maps",
          "rss_bytes": "RSS", "pids_max": "pids.max", "max_map_count": "vm.max_map_count",
          "memory_limit_bytes": "the memory limit"}
+MIN_INTERVAL_S = 0.1  # the shortest interval short cycles bring (pace)
+LOADED_EVERY_S = 10.0  # the workload's maps scanned for frameworks at most this often
+RLIMITS = {"rlimit_as": "Max address space", "rlimit_data": "Max data size",
+           "nofile": "Max open files"}  # /proc/PID/limits rows, as growth's limits
 
 
 def tree(pid: int) -> list[Any]:
@@ -39,18 +47,30 @@ def tree(pid: int) -> list[Any]:
 
 def sample_tree(pid: int) -> tuple[int, int, int]:
     """(threads, largest map count of one process, total RSS in bytes) of the tree."""
+    got = read_tree(pid)
+    return got["threads"], got["maps"], got["rss_bytes"]
+
+
+def read_tree(pid: int, processes: list[Any] | None = None) -> dict[str, int]:
+    """The tree's threads and RSS (summed), and the largest map count, VmSize, VmData and
+    open files of one process (each counts against that process's own limit)."""
     import psutil
 
-    threads = maps = rss = 0
-    for p in tree(pid):
+    out = dict.fromkeys(("threads", "maps", "rss_bytes", "vm_size_bytes", "vm_data_bytes",
+                         "files"), 0)
+    for p in processes if processes is not None else tree(pid):
         try:
             with p.oneshot():
-                threads += p.num_threads()
-                rss += p.memory_info().rss
-            maps = max(maps, _map_count(p.pid))
+                out["threads"] += p.num_threads()
+                mem = p.memory_info()
+                out["rss_bytes"] += mem.rss
+                out["vm_size_bytes"] = max(out["vm_size_bytes"], mem.vms)
+                out["vm_data_bytes"] = max(out["vm_data_bytes"], getattr(mem, "data", 0))
+                out["files"] = max(out["files"], p.num_fds())
+            out["maps"] = max(out["maps"], _map_count(p.pid))
         except psutil.Error:
             continue  # exited while we looked
-    return threads, maps, rss
+    return out
 
 
 def _map_count(pid: int) -> int:
@@ -62,39 +82,152 @@ def _map_count(pid: int) -> int:
         return 0
 
 
+def soft_limits(pid: int) -> dict[str, int | None]:
+    """RLIMIT_AS, RLIMIT_DATA and RLIMIT_NOFILE (soft) of one process; None: unlimited."""
+    out: dict[str, int | None] = dict.fromkeys(RLIMITS)
+    try:
+        with open(f"/proc/{pid}/limits") as f:
+            text = f.read()
+    except OSError:
+        return out
+    for key, row in RLIMITS.items():
+        for line in text.splitlines():
+            if line.startswith(row):
+                soft = line[len(row):].split()[0]
+                out[key] = int(soft) if soft.isdigit() else None
+    return out
+
+
+class KernelPeak:
+    """The memory cgroup's own peak since the last boundary, where the kernel can reset it:
+    v1 `memory.max_usage_in_bytes` (write 0), v2 `memory.peak` through its own file
+    descriptor (kernels >= 6.12; EINVAL before). None where neither works."""
+
+    def __init__(self, memory_dir: Path | None, v2: bool) -> None:
+        self.path = None if memory_dir is None else memory_dir / (
+            "memory.peak" if v2 else "memory.max_usage_in_bytes")
+        self.v2, self.fd = v2, None
+        if self.path is not None and not self.reset():
+            self.path = None
+
+    def reset(self) -> bool:
+        import os
+
+        assert self.path is not None
+        try:
+            if self.v2:
+                if self.fd is None:
+                    self.fd = os.open(self.path, os.O_RDWR)
+                os.write(self.fd, b"reset\n")
+            else:
+                self.path.write_text("0\n")
+            return True
+        except OSError:
+            return False
+
+    def take(self) -> int | None:
+        """The peak since the last call (or the start), and a fresh start."""
+        import os
+
+        if self.path is None:
+            return None
+        try:
+            if self.fd is not None:
+                peak = int(os.pread(self.fd, 64, 0))
+            else:
+                peak = int(self.path.read_text())
+        except (OSError, ValueError):
+            return None
+        self.reset()
+        return peak
+
+
 class Sampler(threading.Thread):
-    """Samples every `interval` seconds into a JSON-lines file until stopped."""
+    """Samples every `interval` seconds into a JSON-lines file until stopped; `mark` adds a
+    row at a cycle boundary. `rows` keeps them all (a growth watcher reads them)."""
 
     def __init__(self, pid: int, out: IO[str], limits: dict[str, int | None], *,
                  pids_dir: Path | None = None, interval: float = 1.0,
-                 warn: Callable[[str], None] | None = None) -> None:
+                 warn: Callable[[str], None] | None = None,
+                 memory_dir: Path | None = None, memory_v2: bool = False,
+                 on_sample: Callable[[dict[str, Any]], None] | None = None,
+                 framework: str | None = None) -> None:
         super().__init__(daemon=True, name="launcher-telemetry")
         self.pid, self.out, self.limits = pid, out, limits
         self.pids_dir, self.interval, self.warn = pids_dir, interval, warn
+        self.every = interval  # the interval now: shorter for short cycles (pace)
+        self.memory_dir, self.on_sample, self.framework = memory_dir, on_sample, framework
         self.stop_event = threading.Event()
+        self.lock = threading.Lock()
         self.start_time = time.monotonic()
         self.warned: set[str] = set()
         self.samples = 0
+        self.rows: list[dict[str, Any]] = []
+        self.peak_threads = 0
+        self.censused_at = 0  # the thread count of the last census at a peak
+        self.kernel_peak = KernelPeak(memory_dir, memory_v2) if memory_dir else None
+        self.loaded: dict[str, dict[str, str]] = {}  # frameworks the workload has mapped
+        self.loaded_at = 0.0
         from launcher.telemetry.gpus import GpuSampler
 
         gpus = GpuSampler()
         self.gpus = gpus if gpus.any else None
 
-    def sample(self) -> dict[str, Any]:
-        threads, maps, rss = sample_tree(self.pid)
+    def sample(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+        with self.lock:
+            return self._sample(extra)
+
+    def _sample(self, extra: dict[str, Any] | None) -> dict[str, Any]:
+        processes = tree(self.pid)
+        got = read_tree(self.pid, processes)
         pids_current = (read_int_or_none(self.pids_dir / "pids.current") if self.pids_dir
                         else None)
-        row = {"t": round(time.monotonic() - self.start_time, 3), "threads": threads,
-               "pids_current": pids_current, "pids_max": self.limits.get("pids_max"),
-               "maps": maps, "max_map_count": self.limits.get("max_map_count"),
-               "rss_bytes": rss, "memory_limit_bytes": self.limits.get("memory_limit_bytes")}
+        row: dict[str, Any] = {"t": round(time.monotonic() - self.start_time, 3), **got,
+                               "pids_current": pids_current,
+                               **{k: self.limits.get(k) for k in (
+                                   "pids_max", "max_map_count", "memory_limit_bytes",
+                                   *RLIMITS)}}
+        if self.memory_dir is not None:  # the run's own memory cgroup: the kernel's charge
+            usage = read_int_or_none(self.memory_dir / "memory.current") or read_int_or_none(
+                self.memory_dir / "memory.usage_in_bytes")
+            row["memory_bytes"] = usage
         if self.gpus is not None:  # GPU memory and utilisation, when GPUs exist
             row["gpus"] = self.gpus.sample()
+        if extra is not None:  # a boundary: the limits now, the kernel's peak, a census
+            self._boundary(row, processes)
+            row.update(extra)
+        elif row["threads"] > max(self.censused_at * 1.1, self.censused_at + 4) and (
+                row["threads"] > self.peak_threads):
+            self._census(row, processes)  # a new peak of threads: who they are
+        self.peak_threads = max(self.peak_threads, row["threads"])
         self.out.write(json.dumps(row) + "\n")
         self.out.flush()
+        self.rows.append(row)
         self.samples += 1
         self._check(row)
+        if self.on_sample is not None and extra is None:
+            self.on_sample(row)
         return row
+
+    def _boundary(self, row: dict[str, Any], processes: list[Any]) -> None:
+        if processes:
+            workload = max(processes, key=_threads_of)
+            self.limits.update(soft_limits(workload.pid))
+            row.update({k: self.limits.get(k) for k in RLIMITS})
+            if not self.loaded or row["t"] - self.loaded_at > LOADED_EVERY_S:
+                from launcher.telemetry.census import loaded
+
+                self.loaded, self.loaded_at = loaded(workload.pid, first=self.framework), row["t"]
+            row["loaded"] = self.loaded
+        if self.kernel_peak is not None:
+            row["memory_peak_bytes"] = self.kernel_peak.take()
+        self._census(row, processes)
+
+    def _census(self, row: dict[str, Any], processes: list[Any]) -> None:
+        from launcher.telemetry.census import census
+
+        row["census"] = census(p.pid for p in processes)
+        self.censused_at = row["threads"]
 
     def _check(self, row: dict[str, Any]) -> None:
         if self.warn is None:
@@ -112,14 +245,26 @@ class Sampler(threading.Thread):
                           f"{100 * value // limit}% of {WORDS[limit_key]} "
                           f"{_shown(limit_key, limit)}")
 
+    def pace(self, cycle_s: float) -> None:
+        """Cycles shorter than a few intervals would each get one sample or none, and their
+        peaks would be missed: sample four times a cycle then (at most every 0.1 s)."""
+        self.every = max(MIN_INTERVAL_S, min(self.interval, cycle_s / 4))
+
     def run(self) -> None:
         while not self.stop_event.is_set():
             self.sample()
-            self.stop_event.wait(self.interval)
+            self.stop_event.wait(self.every)
 
     def stop(self) -> None:
         self.stop_event.set()
         self.join(timeout=5)
+
+
+def _threads_of(p: Any) -> int:
+    try:
+        return int(p.num_threads())
+    except Exception:  # noqa: BLE001 - gone: the least
+        return 0
 
 
 def _shown(key: str, value: int) -> str:

@@ -25,3 +25,16 @@ def limits_of(pid: int, facts: HostFacts) -> tuple[dict[str, int | None], Path |
     if limits["memory_limit_bytes"] is None:
         limits["memory_limit_bytes"] = facts.mem_total
     return limits, pids_dir
+
+
+def memory_dir_of(pid: int) -> tuple[Path | None, bool]:
+    """(the nearest memory cgroup of `pid`, whether it is v2): where the kernel charges and
+    peaks the run's memory (the caller says whether that cgroup is the run's own)."""
+    try:
+        chains = find_chains(Path("/"), str(pid))
+    except Exception:  # noqa: BLE001 - no cgroup readable: no kernel figures
+        return None, False
+    chain = chains.get("memory")
+    if chain is None or not chain.dirs:
+        return None, False
+    return chain.dirs[0], chain.version == "v2"

@@ -20,6 +20,7 @@ PLOT_EXTRA = "pip install 'launcher[plot]'"
 class ReportRequest:
     run_dir: Path
     plot: bool = False  # draw telemetry.png if it is not there
+    profile: str | None = None  # replay the run against this profile's limits (a what-if)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -28,6 +29,7 @@ class ReportResult:
     png: Path | None  # telemetry.png, when it is there
     why_no_plot: str | None  # why there is none and cannot be one
     plot_refused: bool = False  # --plot asked for one that cannot be drawn
+    what_if: dict[str, Any] | None = None  # {"profile", "verdicts", "first"} with --profile
 
 
 def why_no_plot(samples: int) -> str | None:
@@ -53,6 +55,7 @@ def report(req: ReportRequest) -> ReportResult:
         raise LauncherError(f"{path}: not valid JSON: {exc}") from None
     if "gpus" not in summary:
         summary["gpus"] = _gpus_from_telemetry(run_dir)
+    what_if = _what_if(run_dir, req.profile) if req.profile else None
     png = run_dir / "telemetry.png"
     why = None if png.exists() else why_no_plot(summary["samples"])
     if req.plot and not png.exists() and why is None:
@@ -60,7 +63,18 @@ def report(req: ReportRequest) -> ReportResult:
 
         draw(run_dir)
     return ReportResult(summary=summary, png=png if png.exists() else None, why_no_plot=why,
-                        plot_refused=bool(req.plot and why))
+                        plot_refused=bool(req.plot and why), what_if=what_if)
+
+
+def _what_if(run_dir: Path, profile: str) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    from launcher.usecases.what_if import first, read_rows, replay
+
+    name, verdicts = replay(read_rows(run_dir), profile)
+    dies = first(verdicts)
+    return {"profile": name, "verdicts": [asdict(v) for v in verdicts],
+            "first": asdict(dies) if dies else None}
 
 
 def _unfinished(run_dir: Path) -> dict[str, Any]:

@@ -64,6 +64,8 @@ class RunRequest:
     write_profile: Path | None = None
     fit: bool = False  # shrink the pools to fit the pids budget instead of refusing
     require_limits: bool = False  # refuse rather than run with a limit the kernel cannot keep
+    cycle: str | None = None  # what marks a cycle in the output (a regular expression)
+    stop_before_limit: bool = False  # stop at the start of the cycle growth takes past a limit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -213,6 +215,7 @@ def _start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_d
     image pulled when --image names one that is not here."""
     from launcher.supervise.report import report, thread_summary
 
+    growth = _growth_options(req, r)  # a bad pattern: an error before anything starts
     leftovers = threading.Thread(target=_report_leftovers, args=(engine, tell), daemon=True)
     leftovers.start()
     report(r.caps, True, tell.say)  # inherited values replaced and warnings: always
@@ -225,7 +228,7 @@ def _start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_d
         _make_run_dir(run_dir)
         status = _supervised_run(engine=engine, spec=spec, r=r, run_dir=run_dir,
                                  command=command, interval=req.interval, fresh=fresh,
-                                 sink=sink, tell=tell)
+                                 sink=sink, tell=tell, growth=growth)
     except ImageNotFound:
         if not req.image:
             raise
@@ -233,7 +236,7 @@ def _start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_d
         _make_run_dir(run_dir)
         status = _supervised_run(engine=engine, spec=spec, r=r, run_dir=run_dir,
                                  command=command, interval=req.interval, fresh=fresh,
-                                 sink=sink, tell=tell)
+                                 sink=sink, tell=tell, growth=growth)
     leftovers.join(timeout=2)
     return status
 
@@ -436,6 +439,28 @@ def _workload_paths(spec: RunSpec, run_dir: Path) -> None:
     spec.env["LAUNCHER_RUN_DIR"] = str(run_dir.resolve())
 
 
+def _growth_options(req: RunRequest, r: Resolved) -> Any:
+    """What marks a cycle (--cycle, else the profile's growth.cycle, else the defaults), the
+    window that stands in where nothing does, and whether to stop before a limit."""
+    from launcher.telemetry.cycles import compile_pattern
+    from launcher.telemetry.growth_watch import GrowthOptions
+
+    text = req.cycle if req.cycle is not None else r.profile.get("growth.cycle")
+    pattern = None
+    if text is not None:
+        try:
+            pattern = compile_pattern(str(text))
+        except ValueError as exc:
+            where = "--cycle" if req.cycle is not None else (
+                f"{r.profile.where('growth.cycle')}: growth.cycle")
+            raise LauncherError(f"{where} {text!r}: {exc}") from None
+    stop_by = ("--stop-before-limit" if req.stop_before_limit else
+               f"growth.stop ({r.profile.where('growth.stop')})")
+    return GrowthOptions(pattern=pattern, window=float(r.profile.get("growth.window") or 30.0),
+                         stop=req.stop_before_limit or bool(r.profile.get("growth.stop")),
+                         stop_by=stop_by)
+
+
 def _check_limits(engine: Engine, spec: RunSpec, tell: Teller) -> None:
     """Before the start: each limit the engine cannot have the kernel enforce here, and why;
     with --require-limits or the profile's limits.require (the spec's `required_by`), a
@@ -473,14 +498,14 @@ def _report_leftovers(engine: Engine, tell: Teller) -> None:
 
 def _supervised_run(*, engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
                     command: list[str], interval: float, fresh: bool, sink: OnOutput,
-                    tell: Teller) -> int:
+                    tell: Teller, growth: Any = None) -> int:
     from launcher.runtime.session import plot_in_background, supervised_run
     from launcher.supervise.report import preflight
     from launcher.usecases.report import why_no_plot
 
     end = supervised_run(
         engine, spec, r, run_dir, command=command, interval=interval, fresh=fresh,
-        on_output=sink, say=tell.say,
+        on_output=sink, say=tell.say, growth=growth,
         on_start=lambda info: tell.say(preflight(r.caps, engine.name,
                                                  info.enforcement.sentence())))
     if end.summary is None:

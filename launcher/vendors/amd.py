@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from launcher.keys import Key
+from launcher.threadpools import ThreadPool
 from launcher.vendors.base import Gpu, GpuAccess, GpuSelection, HostGpus, Vendor
 
 
 class Amd(Vendor):
     name = "amd"
+    # ROCm's runtime starts two per context (librocdxg#60); not measured here
+    thread_pools = (ThreadPool(r"AsyncEventsLoop", "ROCm events"),)
     label = "AMD"
     variables = {
         "ROCR_VISIBLE_DEVICES": "GPUs ROCm sees",

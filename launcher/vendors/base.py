@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.keys import Key
+from launcher.threadpools import ThreadPool
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ class Vendor:
     # vendor (each framework module lists its packages for the vendors it knows)
     requirements: dict[str, list[str]] = {}
     torch_alloc_variables: tuple[str, ...] = ()  # besides PYTORCH_(CUDA_)ALLOC_CONF
+    thread_pools: tuple[ThreadPool, ...] = ()  # its runtime's threads by name, for the census
 
     def detect(self, root: Path, use_tools: bool = False) -> list[Gpu]:
         """This vendor's GPUs under `root` (a live host when `use_tools`)."""

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.keys import Key
+from launcher.threadpools import ThreadPool
 from launcher.vendors.base import DeviceRequest, Gpu, GpuAccess, GpuSelection, HostGpus, Vendor
 
 DEFAULT_CAPABILITIES = "compute,utility"
@@ -16,6 +17,14 @@ DEFAULT_CAPABILITIES = "compute,utility"
 
 class Nvidia(Vendor):
     name = "nvidia"
+    # measured on an H200 (torch 2.11+cu130, jax 0.11.2, NCCL 2.28.9), 2026-11-26: the
+    # driver's two threads per process; NCCL's own are unnamed unless NCCL_SET_THREAD_NAME=1
+    thread_pools = (
+        ThreadPool(r"cuda[0-9a-f]{6,}$", "CUDA driver"),
+        ThreadPool(r"cuda-EvtHandlr$", "CUDA event handler"),
+        ThreadPool(r"NCCL", "NCCL", "destroy each cycle's process groups "
+                   "(torch.distributed.destroy_process_group) before the next"),
+    )
     label = "NVIDIA"
     profile_keys = {"driver_capabilities": Key("str", "NVIDIA: NVIDIA_DRIVER_CAPABILITIES")}
     variables = {

@@ -1,0 +1,294 @@
+"""Growth across cycles: the per-cycle series of a run, its trend, and where each limit falls.
+
+Pure: telemetry rows in (the sampler's samples, and a row at each cycle boundary), cycles and
+trends out. Each cycle has a floor (the least any reading of it saw: what the cycle kept) and a
+peak (the most: what it needed). The trend is fitted on the floors, so a garbage collector's
+sawtooth or threads started and joined within a cycle raise none: only what cycles keep
+grows. It is the mean step from one cycle's floor to the next after the warm-up (a random walk
+with drift: growth that varies from cycle to cycle is the usual leak), gated on its standard
+error; the limit is reached in the first cycle whose projected floor plus the largest excess
+of a peak over its floor meets it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import statistics
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from launcher.telemetry.cycles import active_unit
+from launcher.threadpools import UNNAMED
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Series:
+    key: str  # in each telemetry row
+    limit_key: str  # the limit it runs into, in each row
+    word: str
+    limit_word: str
+    in_bytes: bool
+    min_step: float  # growth per cycle below this is noise, not a leak
+
+
+SERIES = {s.key: s for s in (
+    Series("threads", "pids_max", "threads", "pids.max", False, 0.0),
+    Series("memory_bytes", "memory_limit_bytes", "memory", "the memory limit", True, 64 << 10),
+    Series("rss_bytes", "memory_limit_bytes", "RSS", "the memory limit", True, 64 << 10),
+    Series("vm_size_bytes", "rlimit_as", "VmSize", "RLIMIT_AS", True, 64 << 10),
+    Series("vm_data_bytes", "rlimit_data", "VmData", "RLIMIT_DATA", True, 64 << 10),
+    Series("maps", "max_map_count", "memory maps", "vm.max_map_count", False, 0.0),
+    Series("files", "nofile", "open files", "RLIMIT_NOFILE", False, 0.0),
+)}
+KERNEL_PEAK = {"memory_bytes": "memory_peak_bytes"}  # a boundary row's peak since the last
+MIN_POINTS = 3  # floors in a fit: two steps
+NOISY_STEPS = 5  # steps a fit needs when they differ (equal steps: an exact leak, two do)
+T_MIN = 3.0  # mean step / its standard error
+SEEN_SHARE = 0.35  # of a noisy projection's cycles, seen before it is said
+SURE_CYCLES = 2.0  # the projected cycle's uncertainty (one standard error) at most
+
+
+@dataclass
+class Cycle:
+    n: int  # as the workload numbers it (or counted, where its numbers do not rise)
+    t0: float
+    t1: float | None  # None: the run was still in it (or ended in it)
+    floor: dict[str, float]
+    peak: dict[str, float]
+    census: dict[str, dict[str, int]] | None  # at its start: pool -> {thread name: count}
+    limits: dict[str, float]
+    loaded: dict[str, dict[str, str]]  # frameworks mapped: {label: {"unnamed", "fix"}}
+
+    @property
+    def seconds(self) -> float | None:
+        return None if self.t1 is None else self.t1 - self.t0
+
+
+@dataclass(frozen=True)
+class Trend:
+    series: str
+    unit: str
+    per_cycle: float
+    per_minute: float | None
+    first: int  # the cycles fitted
+    last: int
+    points: int
+    grows: bool  # passed the gate: the floors rise, beyond their noise
+    confident: bool  # grows, and the projection is sure within SURE_CYCLES and the horizon
+    limit: float | None
+    reached: int | None  # the cycle in which the limit is reached (projected)
+    uncertainty: float | None  # +- cycles
+    in_s: float | None  # seconds until that cycle starts
+    pool: str | None  # the growing pool (threads), from the census
+    pool_names: tuple[str, ...] = ()
+    pool_hint: str | None = None  # whose unnamed threads most likely are (frameworks loaded)
+    fix: str | None = None  # the loaded framework's words for stopping it
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "pool_names": list(self.pool_names)}
+
+
+def numbered(marks: list[Row]) -> list[int]:
+    """The workload's own numbers when they rise, else 1, 2, 3..."""
+    ns = [int(m["cycle"]["n"]) for m in marks]
+    rising = all(b > a for a, b in zip(ns, ns[1:], strict=False))
+    return ns if rising else list(range(1, len(ns) + 1))
+
+
+def cycles_of(rows: list[Row], unit: str | None = None) -> tuple[str | None, list[Cycle]]:
+    """The run's cycles in `unit` (default: the outermost loop its output marked)."""
+    marks_all = [r for r in rows if r.get("cycle")]
+    unit = unit or active_unit([m["cycle"]["unit"] for m in marks_all])
+    marks = [m for m in marks_all if m["cycle"]["unit"] == unit]
+    times = [r["t"] for r in rows]  # in order: the sampler writes them so
+    out: list[Cycle] = []
+    for i, (mark, n) in enumerate(zip(marks, numbered(marks), strict=True)):
+        t0 = mark["t"]
+        end = marks[i + 1] if i + 1 < len(marks) else None
+        t1 = end["t"] if end is not None else None
+        lo = bisect.bisect_left(times, t0)
+        # the next boundary's reading is the next cycle's: the workload goes on while it is
+        # read, and what it starts then is that cycle's
+        hi = len(rows) if t1 is None else bisect.bisect_left(times, t1)
+        span = rows[lo:hi]
+        floor: dict[str, float] = {}
+        peak: dict[str, float] = {}
+        limits: dict[str, float] = {}
+        for key, s in SERIES.items():
+            values = [r[key] for r in span if isinstance(r.get(key), int | float)]
+            if end is not None and isinstance(end.get(KERNEL_PEAK.get(key, "")), int | float):
+                values.append(end[KERNEL_PEAK[key]])  # what the kernel saw between the two
+            if values:
+                floor[key], peak[key] = min(values), max(values)
+            got = [r[s.limit_key] for r in span if r.get(s.limit_key)]
+            if got:
+                limits[key] = got[-1]
+        out.append(Cycle(n, t0, t1, floor, peak, mark.get("census"), limits,
+                         mark.get("loaded") or {}))
+    return unit, out
+
+
+def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
+        total: int | None = None, limits: dict[str, float | None] | None = None
+        ) -> Trend | None:
+    """The trend of one series over `cycles` (the last may be running), or None when it has
+    too few cycles to say. `limits` (series -> figure, None: no limit) replaces the limits
+    recorded (a what-if)."""
+    s = SERIES[key]
+    cyc = [c for c in cycles if key in c.floor]
+    if len(cyc) > MIN_POINTS:  # the first cycle builds pools and caches once: warm-up
+        cyc = cyc[1:]
+    if len(cyc) < MIN_POINTS:
+        return None
+    steps = [(b.floor[key] - a.floor[key]) / max(b.n - a.n, 1)
+             for a, b in zip(cyc, cyc[1:], strict=False)]
+    mean = statistics.fmean(steps)
+    se = statistics.stdev(steps) / math.sqrt(len(steps)) if len(steps) > 1 else 0.0
+    exact = se == 0.0
+    rising = sum(d > 0 for d in steps) >= 2 * len(steps) / 3
+    trend = mean > s.min_step and rising and (exact or (
+        len(steps) >= NOISY_STEPS and mean >= T_MIN * se))
+    durations = [c.seconds for c in cycles if c.seconds]
+    per_cycle_s = statistics.median(durations) if durations else None
+    limit = limits.get(key) if limits is not None else cyc[-1].limits.get(key)
+    reached = uncertainty = in_s = None
+    if trend and limit:
+        closed = [c for c in cyc if c.t1 is not None] or cyc
+        excess = max(c.peak[key] - c.floor[key] for c in closed)
+        last = cyc[-1]
+        need = limit - excess - last.floor[key]  # the growth the limit still has room for
+        # the first cycle whose peak would pass the limit: reaching it is allowed, passing not
+        ahead = math.floor(need / mean) + 1 if need >= 0 else 0
+        reached = last.n + ahead
+        # one standard error: of the mean step, carried over the cycles ahead, and the
+        # steps still to come, which vary as the past ones did (a random walk's spread)
+        sd = se * math.sqrt(len(steps))
+        uncertainty = math.hypot(ahead * se, math.sqrt(ahead) * sd) / mean if mean else None
+        if per_cycle_s is not None:
+            into = (now - last.t0) if now is not None else 0.0
+            in_s = max(0.0, (reached - last.n) * per_cycle_s - into)
+    horizon = (total if total else max(20, 10 * len(cycles)))
+    # a noisy series' early steps are few: an early run of similar steps looks sure and is
+    # not, so a projection waits until SEEN_SHARE of the cycles to its limit have been seen
+    seen = exact or (reached is not None and cyc[-1].n >= SEEN_SHARE * reached)
+    sure = (trend and reached is not None and uncertainty is not None and seen
+            and uncertainty <= SURE_CYCLES and reached <= max(horizon, cyc[-1].n))
+    pool, names = growing_pool(cyc) if key == "threads" and trend else (None, ())
+    # the run's framework first, where it is loaded (launcher/telemetry/census.py)
+    fw, said = next(iter(cyc[-1].loaded.items()), (None, {}))
+    hint = (f"with {fw} loaded, most likely {said['unnamed']}"
+            if pool == UNNAMED and said.get("unnamed") else None)
+    fix = said.get("fix") or None
+    return Trend(key, unit, mean, mean / per_cycle_s * 60 if per_cycle_s else None,
+                 cyc[0].n, cyc[-1].n, len(cyc), trend, bool(sure), limit, reached,
+                 uncertainty, in_s, pool, names, hint, fix)
+
+
+def growing_pool(cycles: list[Cycle]) -> tuple[str | None, tuple[str, ...]]:
+    """The pool whose threads grew most between the first and last census of `cycles`, and
+    the names that grew in it."""
+    counted = [c.census for c in cycles if c.census]
+    if len(counted) < 2:
+        return None, ()
+    first, last = counted[0], counted[-1]
+    growth = {pool: sum(names.values()) - sum(first.get(pool, {}).values())
+              for pool, names in last.items()}
+    pool, most = max(growth.items(), key=lambda kv: kv[1], default=(None, 0))
+    if pool is None or most <= 0:
+        return None, ()
+    grew = {n: k - first.get(p, {}).get(n, 0) for p, names in last.items()
+            for n, k in names.items()}
+    names = tuple(sorted((n for n, d in grew.items() if d > 0), key=lambda n: -grew[n]))
+    return pool, names[:3]
+
+
+def trends(rows: list[Row], *, now: float | None = None,
+           limits: dict[str, float | None] | None = None,
+           ended: bool = False) -> tuple[str | None, list[Cycle], list[Trend]]:
+    """Every series' trend for a run's rows; `limits` (series -> figure) replaces the recorded
+    limits (a what-if). `ended`: the run is over, and the cycle it ended in (cut short, its
+    floor held down by the limit it met) is left out of the fits."""
+    unit, cycles = cycles_of(rows)
+    if unit is None:
+        return None, [], []
+    fitted = cycles[:-1] if ended and len(cycles) > MIN_POINTS and cycles[-1].t1 is None \
+        else cycles
+    total = next((r["cycle"].get("total") for r in reversed(rows)
+                  if r.get("cycle") and r["cycle"]["unit"] == unit), None)
+    out = []
+    for key in SERIES:
+        t = fit(key, unit, fitted, now=now, total=total, limits=limits)
+        if t is not None:
+            out.append(t)
+    return unit, cycles, out
+
+
+def first_death(found: list[Trend]) -> Trend | None:
+    """Of the confident trends, the one whose limit comes first."""
+    order = list(SERIES)  # the kernel's charge before the RSS, when both meet one limit
+    sure = [t for t in found if t.confident and t.reached is not None]
+    return min(sure, key=lambda t: (t.reached, order.index(t.series)), default=None)
+
+
+def show(key: str, value: float) -> str:
+    from launcher.units import format_size
+
+    if SERIES[key].in_bytes:
+        return format_size(int(value))
+    return f"{value:g}" if value != int(value) else f"{int(value):,}"
+
+
+def step(t: Trend) -> str:
+    """`+7 per fold`, `+20MiB per cycle`."""
+    if SERIES[t.series].in_bytes:
+        return f"+{show(t.series, t.per_cycle)} per {t.unit}"
+    return f"+{t.per_cycle:.3g} per {t.unit}"
+
+
+def pool_words(t: Trend) -> str:
+    if not t.pool:
+        return ""
+    if t.pool == UNNAMED:
+        whose = t.pool_hint or "Python threads, OpenMP or OpenBLAS workers"
+        return (f"; the growing threads are unnamed (they carry their creator's name, "
+                f"{', '.join(t.pool_names) or '?'}): {whose}")
+    names = f" ({', '.join(t.pool_names)})" if t.pool_names else ""
+    return f"; the growing threads are {t.pool}'s{names}"
+
+
+def live_line(t: Trend) -> str:
+    """`threads +7 per fold (folds 2-4): pids.max 50 reached in fold ~5, in ~40 s; ...`"""
+    s = SERIES[t.series]
+    when = "in the one now running" if t.in_s == 0 else (
+        f"in ~{t.in_s:.0f} s" if t.in_s is not None else "")
+    lim = show(t.series, t.limit) if t.limit else "?"
+    return (f"{s.word} {step(t)} ({t.unit}s {t.first}-{t.last}): {s.limit_word} {lim} reached "
+            f"in {t.unit} ~{t.reached}{', ' + when if when else ''}{pool_words(t)}")
+
+
+def death_clause(t: Trend, died_in: int | None, fix: str, *,
+                 limit_word: str | None = None) -> str:
+    """`threads grew +7 per fold in tf.data's pool; pids.max 50 was reached in fold 4; a
+    higher limit only delays it: FIX`"""
+    s = SERIES[t.series]
+    where = (" among its unnamed threads" if t.pool == UNNAMED else
+             f" in {t.pool}'s pool" if t.pool else "")
+    lim = "" if limit_word or not t.limit else f" {show(t.series, t.limit)}"
+    at = f" in {t.unit} {died_in}" if died_in is not None else ""
+    return (f"{s.word} grew {step(t)}{where}; {limit_word or s.limit_word}{lim} was reached"
+            f"{at}; a higher limit only delays it: {fix}")
+
+
+def to_json(unit: str | None, cycles: list[Cycle], found: list[Trend]) -> dict[str, Any]:
+    return {"unit": unit,
+            "cycles": [{"n": c.n, "t0": c.t0, "t1": c.t1, "floor": c.floor, "peak": c.peak,
+                        "census": c.census, "limits": c.limits} for c in cycles],
+            "trends": [t.to_json() for t in found]}
+
+
+def died_in(cycles: list[Cycle]) -> int | None:
+    """The cycle the run ended in: its last."""
+    return cycles[-1].n if cycles else None

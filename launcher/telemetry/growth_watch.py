@@ -1,0 +1,150 @@
+"""Growth watched while a run goes: the workload's output marks its cycles, the sampler records
+a row at each, and at each boundary the trends are fitted again. One line is said as soon as a
+projection is sure and a limit falls within the run, again only when it moves; on request the
+workload is stopped at the boundary of the last cycle that fits (SIGTERM, then SIGKILL after the
+grace), so it can write its checkpoint. Also keeps the workload's own words for a failed thread
+or allocation, for a failure too brief for any sample."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from launcher.telemetry.cycles import WINDOW, Boundary, CycleMarks
+from launcher.telemetry.failures import FailureText
+from launcher.telemetry.growth import Trend, first_death, live_line, trends
+
+STOP_GRACE_S = 10.0  # after the SIGTERM, SIGKILL
+STOPPED_STATUS = 75  # EX_TEMPFAIL: stopped before a limit; run it again in a fresh process
+SPARE_CYCLES = 1  # a stop comes this many cycles before the projected one
+MIN_ASSESS_S = 0.5  # trends fitted at most this often (a step counter marks many cycles)
+
+
+@dataclass(frozen=True, kw_only=True)
+class GrowthOptions:
+    pattern: re.Pattern[str] | None = None  # the user's cycle pattern; None: the defaults
+    window: float = 30.0  # seconds that stand in for a cycle where no line marks one
+    stop: bool = False  # stop the workload before the cycle that would reach a limit
+    stop_by: str = "--stop-before-limit"  # what asked for it, for the sentences
+
+
+@dataclass
+class Said:
+    t: float
+    cycle: int
+    line: str
+    trend: dict[str, Any]
+
+
+@dataclass
+class GrowthWatch:
+    options: GrowthOptions
+    say: Callable[[str], None]
+    sampler: Any = None  # launcher.telemetry.sampler.Sampler, once the workload started
+    stop: Callable[[int], None] | None = None  # a signal for the supervisor
+    marks: CycleMarks = field(init=False)
+    failure: FailureText = field(default_factory=FailureText)
+    said: list[Said] = field(default_factory=list)
+    stopped: dict[str, Any] | None = None
+    lock: threading.RLock = field(default_factory=threading.RLock)
+    real_unit: bool = False
+    next_window: float = 0.0
+    assessed_at: float = -1.0
+    shown: Trend | None = None
+
+    def __post_init__(self) -> None:
+        self.marks = CycleMarks(self.options.pattern)
+        self.next_window = self.options.window
+
+    def attach(self, sampler: Any, stop: Callable[[int], None] | None) -> None:
+        self.sampler, self.stop = sampler, stop
+
+    def output(self, stream: str, data: bytes) -> None:
+        """The workload's output, as it comes (the engine's pump threads)."""
+        self.failure.feed(data)
+        for b in self.marks.feed(stream, data):
+            self.boundary(b)
+
+    def boundary(self, b: Boundary) -> None:
+        if self.sampler is None:
+            return
+        with self.lock:
+            self.real_unit = self.real_unit or b.unit != WINDOW
+            self.sampler.sample({"cycle": b.to_json()})
+            self.assess(force=True)
+            self._pace()
+
+    def _pace(self) -> None:
+        """Short cycles are sampled faster (Sampler.pace)."""
+        marks = [r["t"] for r in self.sampler.rows if r.get("cycle")]
+        steps = sorted(b - a for a, b in zip(marks, marks[1:], strict=False))
+        if steps and hasattr(self.sampler, "pace"):
+            self.sampler.pace(steps[len(steps) // 2])
+
+    def on_sample(self, row: dict[str, Any]) -> None:
+        """Each periodic sample: fixed windows stand in for cycles until a line marks one."""
+        if not self.real_unit and row["t"] >= self.next_window:
+            n = int(self.next_window // self.options.window)
+            self.next_window += self.options.window
+            self.boundary(Boundary(WINDOW, n, None, f"{self.options.window:g} s window {n}"))
+
+    def assess(self, force: bool = False) -> None:
+        rows = self.sampler.rows
+        now = rows[-1]["t"] if rows else 0.0
+        if not force and now - self.assessed_at < MIN_ASSESS_S:
+            return
+        self.assessed_at = now
+        unit, cycles, found = trends(rows, now=now)
+        death = first_death(found)
+        if death is None or not cycles:
+            return
+        current = cycles[-1].n
+        if self._moved(death):
+            line = live_line(death)
+            self.said.append(Said(now, current, line, death.to_json()))
+            self.shown = death
+            self.say(f"growth: {line}")
+        # stopped with one cycle's growth to spare: a cycle's peak varies (a k-fold's fit
+        # starts more threads in some folds than others), and a stop a cycle late is a death
+        if self.options.stop and self.stopped is None and death.reached is not None and (
+                death.reached <= current + SPARE_CYCLES):
+            self._stop(death, current, now)
+
+    def _moved(self, t: Trend) -> bool:
+        """Said again only when the projection moves materially: another limit, or its cycle
+        by more than 2 cycles and 10% of the cycles ahead."""
+        from launcher.telemetry.growth import SERIES
+
+        s = self.shown
+        if s is None or SERIES[s.series].limit_key != SERIES[t.series].limit_key or (
+                s.limit != t.limit):
+            return True
+        assert s.reached is not None and t.reached is not None
+        ahead = max(1, t.reached - t.last)
+        return abs(t.reached - s.reached) > max(2, 0.1 * ahead)
+
+    def _stop(self, t: Trend, current: int, now: float) -> None:
+        from launcher.telemetry.growth import SERIES, show, step
+
+        s = SERIES[t.series]
+        lim = show(t.series, t.limit) if t.limit else "?"
+        why = (f"stopped before {t.unit} {current} ({self.options.stop_by}): {s.word} "
+               f"{step(t)} would pass {s.limit_word} {lim} in {t.unit} ~{t.reached}, and "
+               f"{t.unit} {current - 1} was the last that fits with a {t.unit}'s growth to "
+               f"spare")
+        self.stopped = {"t": now, "cycle": current, "unit": t.unit, "why": why,
+                        "trend": t.to_json()}
+        self.say(f"growth: {why}; SIGTERM now, SIGKILL after {STOP_GRACE_S:g} s")
+        if self.stop is not None:
+            stop = self.stop
+            stop(15)
+            later = threading.Timer(STOP_GRACE_S, stop, args=(9,))
+            later.daemon = True
+            later.start()
+
+    def result(self) -> dict[str, Any]:
+        return {"said": [s.__dict__ for s in self.said], "stopped": self.stopped,
+                "failure_text": self.failure.found}

@@ -1,0 +1,100 @@
+"""`launcher report`'s growth section (lines the CLI prints): a table per cycle (floor and peak of each series that
+moved), each trend with its projection, the thread census of the last cycle, what was said
+while the run went, and a what-if against another profile's limits."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+SHOWN = ("threads", "memory_bytes", "rss_bytes", "vm_size_bytes", "maps", "files")
+MAX_ROWS = 12  # cycles in the table: the first and last ones, the middle elided
+
+
+def _cell(key: str, lo: float | None, hi: float | None) -> str:
+    from launcher.telemetry.growth import show
+
+    if lo is None or hi is None:
+        return "-"
+    return show(key, lo) if lo == hi else f"{show(key, lo)}-{show(key, hi)}"
+
+
+def cycle_rows(growth: dict[str, Any]) -> list[tuple[str, ...]]:
+    from launcher.telemetry.growth import SERIES
+
+    cycles = growth.get("cycles") or []
+    trending = {t["series"] for t in growth.get("trends", []) if t.get("grows")}
+    keys = [k for k in SHOWN if any(k in c["floor"] for c in cycles) and (
+        k in trending or k in ("threads", "rss_bytes"))]
+    unit = growth.get("unit") or "cycle"
+    rows = [(unit, "seconds", *(f"{SERIES[k].word} (floor-peak)" for k in keys))]
+    picked = cycles if len(cycles) <= MAX_ROWS else (
+        cycles[:MAX_ROWS // 2] + [None] + cycles[-MAX_ROWS // 2:])
+    for c in picked:
+        if c is None:
+            rows.append(("...", "", *("" for _ in keys)))
+            continue
+        secs = f"{c['t1'] - c['t0']:.1f}" if c.get("t1") is not None else "(last)"
+        rows.append((str(c["n"]), secs, *(_cell(k, c["floor"].get(k), c["peak"].get(k))
+                                          for k in keys)))
+    return rows
+
+
+def _table(rows: list[tuple[str, ...]], indent: str = "  ") -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return "\n".join(indent + "  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)),
+                                         r[-1]]).rstrip() for r in rows)
+
+
+def census_words(census: dict[str, dict[str, int]] | None) -> str:
+    if not census:
+        return "-"
+    pools = sorted(census.items(), key=lambda kv: -sum(kv[1].values()))
+    return ", ".join(f"{pool} {sum(names.values())}" for pool, names in pools)
+
+
+def growth_lines(growth: dict[str, Any] | None) -> list[str]:
+    from launcher.telemetry.growth import SERIES, Trend, live_line, step
+
+    if not growth or not growth.get("unit"):
+        return []
+    unit = growth["unit"]
+    cycles = growth.get("cycles") or []
+    lines = [f"growth per {unit} ({len(cycles)} {unit}s, marked by the workload's output"
+             + (")" if unit != "window" else "; no line marked one, so time windows)")]
+    lines.append(_table(cycle_rows(growth)))
+    grew = [t for t in growth.get("trends", []) if t.get("grows")]
+    for t in grew:
+        trend = Trend(**{**t, "pool_names": tuple(t.get("pool_names") or ())})
+        if t.get("reached") is not None:
+            lines.append(f"  trend: {live_line(trend)}")
+        else:
+            lines.append(f"  trend: {SERIES[t['series']].word} {step(trend)}, no limit within "
+                         f"reach")
+    if not grew:
+        lines.append(f"  trend: none (no series' floor rises {unit} after {unit})")
+    census = next((c["census"] for c in reversed(cycles) if c.get("census")), None)
+    if census:
+        lines.append(f"  threads at the start of {unit} {cycles[-1]['n']}: "
+                     f"{census_words(census)}")
+    for said in growth.get("said") or []:
+        lines.append(f"  said at {said['t']:.1f} s ({unit} {said['cycle']}): {said['line']}")
+    if growth.get("stopped"):
+        lines.append(f"  stopped: {growth['stopped']['why']}")
+    if growth.get("likeliest"):
+        lines.append(f"  thread failure: {growth['likeliest']}")
+    return lines
+
+
+def what_if_lines(what_if: dict[str, Any] | None) -> list[str]:
+    if not what_if:
+        return []
+    lines = [f"what if it ran under profile {what_if['profile']}:"]
+    for v in what_if["verdicts"]:
+        lines.append(f"  {v['sentence']} [{v['key']}]")
+    dies = what_if.get("first")
+    if dies is None:
+        lines.append("  verdict: it would have run to the end")
+    else:
+        lines.append(f"  verdict: it would die of {dies['sentence'].split(':')[0]}")
+    return lines

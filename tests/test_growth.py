@@ -1,0 +1,349 @@
+"""Growth across cycles (issue 30): cycles read from the output, the per-cycle series and their
+trend on recorded series, the census, the stop, the diagnosis, the report and the what-if; then
+real processes under real limits, through `launcher run`."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from launcher.telemetry import growth
+from launcher.telemetry.census import group
+from launcher.telemetry.cycles import CycleMarks, compile_pattern
+from launcher.telemetry.failures import FailureText, likeliest
+from launcher.telemetry.growth_verdict import growth_record
+from launcher.threadpools import UNNAMED, ThreadPool
+from tests.conftest import ROOT
+
+LEAK = ROOT / "examples/growth/leak.py"
+
+
+# -- cycles from the output ---------------------------------------------------------------
+
+def test_the_default_patterns_mark_the_common_loops():
+    marks = CycleMarks()
+    got = marks.feed("stdout", b"loading\nFold 1/5\nEpoch 1/3\n12/12 [====] - 0s 2ms/step\n"
+                               b"Epoch 2/3\rEpoch 3/3\nfold: 2 of 5\n")
+    assert [(b.unit, b.n, b.total) for b in got] == [
+        ("fold", 1, 5), ("epoch", 1, 3), ("epoch", 2, 3), ("epoch", 3, 3), ("fold", 2, 5)]
+    # a line split across two reads is one line
+    assert marks.feed("stdout", b"cyc") == [] and marks.feed("stdout", b"le 7\n")[0].n == 7
+
+
+def test_a_line_naming_an_earlier_cycle_marks_nothing_but_a_restart_does():
+    marks = CycleMarks()
+    lines = b"cycle 1\ncycle 2\ncycle 2 done\ncheckpoint written after cycle 1\ncycle 3\n"
+    assert [b.n for b in marks.feed("stdout", lines)] == [1, 2, 3]
+    inner = CycleMarks()
+    got = inner.feed("o", b"fold 1\nepoch 1\nepoch 2\nfold 2\nepoch 1\nepoch 2\n")
+    assert [(b.unit, b.n) for b in got] == [("fold", 1), ("epoch", 1), ("epoch", 2),
+                                            ("fold", 2), ("epoch", 1), ("epoch", 2)]
+
+
+def test_a_users_pattern_replaces_the_defaults():
+    by_group = CycleMarks(compile_pattern(r"validation round (\d+)"))
+    got = by_group.feed("stderr", b"fold 1\nvalidation round 4\nvalidation round 5\n")
+    assert [(b.unit, b.n) for b in got] == [("cycle", 4), ("cycle", 5)]
+    counted = CycleMarks(compile_pattern(r"^--- next ---$"))
+    assert [b.n for b in counted.feed("o", b"--- next ---\nx\n--- next ---\n")] == [1, 2]
+    for bad, why in (("(", "not a regular expression"), ("  ", "matches every line")):
+        with pytest.raises(ValueError, match=why):
+            compile_pattern(bad)
+
+
+# -- the trend, on recorded series --------------------------------------------------------
+
+def rows_of(floors: list[float], *, key: str = "threads", limit: float = 50,
+            excess: float = 0.0, seconds: float = 1.0, unit: str = "fold",
+            census: list[dict[str, dict[str, int]]] | None = None) -> list[dict[str, Any]]:
+    """A recorded run: a boundary row at each cycle's start (its floor) and a sample in the
+    middle (floor + excess)."""
+    limit_key = growth.SERIES[key].limit_key
+    rows, t = [], 0.0
+    for i, f in enumerate(floors):
+        mark: dict[str, Any] = {"t": t, key: f, limit_key: limit,
+                                "cycle": {"unit": unit, "n": i + 1, "total": None}}
+        if census:
+            mark["census"] = census[i]
+        rows += [mark, {"t": t + seconds / 2, key: f + excess, limit_key: limit}]
+        t += seconds
+    return rows
+
+
+def threads_trend(rows: list[dict[str, Any]], **kw: Any) -> growth.Trend | None:
+    return next((t for t in growth.trends(rows, **kw)[2] if t.series == "threads"), None)
+
+
+def test_an_exact_leak_is_projected_to_the_cycle_that_passes_the_limit():
+    # Keras k-fold: 7 threads per fold, a fit's iterators add 8 within each fold; fold 1 warms
+    t = threads_trend(rows_of([3, 16, 23, 30], excess=8), now=3.0)
+    assert t is not None and t.grows and t.confident
+    assert (t.per_cycle, t.first, t.last) == (7.0, 2, 4)  # fold 1 left out: warm-up
+    # fold 5: 37 + 8 = 45 fits under 50; fold 6: 44 + 8 = 52 passes it
+    assert t.reached == 6 and t.uncertainty == 0.0 and t.in_s == pytest.approx(2.0)
+    line = growth.live_line(t)
+    assert line.startswith("threads +7 per fold (folds 2-4): pids.max 50 reached in fold ~6")
+
+
+def test_reaching_a_limit_is_allowed_and_passing_it_is_not():
+    assert threads_trend(rows_of([10, 20, 30, 40], limit=50), now=3.0).reached == 6
+    assert threads_trend(rows_of([10, 20, 30, 40], limit=49), now=3.0).reached == 5
+
+
+def test_flat_and_sawtooth_series_raise_no_trend():
+    rng = random.Random(7)
+    flat = rows_of([12] * 20, excess=0)
+    sawtooth = rows_of([400e6 + rng.uniform(-2e5, 2e5) for _ in range(20)], key="rss_bytes",
+                       limit=2e9, excess=100e6)  # 100 MB allocated and freed each cycle
+    churn = rows_of([6] * 20, excess=8)  # threads started and joined each cycle
+    for rows in (flat, sawtooth, churn):
+        for k in range(3, 21):  # at every boundary of the run, as the watcher fits them
+            u, cycles, found = growth.trends(rows[:2 * k])
+            assert growth.first_death(found) is None
+            assert not any(t.grows for t in found), [t for t in found if t.grows]
+
+
+def first_projection(floors: list[float], limit: float) -> tuple[int, int, int] | None:
+    """(the cycle it was first said in, the cycle it named, the cycle that passed the limit)."""
+    died = next(i + 1 for i, f in enumerate(floors) if f > limit)
+    for k in range(3, died):
+        t = growth.first_death(growth.trends(rows_of(floors[:k], limit=limit), now=k - 1.0)[2])
+        if t is not None:
+            return k, t.reached, died
+    return None
+
+
+def test_a_noisy_linear_leak_is_foreseen_within_two_cycles_half_the_run_ahead():
+    """+-50% growth per cycle (uniform), death near cycle 15: the first projection said is
+    within two cycles of the death in 19 of 20 runs and comes in the first half of the run in
+    18 (the spread of the steps still to come alone is ~1 cycle: never all of them)."""
+    got = []
+    for seed in range(20):
+        rng = random.Random(seed)
+        floors = [10.0]
+        for _ in range(60):
+            floors.append(floors[-1] + 3 * rng.uniform(0.5, 1.5))
+        got.append(first_projection(floors, limit=55))
+    assert None not in got
+    assert sum(abs(named - died) <= 2 for _, named, died in got) >= 19, got
+    assert sum(seen <= died / 2 for seen, _, died in got) >= 18, got
+    assert all(abs(named - died) <= 3 for _, named, died in got), got
+
+
+def test_a_limit_beyond_the_runs_known_end_is_not_said():
+    rows = rows_of([10, 20, 30, 40])
+    for r in rows:
+        if r.get("cycle"):
+            r["cycle"]["total"] = 4  # fold N/4: the run ends before fold 6
+    t = threads_trend(rows, now=3.0)
+    assert t.grows and t.reached == 6 and not t.confident
+
+
+def test_the_growing_pool_is_named_from_the_census():
+    census = [{"tf.data": {"tf_data_private": 2 * i}, UNNAMED: {"python3": 10}}
+              for i in range(1, 5)]
+    t = threads_trend(rows_of([12, 14, 16, 18], census=census), now=3.0)
+    assert t.pool == "tf.data" and t.pool_names == ("tf_data_private",)
+    assert "the growing threads are tf.data's (tf_data_private)" in growth.live_line(t)
+
+
+def test_unnamed_growth_names_the_loaded_frameworks_likeliest_pools():
+    census = [{UNNAMED: {"python3": 10 + 5 * i}, "TF inter-op": {"tf_Compute": 2 + 2 * i}}
+              for i in range(4)]
+    rows = rows_of([12, 19, 26, 33], census=census)
+    for r in rows:
+        if r.get("cycle"):
+            r["loaded"] = {"tensorflow": {"unnamed": "tf.data's iterator pools",
+                                          "fix": "free each fold's datasets"}}
+    t = threads_trend(rows, now=3.0)
+    assert t.pool == UNNAMED and t.pool_names == ("python3", "tf_Compute")
+    assert t.pool_hint == "with tensorflow loaded, most likely tf.data's iterator pools"
+    assert t.fix == "free each fold's datasets"
+
+
+def test_the_census_groups_names_into_declared_pools():
+    from collections import Counter
+
+    pools = (ThreadPool(r"tf_data_", "tf.data"), ThreadPool(r"cuda-EvtHandlr$", "CUDA events"))
+    names = Counter({"python3": 4, "tf_data_iterato": 3, "cuda-EvtHandlr": 1, "llvm-worker-0": 1})
+    assert group(names, {"python3"}, pools) == {
+        UNNAMED: {"python3": 4}, "tf.data": {"tf_data_iterato": 3},
+        "CUDA events": {"cuda-EvtHandlr": 1}, "llvm-worker-0": {"llvm-worker-0": 1}}
+
+
+# -- after the run: the diagnosis ---------------------------------------------------------
+
+def test_a_death_after_growth_names_it():
+    rows = rows_of([3, 16, 23, 30, 37], excess=8)
+    ended = {"reason": "pids", "diagnosis": "the pids limit was reached: ...."}
+    record = growth_record(rows, {"said": [], "stopped": None, "failure_text": {}}, ended,
+                           status=134)
+    assert record["status"] == 134 and record["limit_diagnosis"] == ended["diagnosis"]
+    assert record["diagnosis"].startswith(
+        "threads grew +7 per fold; pids.max 50 was reached in fold 5; a higher limit only "
+        "delays it: ")
+    # the same death without growth keeps the supervisor's sentence alone
+    flat = growth_record(rows_of([30] * 5, excess=8), {"failure_text": {}}, ended, status=134)
+    assert flat["diagnosis"] is None
+
+
+def test_a_stopped_run_exits_75_and_says_why():
+    stopped = {"why": "stopped before fold 5 (--stop-before-limit): ...", "cycle": 5}
+    record = growth_record(rows_of([3, 16, 23, 30, 37]), {"stopped": stopped}, {"reason": "ok"},
+                           status=0)
+    assert record["status"] == 75
+    assert record["diagnosis"].startswith("stopped before fold 5 (--stop-before-limit)")
+    assert "ended with status 0 after the SIGTERM" in record["diagnosis"]
+
+
+def test_the_likeliest_limit_is_the_one_allowing_fewest_threads():
+    at = {"nproc": 60, "uid": 1234, "uid_tasks_outside": 10, "address_space": 1 << 40,
+          "stack": 8 << 20, "pids_max": 7680, "threads_seen": 3, "vm_size_seen": 50 << 20}
+    said = likeliest({"thread": "RuntimeError: can't start new thread"}, at)
+    assert said.startswith("likeliest (not counted: the peak was shorter than a sample), "
+                           "RLIMIT_NPROC 60 for UID 1234 (about 50 threads")
+    tight_as = {**at, "address_space": 400 << 20}  # room for ~43 8MiB stacks
+    assert "RLIMIT_AS 400MiB" in likeliest({"thread": "x"}, tight_as)
+    # glibc's words name memory: only the address-space limits fit them
+    tls = likeliest({"memory": "cannot allocate memory for thread-local data"},
+                    {**at, "nproc": 5, "address_space": 1 << 30})
+    assert "RLIMIT_AS 1GiB" in tls and "RLIMIT_NPROC" not in tls
+    assert likeliest({}, at) is None and likeliest({"thread": "x"}, {}) is None
+
+
+def test_failure_words_are_kept_as_they_pass():
+    text = FailureText()
+    text.feed(b"epoch 3\nterminate called after throwing an instance of 'std::system_error'\n"
+              b"  what():  Resource temporarily unavail")
+    text.feed(b"able\nLLVM ERROR: pthread_create failed\n")
+    assert text.found == {"thread": "what():  Resource temporarily unavailable"}
+
+
+# -- what if it ran there -----------------------------------------------------------------
+
+def test_a_recording_replayed_against_another_profile(tmp_path):
+    from launcher.usecases.what_if import first, replay
+
+    prof = tmp_path / "small.yaml"
+    prof.write_text("name: small\nextends: base\nlimits:\n  pids: 30\n")
+    rows = rows_of([5, 10, 15, 20, 25, 30, 35], limit=None, excess=2)  # no limit recorded
+    name, verdicts = replay(rows, str(prof))
+    v = next(v for v in verdicts if v.series == "threads")
+    assert name == "small" and (v.cycle, v.recorded) == (6, True)  # 30 + 2 passes 30
+    assert v.sentence == "pids.max 30: it would have died in fold 6, where its threads reached 32"
+    assert first(verdicts) == v
+    bigger = tmp_path / "big.yaml"
+    bigger.write_text("name: big\nextends: base\nlimits:\n  pids: 60\n")
+    far = next(v for v in replay(rows, str(bigger))[1] if v.series == "threads")
+    assert (far.cycle, far.recorded) == (12, False) and "if it went on" in far.sentence
+
+
+# -- real processes under real limits, through `launcher run` ------------------------------
+
+def launcher_run(tmp_path: Path, profile: str, *args: str, flags: tuple[str, ...] = (),
+                 timeout: float = 120) -> tuple[int, str, dict[str, Any]]:
+    prof = tmp_path / "p.yaml"
+    prof.write_text(f"name: p\nextends: base\n{profile}")
+    runs = tmp_path / "runs"
+    proc = subprocess.run(
+        [sys.executable, "-m", "launcher", "run", "--runtime", "native", "--profile",
+         str(prof), "--name", "r", *flags, "--", sys.executable, str(LEAK), *args],
+        capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
+        env={**__import__("os").environ, "LAUNCHER_RUNS_DIR": str(runs)})
+    summary = json.loads((runs / "r/summary.json").read_text())
+    return proc.returncode, proc.stdout + proc.stderr, summary
+
+
+def _said(out: str) -> list[str]:
+    return [ln for ln in out.splitlines() if ln.startswith("launcher: growth: ")]
+
+
+def test_a_thread_leak_is_foreseen_and_its_death_named(tmp_path):
+    rc, out, summary = launcher_run(tmp_path, "limits:\n  pids: 40\n", "--threads", "3",
+                                    "--cycles", "40", "--seconds", "0.2")
+    g = summary["growth"]
+    died = g["cycles"][-1]["n"]
+    said = _said(out)
+    assert rc != 0 and said, out
+    first = g["said"][0]
+    assert abs(first["trend"]["reached"] - died) <= 2 and first["cycle"] <= died / 2, g["said"]
+    assert out.index(said[0]) < out.index("the pids limit was reached")
+    assert summary["diagnosis"].startswith("threads grew +3 per cycle among its unnamed "
+                                           f"threads; pids.max 40 was reached in cycle {died}")
+    assert g["unit"] == "cycle" and any(t["series"] == "threads" and t["grows"]
+                                        for t in g["trends"])
+
+
+def test_stop_before_limit_stops_at_a_boundary_with_exit_75(tmp_path):
+    rc, out, summary = launcher_run(tmp_path, "limits:\n  pids: 40\n", "--threads", "3",
+                                    "--cycles", "40", "--seconds", "0.2",
+                                    flags=("--stop-before-limit",))
+    stopped = summary["growth"]["stopped"]
+    assert rc == 75 and summary["exit_status"] == 75 and summary["workload_status"] == 0
+    assert f"SIGTERM: checkpoint written after cycle {stopped['cycle'] - 1}" in out, out
+    assert "the pids limit was reached" not in out  # it never died
+    assert summary["diagnosis"].startswith(f"stopped before cycle {stopped['cycle']} "
+                                           f"(--stop-before-limit)")
+
+
+def test_a_memory_leak_under_a_memory_limit_is_named(tmp_path):
+    rc, out, summary = launcher_run(tmp_path, "limits:\n  memory: 250MiB\n", "--mib", "16",
+                                    "--cycles", "40", "--seconds", "0.15")
+    if "memory" not in summary["engine"]["enforced"]:
+        pytest.skip("no memory cgroup can be made here")
+    assert rc != 0 and _said(out), out
+    assert summary["diagnosis"].startswith("memory grew +16"), summary["diagnosis"]
+    assert "the memory limit 250MiB was reached in cycle" in summary["diagnosis"]
+
+
+@pytest.mark.parametrize("args", [
+    ("--sawtooth-mib", "100"),  # 100 MB allocated and freed each cycle
+    ("--churn-threads", "8"),  # threads started and joined each cycle
+    (),  # flat
+])
+def test_flat_and_sawtooth_runs_say_no_growth(tmp_path, args):
+    rc, out, summary = launcher_run(tmp_path, "limits:\n  pids: 40\n  memory: 400MiB\n", *args,
+                                    "--cycles", "14", "--seconds", "0.15")
+    assert rc == 0 and _said(out) == [], out
+    assert summary["growth"]["unit"] == "cycle" and summary["growth"]["said"] == []
+
+
+def test_the_report_shows_cycles_trend_census_and_a_what_if(tmp_path):
+    from typer.testing import CliRunner
+
+    from launcher.cli.main import app
+
+    run_dir = tmp_path / "runs/r"
+    launcher_run(tmp_path, "", "--threads", "2", "--cycles", "12", "--seconds", "0.15")
+    prof = tmp_path / "small.yaml"
+    prof.write_text("name: small\nextends: base\nlimits:\n  pids: 15\n")
+    got = CliRunner().invoke(app, ["report", str(run_dir), "--profile", str(prof)])
+    assert got.exit_code == 0, got.output
+    assert "growth per cycle (12 cycles, marked by the workload's output)" in got.output
+    assert "trend: threads +2 per cycle" in got.output
+    assert "threads at the start of cycle 12: unnamed" in got.output
+    dies = next(ln for ln in got.output.splitlines() if ln.startswith("  pids.max 15:"))
+    # the real run under pids 15: the cycle the replay names, within one
+    rc, _, real = launcher_run(tmp_path / "real", "limits:\n  pids: 15\n", "--threads", "2",
+                               "--cycles", "12", "--seconds", "0.15") if (
+        tmp_path / "real").mkdir() is None else (0, "", {})
+    died = real["growth"]["cycles"][-1]["n"]
+    named = int(dies.split("died in cycle ")[1].split(",")[0])
+    assert rc != 0 and abs(named - died) <= 1, (dies, died)
+
+
+def test_a_bad_cycle_pattern_is_one_line_before_anything_runs(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "launcher", "run", "--runtime", "native",
+                           "--cycle", "fold (", "--", "true"], capture_output=True, text=True,
+                          cwd=tmp_path, env={**__import__("os").environ,
+                                             "LAUNCHER_RUNS_DIR": str(tmp_path / "runs")})
+    assert proc.returncode == 1 and not (tmp_path / "runs").exists()
+    assert proc.stderr.strip().splitlines() == [
+        "error: --cycle 'fold (': not a regular expression: missing ), unterminated subpattern "
+        "at position 5"]
