@@ -1,11 +1,10 @@
-"""`launcher report`'s growth section (lines the CLI prints): a table per cycle (floor and peak of each series that
-moved), each trend with its projection, the thread census of the last cycle, what was said
+"""`launcher report`'s growth section, as lines the CLI prints: a table per cycle (floor and
+peak of each series that moved), each trend with its projection, the thread census of the last cycle, what was said
 while the run went, and a what-if against another profile's limits."""
 
 from __future__ import annotations
 
 from typing import Any
-
 
 SHOWN = ("threads", "memory_bytes", "rss_bytes", "vm_size_bytes", "maps", "files")
 MAX_ROWS = 12  # cycles in the table: the first and last ones, the middle elided
