@@ -1,6 +1,6 @@
 """`launcher report`'s growth section, as lines the CLI prints: a table per cycle (floor and
-peak of each series that moved), each trend with its projection, the thread census of the last cycle, what was said
-while the run went, and a what-if against another profile's limits."""
+peak of each series that moved), each trend with its projection, the thread census of the
+last cycle, what was said while the run went, and a what-if against another profile's limits."""
 
 from __future__ import annotations
 
