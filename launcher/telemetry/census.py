@@ -36,22 +36,29 @@ def _compiled(pools: tuple[ThreadPool, ...]) -> tuple[tuple[re.Pattern[str], Thr
 
 def names_of(pids: Iterable[int], proc: str = "/proc") -> tuple[Counter[str], set[str]]:
     """(thread name -> count over the processes, the processes' own names)."""
-    names: Counter[str] = Counter()
+    raw: Counter[bytes] = Counter()
     mains: set[str] = set()
     for pid in pids:
+        task = f"{proc}/{pid}/task/"
         try:
-            tids = os.listdir(f"{proc}/{pid}/task")
+            tids = os.listdir(task)
         except OSError:
             continue  # gone
-        for tid in tids:
+        for tid in tids:  # os.open and os.read: a third of open()'s cost, per thread
             try:
-                with open(f"{proc}/{pid}/task/{tid}/comm") as f:
-                    name = f.read().rstrip("\n")
+                fd = os.open(task + tid + "/comm", os.O_RDONLY)
+            except OSError:
+                continue  # ended while we looked
+            try:
+                name = os.read(fd, 64)
             except OSError:
                 continue
-            names[name] += 1
+            finally:
+                os.close(fd)
+            raw[name] += 1
             if tid == str(pid):
-                mains.add(name)
+                mains.add(name.decode(errors="replace").rstrip("\n"))
+    names = Counter({k.decode(errors="replace").rstrip("\n"): v for k, v in raw.items()})
     return names, mains
 
 

@@ -27,6 +27,7 @@ LIMIT_OF = {"threads": "pids_max", "pids_current": "pids_max", "maps": "max_map_
 WORDS = {"threads": "threads", "pids_current": "pids.current", "maps": "memory maps",
          "rss_bytes": "RSS", "pids_max": "pids.max", "max_map_count": "vm.max_map_count",
          "memory_limit_bytes": "the memory limit"}
+CPU_SHARE = 0.003  # of one core, for faster samples (pace) and for censuses, each at most
 MIN_INTERVAL_S = 0.1  # the shortest interval short cycles bring (pace)
 LOADED_EVERY_S = 10.0  # the workload's maps scanned for frameworks at most this often
 RLIMITS = {"rlimit_as": "Max address space", "rlimit_data": "Max data size",
@@ -166,6 +167,8 @@ class Sampler(threading.Thread):
         self.peak_threads = 0
         self.censused_at = 0  # the thread count of the last census at a peak
         self.kernel_peak = KernelPeak(memory_dir, memory_v2) if memory_dir else None
+        self.cpu = {"sample": 0.0, "census": 0.0}  # this thread's CPU seconds, each
+        self.last_census: tuple[dict[str, dict[str, int]], float] | None = None
         self.loaded: dict[str, dict[str, str]] = {}  # frameworks the workload has mapped
         self.loaded_at = 0.0
         from launcher.telemetry.gpus import GpuSampler
@@ -178,6 +181,13 @@ class Sampler(threading.Thread):
             return self._sample(extra)
 
     def _sample(self, extra: dict[str, Any] | None) -> dict[str, Any]:
+        began = time.thread_time()
+        try:
+            return self._take(extra)
+        finally:
+            self.cpu["sample"] += time.thread_time() - began
+
+    def _take(self, extra: dict[str, Any] | None) -> dict[str, Any]:
         processes = tree(self.pid)
         got = read_tree(self.pid, processes)
         pids_current = (read_int_or_none(self.pids_dir / "pids.current") if self.pids_dir
@@ -224,9 +234,17 @@ class Sampler(threading.Thread):
         self._census(row, processes)
 
     def _census(self, row: dict[str, Any], processes: list[Any]) -> None:
+        """Who the threads are; the last census again (with its time) where a new one would
+        take more than CPU_SHARE of a core over the run (a thousand threads: ~8 ms each)."""
         from launcher.telemetry.census import census
 
-        row["census"] = census(p.pid for p in processes)
+        if self.last_census is not None and self.cpu["census"] > CPU_SHARE * row["t"]:
+            row["census"], row["census_t"] = self.last_census
+            return
+        began = time.thread_time()
+        self.last_census = (census(p.pid for p in processes), row["t"])
+        self.cpu["census"] += time.thread_time() - began
+        row["census"] = self.last_census[0]
         self.censused_at = row["threads"]
 
     def _check(self, row: dict[str, Any]) -> None:
@@ -247,12 +265,22 @@ class Sampler(threading.Thread):
 
     def pace(self, cycle_s: float) -> None:
         """Cycles shorter than a few intervals would each get one sample or none, and their
-        peaks would be missed: sample four times a cycle then (at most every 0.1 s)."""
-        self.every = max(MIN_INTERVAL_S, min(self.interval, cycle_s / 4))
+        peaks would be missed: sample four times a cycle then, at most every 0.1 s and never
+        past CPU_SHARE of a core (a tree of 1,000 threads costs ~2.5 ms a sample)."""
+        per_sample = self.cpu["sample"] / max(self.samples, 1)
+        self.every = max(MIN_INTERVAL_S, per_sample / CPU_SHARE,
+                         min(self.interval, cycle_s / 4))
+
+    def due(self) -> bool:
+        """A row taken within the last interval (a boundary's) is this tick's sample: no two
+        rows closer than the interval asks for, whatever the cycles' pace."""
+        last = self.rows[-1]["t"] if self.rows else -1e9
+        return time.monotonic() - self.start_time - last >= 0.9 * self.every
 
     def run(self) -> None:
         while not self.stop_event.is_set():
-            self.sample()
+            if self.due():
+                self.sample()
             self.stop_event.wait(self.every)
 
     def stop(self) -> None:
