@@ -182,7 +182,7 @@ def test_verdict_reads_an_escape_from_the_counters() -> None:
 
 
 EXTRAS = ("kill9-container", "kill9-limited-scope", "entrypoint-container-ns",
-          "entrypoint-require", "doctor-clean", "report-002", "threads-max")
+          "entrypoint-require", "doctor-clean", "report-002", "threads-max", "growth")
 
 
 @pytest.mark.parametrize("name", EXTRAS)

@@ -86,9 +86,15 @@ def test_an_exact_leak_is_projected_to_the_cycle_that_passes_the_limit():
     assert t is not None and t.grows and t.confident
     assert (t.per_cycle, t.first, t.last) == (7.0, 2, 4)  # fold 1 left out: warm-up
     # fold 5: 37 + 8 = 45 fits under 50; fold 6: 44 + 8 = 52 passes it
-    assert t.reached == 6 and t.uncertainty == 0.0 and t.in_s == pytest.approx(2.0)
+    assert t.reached == 6 and t.uncertainty < 0.3 and t.in_s == pytest.approx(2.0)
     line = growth.live_line(t)
     assert line.startswith("threads +7 per fold (folds 2-4): pids.max 50 reached in fold ~6")
+
+
+def test_two_equal_small_steps_far_from_the_limit_are_not_yet_sure():
+    """+2, +2 may be a noisy leak's (3 +- 1.5 threads a cycle): 44 cycles ahead, not sure."""
+    t = threads_trend(rows_of([5, 10, 12, 14], limit=100), now=3.0)
+    assert t.grows and t.reached == 48 and not t.confident and t.uncertainty > 2.5
 
 
 def test_reaching_a_limit_is_allowed_and_passing_it_is_not():
@@ -121,8 +127,9 @@ def first_projection(floors: list[float], limit: float) -> tuple[int, int, int] 
 
 def test_a_noisy_linear_leak_is_foreseen_within_two_cycles_half_the_run_ahead():
     """+-50% growth per cycle (uniform), death near cycle 15: the first projection said is
-    within two cycles of the death in 19 of 20 runs and comes in the first half of the run in
-    18 (the spread of the steps still to come alone is ~1 cycle: never all of them)."""
+    within two cycles of the death in 18 of these 20 runs, and within four in all, and comes in
+    the first half of the run in every one (the steps still to come alone spread the death by
+    about a cycle: never all within two)."""
     got = []
     for seed in range(20):
         rng = random.Random(seed)
@@ -131,9 +138,9 @@ def test_a_noisy_linear_leak_is_foreseen_within_two_cycles_half_the_run_ahead():
             floors.append(floors[-1] + 3 * rng.uniform(0.5, 1.5))
         got.append(first_projection(floors, limit=55))
     assert None not in got
-    assert sum(abs(named - died) <= 2 for _, named, died in got) >= 19, got
-    assert sum(seen <= died / 2 for seen, _, died in got) >= 18, got
-    assert all(abs(named - died) <= 3 for _, named, died in got), got
+    assert sum(abs(named - died) <= 2 for _, named, died in got) >= 18, got
+    assert all(seen <= died / 2 for seen, _, died in got), got
+    assert all(abs(named - died) <= 4 for _, named, died in got), got
 
 
 def test_a_limit_beyond_the_runs_known_end_is_not_said():
@@ -348,3 +355,126 @@ def test_a_bad_cycle_pattern_is_one_line_before_anything_runs(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         "error: --cycle 'fold (': not a regular expression: missing ), unterminated subpattern "
         "at position 5"]
+
+
+def test_a_job_chunk_stopped_before_its_limit_is_tried_again_in_a_fresh_process(tmp_path):
+    """growth.stop in the profile: the chunk that would pass pids.max is stopped at a cycle's
+    start (status 75), and the runner tries it again, a fresh process, as a failed one."""
+    import sqlite3
+
+    spec = tmp_path / "job.yaml"
+    spec.write_text(f"name: grows\ncommand: [{sys.executable}, {LEAK}, --threads, '3', "
+                    f"--cycles, '40', --seconds, '0.15']\nitems: 1\nretries: 1\noutput: out\n")
+    prof = tmp_path / "p.yaml"
+    prof.write_text("name: p\nextends: base\nlimits:\n  pids: 40\ngrowth:\n  stop: true\n")
+    proc = subprocess.run([sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p",
+                           str(prof)], capture_output=True, text=True, timeout=300,
+                          cwd=tmp_path)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    db = sqlite3.connect(tmp_path / "out/ledger.sqlite")
+    state, attempts, status, why = db.execute(
+        "SELECT state, attempts, exit_status, diagnosis FROM chunks").fetchone()
+    assert (state, attempts, status) == ("failed", 2, 75), why
+    assert why.startswith("stopped before cycle ") and "growth.stop (" in why, why
+    assert "Trying again (1 of 2 attempts used)" in proc.stdout + proc.stderr
+    log = (tmp_path / "out/chunks/00000/log.txt").read_text()
+    assert log.count("SIGTERM: checkpoint written after cycle") == 2  # each attempt stopped
+
+
+# -- brief peaks: a thread failure no sample saw -----------------------------------------
+
+BRIEF = ROOT / "tests/fixtures/brief_bomb.py"
+
+
+def brief_failure(tmp_path: Path, prefix: tuple[str, ...], uid: int = 0) -> tuple[str, str]:
+    """(the supervisor's own sentence, launcher's) for the brief bomb under `prefix`."""
+    import os
+    import shutil
+    import tempfile
+
+    from tests.test_thread_causes import _python_for, _reachable
+
+    py = _python_for(uid)
+    if uid:
+        if not _reachable(ROOT / "launcher/__init__.py"):
+            pytest.skip(f"UID {uid} cannot read {ROOT}")
+        tmp_path = Path(tempfile.mkdtemp(prefix="launcher-brief-", dir="/tmp"))
+        tmp_path.chmod(0o777)
+    exit_file = tmp_path / "exit.json"
+    user = ("setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups") if uid else ()
+    proc = subprocess.run([*user, *prefix, py, "-m", "launcher.supervise", "--", py,
+                           str(BRIEF)], capture_output=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "LAUNCHER_RESOLVED": "1",
+                               "LAUNCHER_EXIT_FILE": str(exit_file),
+                               "PYTHONPATH": str(ROOT)})
+    ended = json.loads(exit_file.read_text())
+    if uid:
+        shutil.rmtree(tmp_path)
+    words = FailureText()
+    words.feed(proc.stdout + proc.stderr)
+    record = growth_record([], {"failure_text": words.found}, ended, status=ended["status"])
+    assert proc.returncode == 11 and ended["reason"] == "exit", ended
+    return ended["diagnosis"], record["diagnosis"]
+
+
+@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="needs root (setpriv)")
+def test_a_brief_rlimit_nproc_failure_is_named_as_the_likeliest(tmp_path):
+    own, said = brief_failure(tmp_path, ("prlimit", "--nproc=60:60"), uid=65534)
+    assert own == "the workload exited with its own status 11."  # no sample saw the peak
+    assert said.startswith("the workload exited with its own status 11; likeliest (not "
+                           "counted: the peak was shorter than a sample), RLIMIT_NPROC 60 for "
+                           "UID 65534"), said
+    assert said.endswith("the workload printed \"RuntimeError: can't start new thread "
+                         "(after " + said.split("(after ")[1].split(")")[0] + ")\".")
+
+
+def test_a_brief_rlimit_as_failure_is_named_as_the_likeliest(tmp_path):
+    own, said = brief_failure(tmp_path, ("prlimit", f"--as={1_500_000 * 1024}"))
+    assert own == "the workload exited with its own status 11."
+    assert "likeliest (not counted: the peak was shorter than a sample), RLIMIT_AS 1.4GiB, " \
+           "with each thread reserving a 8MiB stack" in said, said
+
+
+# -- a real Keras k-fold that keeps each fold's dataset and iterator ------------------------
+
+KFOLD = ROOT / "examples/growth/kfold_keras.py"
+
+
+def kfold(tmp_path: Path, *flags: str) -> tuple[int, str, dict[str, Any]]:
+    import os
+
+    pytest.importorskip("tensorflow")
+    prof = tmp_path / "p50.yaml"
+    prof.write_text("name: p50\nextends: base\nlimits:\n  pids: 50\n")
+    runs = tmp_path / "runs"
+    proc = subprocess.run(
+        [sys.executable, "-m", "launcher", "run", "--runtime", "native", "--profile", str(prof),
+         "--framework", "tf", "--name", "k", *flags, "--", sys.executable, str(KFOLD),
+         "--folds", "8", "--checkpoint", str(tmp_path / "ckpt.json")],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path,
+        env={**os.environ, "LAUNCHER_RUNS_DIR": str(runs)})
+    return proc.returncode, proc.stdout + proc.stderr, json.loads(
+        (runs / "k/summary.json").read_text())
+
+
+def test_a_keras_kfold_is_foreseen_before_the_fold_that_dies_and_its_growth_named(tmp_path):
+    rc, out, summary = kfold(tmp_path)
+    g = summary["growth"]
+    died = g["cycles"][-1]["n"]
+    assert rc != 0 and "the pids limit was reached" in out, out[-3000:]
+    first = g["said"][0]
+    assert g["unit"] == "fold" and first["cycle"] < died, (g["said"], died)
+    assert "threads +7 per fold" in first["line"] and "tf.data" in first["line"], first
+    assert summary["diagnosis"].startswith(
+        f"threads grew +7 per fold among its unnamed threads; pids.max 50 was reached in fold "
+        f"{died}; a higher limit only delays it: free each fold's datasets, iterators and "
+        f"models"), summary["diagnosis"]
+
+
+def test_a_keras_kfold_stops_cleanly_before_the_fold_that_would_die(tmp_path):
+    rc, out, summary = kfold(tmp_path, "--stop-before-limit")
+    stopped = summary["growth"]["stopped"]
+    assert rc == 75 and "the pids limit was reached" not in out, out[-3000:]
+    assert f"checkpoint written after fold {stopped['cycle'] - 1}" in out
+    saved = json.loads((tmp_path / "ckpt.json").read_text())
+    assert saved["completed_folds"] == stopped["cycle"] - 1

@@ -15,6 +15,7 @@ from pathlib import Path
 from launcher import contract
 from launcher.caps.resolve import Resolved
 from launcher.contract import read_exit
+from launcher.jobs.growth_guard import ChunkGrowth
 from launcher.jobs.ledger import Chunk
 from launcher.jobs.spec import JobSpec
 from launcher.runtime.engine import Engine, Started
@@ -116,6 +117,7 @@ class LocalExecutor:
         timed_out = threading.Event()
         timers: list[threading.Timer] = []
         own_memory: list[bool] = []  # the chunk had a memory cgroup of its own
+        grows = ChunkGrowth.wanted(self.r, cdir)  # stopped before a limit, where asked
         with (cdir / "log.txt").open("ab") as log:
 
             partial = {"stdout": b"", "stderr": b""}
@@ -125,9 +127,13 @@ class LocalExecutor:
                 log.flush()
                 *lines, partial[stream] = (partial[stream] + data).split(b"\n")
                 tail.extend(line.decode(errors="replace") for line in lines)
+                if grows is not None:
+                    grows.output(stream, data)
 
             def on_start(info: Started) -> None:
                 own_memory.append("memory" in info.enforcement.enforced)
+                if grows is not None:
+                    grows.started(info)
                 if observe is not None:
                     observe(info)
                 with self.lock:
@@ -156,6 +162,7 @@ class LocalExecutor:
             finally:
                 for t in timers:
                     t.cancel()
+                stopped = grows.ended() if grows is not None else None
                 with self.lock:
                     self.running.pop(chunk.id, None)
         ended = read_exit(exit_file) or {}  # how it ended: the supervisor's exit file alone
@@ -164,6 +171,8 @@ class LocalExecutor:
             f"the supervisor ended with status {status} before it could say why.")
         if timed_out.is_set():
             diagnosis = f"the chunk took longer than its {self.spec.timeout:g}s timeout."
+        elif stopped is not None:
+            status, diagnosis = stopped
         elif status == 0:
             status, diagnosis = commit_output(Path(env[contract.CHUNK_OUT]), chunk, status,
                                               diagnosis)

@@ -43,12 +43,13 @@ SERIES = {s.key: s for s in (
     Series("maps", "max_map_count", "memory maps", "vm.max_map_count", False, 0.0),
     Series("files", "nofile", "open files", "RLIMIT_NOFILE", False, 0.0),
 )}
-KERNEL_PEAK = {"memory_bytes": "memory_peak_bytes"}  # a boundary row's peak since the last
+KERNEL_PEAK = "memory_peak_bytes"  # a boundary row's: the cgroup's peak charge since the last
 MIN_POINTS = 3  # floors in a fit: two steps
 NOISY_STEPS = 5  # steps a fit needs when they differ (equal steps: an exact leak, two do)
+COUNT_SPREAD = 0.5  # the least spread of a count's steps (threads, maps, files)
 T_MIN = 3.0  # mean step / its standard error
-SEEN_SHARE = 0.35  # of a noisy projection's cycles, seen before it is said
-SURE_CYCLES = 2.0  # the projected cycle's uncertainty (one standard error) at most
+SEEN_SHARE = 0.3  # of a noisy projection's cycles, seen before it is said
+SURE_CYCLES = 2.5  # the projected cycle's spread (one standard error) at most
 
 
 @dataclass
@@ -61,6 +62,7 @@ class Cycle:
     census: dict[str, dict[str, int]] | None  # at its start: pool -> {thread name: count}
     limits: dict[str, float]
     loaded: dict[str, dict[str, str]]  # frameworks mapped: {label: {"unnamed", "fix"}}
+    kernel_peak: int | None = None  # the memory cgroup's peak charge in it, where kept
 
     @property
     def seconds(self) -> float | None:
@@ -119,15 +121,16 @@ def cycles_of(rows: list[Row], unit: str | None = None) -> tuple[str | None, lis
         limits: dict[str, float] = {}
         for key, s in SERIES.items():
             values = [r[key] for r in span if isinstance(r.get(key), int | float)]
-            if end is not None and isinstance(end.get(KERNEL_PEAK.get(key, "")), int | float):
-                values.append(end[KERNEL_PEAK[key]])  # what the kernel saw between the two
             if values:
                 floor[key], peak[key] = min(values), max(values)
             got = [r[s.limit_key] for r in span if r.get(s.limit_key)]
             if got:
                 limits[key] = got[-1]
+        # the kernel's own peak charge between the two boundaries (page cache included, so
+        # shown beside the working set, not mixed into it)
+        kernel = end.get(KERNEL_PEAK) if end is not None else None
         out.append(Cycle(n, t0, t1, floor, peak, mark.get("census"), limits,
-                         mark.get("loaded") or {}))
+                         mark.get("loaded") or {}, kernel if isinstance(kernel, int) else None))
     return unit, out
 
 
@@ -146,14 +149,22 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
     steps = [(b.floor[key] - a.floor[key]) / max(b.n - a.n, 1)
              for a, b in zip(cyc, cyc[1:], strict=False)]
     mean = statistics.fmean(steps)
-    se = statistics.stdev(steps) / math.sqrt(len(steps)) if len(steps) > 1 else 0.0
-    exact = se == 0.0
+    sd = statistics.stdev(steps) if len(steps) > 1 else 0.0
+    exact = sd == 0.0 and not s.in_bytes  # a count that grew by the same each cycle
+    # a count's steps are whole numbers: two equal ones may still be a noisy leak's, so their
+    # spread is taken as at least half a step of one (a leak of 3 +- 1.5 threads a cycle can
+    # step 2, 2; the k-fold's exact +7 stays sure, a +2 far from its limit waits)
+    sd = max(sd, COUNT_SPREAD) if not s.in_bytes else sd
+    se = sd / math.sqrt(len(steps))
     rising = sum(d > 0 for d in steps) >= 2 * len(steps) / 3
     trend = mean > s.min_step and rising and (exact or (
         len(steps) >= NOISY_STEPS and mean >= T_MIN * se))
     durations = [c.seconds for c in cycles if c.seconds]
     per_cycle_s = statistics.median(durations) if durations else None
     limit = limits.get(key) if limits is not None else cyc[-1].limits.get(key)
+    if key == "rss_bytes" and any("memory_bytes" in c.floor for c in cyc):
+        limit = None  # the cgroup's working set meets the limit; a tree's RSS counts shared
+        # pages once per process, the supervisor's too
     reached = uncertainty = in_s = None
     if trend and limit:
         closed = [c for c in cyc if c.t1 is not None] or cyc
@@ -165,7 +176,6 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
         reached = last.n + ahead
         # one standard error: of the mean step, carried over the cycles ahead, and the
         # steps still to come, which vary as the past ones did (a random walk's spread)
-        sd = se * math.sqrt(len(steps))
         uncertainty = math.hypot(ahead * se, math.sqrt(ahead) * sd) / mean if mean else None
         if per_cycle_s is not None:
             into = (now - last.t0) if now is not None else 0.0
@@ -285,7 +295,8 @@ def death_clause(t: Trend, died_in: int | None, fix: str, *,
 def to_json(unit: str | None, cycles: list[Cycle], found: list[Trend]) -> dict[str, Any]:
     return {"unit": unit,
             "cycles": [{"n": c.n, "t0": c.t0, "t1": c.t1, "floor": c.floor, "peak": c.peak,
-                        "census": c.census, "limits": c.limits} for c in cycles],
+                        "kernel_peak": c.kernel_peak, "census": c.census, "limits": c.limits}
+                       for c in cycles],
             "trends": [t.to_json() for t in found]}
 
 

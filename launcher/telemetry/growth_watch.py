@@ -11,11 +11,13 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from launcher.telemetry.cycles import WINDOW, Boundary, CycleMarks
 from launcher.telemetry.failures import FailureText
-from launcher.telemetry.growth import Trend, first_death, live_line, trends
+
+if TYPE_CHECKING:  # the fit is imported at the first boundary, not at every run's start
+    from launcher.telemetry.growth import Trend
 
 STOP_GRACE_S = 10.0  # after the SIGTERM, SIGKILL
 STOPPED_STATUS = 75  # EX_TEMPFAIL: stopped before a limit; run it again in a fresh process
@@ -29,6 +31,26 @@ class GrowthOptions:
     window: float = 30.0  # seconds that stand in for a cycle where no line marks one
     stop: bool = False  # stop the workload before the cycle that would reach a limit
     stop_by: str = "--stop-before-limit"  # what asked for it, for the sentences
+
+    @classmethod
+    def of(cls, profile: Any, *, cycle: str | None = None, stop: bool = False,
+           cycle_by: str = "--cycle") -> GrowthOptions:
+        """From the flags (`cycle`, `stop`), else the profile's growth keys. ValueError names
+        the pattern that cannot mark cycles, and where it came from."""
+        from launcher.telemetry.cycles import compile_pattern
+
+        text = cycle if cycle is not None else profile.get("growth.cycle")
+        pattern = None
+        if text is not None:
+            try:
+                pattern = compile_pattern(str(text))
+            except ValueError as exc:
+                where = cycle_by if cycle is not None else (
+                    f"{profile.where('growth.cycle')}: growth.cycle")
+                raise ValueError(f"{where} {text!r}: {exc}") from None
+        by = "--stop-before-limit" if stop else f"growth.stop ({profile.where('growth.stop')})"
+        return cls(pattern=pattern, window=float(profile.get("growth.window") or 30.0),
+                   stop=stop or bool(profile.get("growth.stop")), stop_by=by)
 
 
 @dataclass
@@ -92,6 +114,8 @@ class GrowthWatch:
             self.boundary(Boundary(WINDOW, n, None, f"{self.options.window:g} s window {n}"))
 
     def assess(self, force: bool = False) -> None:
+        from launcher.telemetry.growth import first_death, live_line, trends
+
         rows = self.sampler.rows
         now = rows[-1]["t"] if rows else 0.0
         if not force and now - self.assessed_at < MIN_ASSESS_S:

@@ -27,7 +27,8 @@ LIMIT_OF = {"threads": "pids_max", "pids_current": "pids_max", "maps": "max_map_
 WORDS = {"threads": "threads", "pids_current": "pids.current", "maps": "memory maps",
          "rss_bytes": "RSS", "pids_max": "pids.max", "max_map_count": "vm.max_map_count",
          "memory_limit_bytes": "the memory limit"}
-CPU_SHARE = 0.003  # of one core, for faster samples (pace) and for censuses, each at most
+CPU_SHARE = 0.003  # of one core, for censuses at most (a thousand threads: ~8 ms each)
+PACE_SHARE = 0.02  # of one core, for the faster samples of short cycles at most
 MIN_INTERVAL_S = 0.1  # the shortest interval short cycles bring (pace)
 LOADED_EVERY_S = 10.0  # the workload's maps scanned for frameworks at most this often
 RLIMITS = {"rlimit_as": "Max address space", "rlimit_data": "Max data size",
@@ -97,6 +98,28 @@ def soft_limits(pid: int) -> dict[str, int | None]:
                 soft = line[len(row):].split()[0]
                 out[key] = int(soft) if soft.isdigit() else None
     return out
+
+
+def working_set(memory_dir: Path) -> int | None:
+    """The cgroup's charge less its inactive file cache, which the kernel reclaims before it
+    kills anything (the kubelet's working set): what runs into the memory limit. On v1 the
+    charge is memory.stat's rss + cache, which the kernel keeps to the page, where
+    usage_in_bytes moves in per-CPU batches of 256 KiB (the v1 docs say to use the stat)."""
+    stat: dict[bytes, int] = {}
+    try:
+        with open(memory_dir / "memory.stat", "rb") as f:
+            for line in f:
+                key, _, value = line.partition(b" ")
+                stat[key] = int(value)
+    except (OSError, ValueError):
+        pass
+    if b"total_rss" in stat:  # v1
+        usage: int | None = stat[b"total_rss"] + stat.get(b"total_cache", 0)
+        inactive = stat.get(b"total_inactive_file", 0)
+    else:
+        usage = read_int_or_none(memory_dir / "memory.current")
+        inactive = stat.get(b"inactive_file", 0)
+    return None if usage is None else max(0, usage - inactive)
 
 
 class KernelPeak:
@@ -198,9 +221,7 @@ class Sampler(threading.Thread):
                                    "pids_max", "max_map_count", "memory_limit_bytes",
                                    *RLIMITS)}}
         if self.memory_dir is not None:  # the run's own memory cgroup: the kernel's charge
-            usage = read_int_or_none(self.memory_dir / "memory.current") or read_int_or_none(
-                self.memory_dir / "memory.usage_in_bytes")
-            row["memory_bytes"] = usage
+            row["memory_bytes"] = working_set(self.memory_dir)
         if self.gpus is not None:  # GPU memory and utilisation, when GPUs exist
             row["gpus"] = self.gpus.sample()
         if extra is not None:  # a boundary: the limits now, the kernel's peak, a census
@@ -266,9 +287,9 @@ class Sampler(threading.Thread):
     def pace(self, cycle_s: float) -> None:
         """Cycles shorter than a few intervals would each get one sample or none, and their
         peaks would be missed: sample four times a cycle then, at most every 0.1 s and never
-        past CPU_SHARE of a core (a tree of 1,000 threads costs ~2.5 ms a sample)."""
+        past PACE_SHARE of a core (TensorFlow's tree costs ~3 ms a sample: every 0.15 s)."""
         per_sample = self.cpu["sample"] / max(self.samples, 1)
-        self.every = max(MIN_INTERVAL_S, per_sample / CPU_SHARE,
+        self.every = max(MIN_INTERVAL_S, per_sample / PACE_SHARE,
                          min(self.interval, cycle_s / 4))
 
     def due(self) -> bool:

@@ -26,16 +26,20 @@ def cycle_rows(growth: dict[str, Any]) -> list[tuple[str, ...]]:
     keys = [k for k in SHOWN if any(k in c["floor"] for c in cycles) and (
         k in trending or k in ("threads", "rss_bytes"))]
     unit = growth.get("unit") or "cycle"
-    rows = [(unit, "seconds", *(f"{SERIES[k].word} (floor-peak)" for k in keys))]
+    kernel = any(c.get("kernel_peak") for c in cycles)
+    rows = [(unit, "seconds", *(f"{SERIES[k].word} (floor-peak)" for k in keys),
+             *(("memory peak (kernel)",) if kernel else ()))]
     picked = cycles if len(cycles) <= MAX_ROWS else (
         cycles[:MAX_ROWS // 2] + [None] + cycles[-MAX_ROWS // 2:])
     for c in picked:
         if c is None:
-            rows.append(("...", "", *("" for _ in keys)))
+            rows.append(("...", "", *("" for _ in keys), *(("",) if kernel else ())))
             continue
         secs = f"{c['t1'] - c['t0']:.1f}" if c.get("t1") is not None else "(last)"
         rows.append((str(c["n"]), secs, *(_cell(k, c["floor"].get(k), c["peak"].get(k))
-                                          for k in keys)))
+                                          for k in keys),
+                     *((_cell("memory_bytes", c.get("kernel_peak"), c.get("kernel_peak")),)
+                       if kernel else ())))
     return rows
 
 

@@ -442,23 +442,12 @@ def _workload_paths(spec: RunSpec, run_dir: Path) -> None:
 def _growth_options(req: RunRequest, r: Resolved) -> Any:
     """What marks a cycle (--cycle, else the profile's growth.cycle, else the defaults), the
     window that stands in where nothing does, and whether to stop before a limit."""
-    from launcher.telemetry.cycles import compile_pattern
     from launcher.telemetry.growth_watch import GrowthOptions
 
-    text = req.cycle if req.cycle is not None else r.profile.get("growth.cycle")
-    pattern = None
-    if text is not None:
-        try:
-            pattern = compile_pattern(str(text))
-        except ValueError as exc:
-            where = "--cycle" if req.cycle is not None else (
-                f"{r.profile.where('growth.cycle')}: growth.cycle")
-            raise LauncherError(f"{where} {text!r}: {exc}") from None
-    stop_by = ("--stop-before-limit" if req.stop_before_limit else
-               f"growth.stop ({r.profile.where('growth.stop')})")
-    return GrowthOptions(pattern=pattern, window=float(r.profile.get("growth.window") or 30.0),
-                         stop=req.stop_before_limit or bool(r.profile.get("growth.stop")),
-                         stop_by=stop_by)
+    try:
+        return GrowthOptions.of(r.profile, cycle=req.cycle, stop=req.stop_before_limit)
+    except ValueError as exc:
+        raise LauncherError(str(exc)) from None
 
 
 def _check_limits(engine: Engine, spec: RunSpec, tell: Teller) -> None:

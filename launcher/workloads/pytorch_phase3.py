@@ -133,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"pytorch-phase3: {len(grid)} points on {device}, torch {torch.__version__}, "
           f"{torch.get_num_threads()} intra-op threads; {describe_limits(lim)}", flush=True)
     points = []
-    for envs, batch in grid:
+    for i, (envs, batch) in enumerate(grid, 1):
+        print(f"  cycle {i}/{len(grid)}: envs {envs} x batch {batch}", flush=True)  # growth unit
         try:
             row = run_point(envs, batch, seq=seq, d_model=d_model, seconds=seconds,
                             device=device)

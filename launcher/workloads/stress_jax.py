@@ -221,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     fn, params = build(args.phase, steps), init_params()
     runs: list[dict[str, Any]] = []
     stopped = None
-    for n in space:
+    for i, n in enumerate(space, 1):
+        print(f"  cycle {i}/{len(space)}: num_envs {n}", flush=True)  # launcher's growth unit
         lim = limits()
         need = n * bytes_per_env(steps, args.phase) * 4  # x4: XLA buffers and copies
         if lim["memory_limit"] and lim["memory_usage"] is not None:

@@ -1,0 +1,56 @@
+"""A chunk's growth, where the profile asks for the stop (`growth.stop`): its output marks its
+cycles, its telemetry goes to the chunk's folder, and it is stopped at the start of the cycle
+that growth would take past a limit. The runner then tries it again in a fresh process (a
+stopped chunk is an attempt, like a failed one), with the stop's words as its diagnosis."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO, Any
+
+from launcher.caps.resolve import Resolved
+from launcher.runtime.engine import Started
+from launcher.telemetry.growth_watch import STOPPED_STATUS, GrowthOptions, GrowthWatch
+
+
+class ChunkGrowth:
+    def __init__(self, r: Resolved, folder: Path) -> None:
+        self.r, self.folder = r, folder
+        self.said: list[str] = []
+        self.watch = GrowthWatch(GrowthOptions.of(r.profile), self.said.append)
+        self.sampler: Any = None
+        self.out: IO[str] | None = None
+
+    @classmethod
+    def wanted(cls, r: Resolved, folder: Path) -> ChunkGrowth | None:
+        return cls(r, folder) if r.profile.get("growth.stop") else None
+
+    def started(self, info: Started) -> None:
+        from launcher.telemetry.sampler import Sampler
+        from launcher.telemetry.watch import limits_of, memory_dir_of
+
+        if info.pid is None:
+            return
+        limits, pids_dir = limits_of(info.pid, self.r.facts)
+        memory_dir, v2 = (memory_dir_of(info.pid) if "memory" in info.enforcement.enforced
+                          else (None, False))
+        self.out = (self.folder / "telemetry.jsonl").open("a")
+        self.sampler = Sampler(info.pid, self.out, limits, pids_dir=pids_dir,
+                               memory_dir=memory_dir, memory_v2=v2,
+                               on_sample=self.watch.on_sample)
+        self.watch.attach(self.sampler, info.stop)
+        self.sampler.start()
+
+    def output(self, stream: str, data: bytes) -> None:
+        self.watch.output(stream, data)
+
+    def ended(self) -> tuple[int, str] | None:
+        """(75, why) when the chunk was stopped before a limit; None otherwise."""
+        if self.sampler is not None:
+            self.sampler.stop()
+        if self.out is not None:
+            self.out.close()
+        stopped = self.watch.stopped
+        if stopped is None:
+            return None
+        return STOPPED_STATUS, f"{stopped['why']}."
