@@ -85,8 +85,9 @@ def main() -> int:
         flats = [flat_run(tmp, i, a.seconds) for i in range(a.flat)]
     print("leak            limit           first said  named  died  error  lead (share of run)")
     for r in rows:
+        error = "-" if r["error"] is None else r["error"]
         print(f"{r['leak']:<15} {r['limit']:<15} cycle {r['said_in'] or '-':<5} "
-              f"{r['named'] or '-':<6} {r['died_in'] or '-':<5} {r['error'] if r['error'] is not None else '-':<6} "
+              f"{r['named'] or '-':<6} {r['died_in'] or '-':<5} {error:<6} "
               f"{r['lead_s'] or '-'} s of {r['run_s']} s ({r['lead_share'] or '-'})")
     ok = sum(r["error"] is not None and abs(r["error"]) <= 2 for r in rows)
     ahead = sum((r["lead_share"] or 0) >= 0.5 for r in rows)
