@@ -310,6 +310,45 @@ def test_a_memory_leak_under_a_memory_limit_is_named(tmp_path):
     assert "the memory limit 250MiB was reached in cycle" in summary["diagnosis"]
 
 
+def test_open_files_that_grow_to_rlimit_nofile_are_named_from_the_workloads_words(tmp_path):
+    rc, out, summary = launcher_run(tmp_path, "limits:\n  nofile: 64\n", "--files", "3",
+                                    "--cycles", "40", "--seconds", "0.15")
+    assert rc != 0 and "Too many open files" in out, out
+    assert summary["diagnosis"].startswith("open files grew +3 per cycle; RLIMIT_NOFILE 64 was "
+                                           "reached in cycle "), summary["diagnosis"]
+    assert "close what each cycle opens" in summary["diagnosis"]
+
+
+def test_time_windows_stand_in_where_no_line_marks_a_cycle(tmp_path):
+    rc, out, summary = launcher_run(tmp_path, "limits:\n  pids: 130\ngrowth:\n  window: 1\n",
+                                    "--threads", "2", "--cycles", "200", "--seconds", "0.25",
+                                    flags=("--cycle", "never printed"))
+    g = summary["growth"]
+    assert g["unit"] == "window" and len(g["cycles"]) >= 8, g["cycles"]
+    assert rc != 0 and g["said"], out
+    per = float(g["said"][0]["line"].split("threads +")[1].split(" per window")[0])
+    assert 6 <= per <= 10, g["said"]  # 2 threads every 0.25 s: 8 a second
+
+
+def test_a_bug_in_the_watch_ends_the_watch_not_the_run():
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+    said: list[str] = []
+
+    class Broken:
+        rows: list[dict[str, Any]] = []
+
+        def sample(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+            raise OSError("gone")
+
+    watch = GrowthWatch(GrowthOptions(), said.append)
+    watch.attach(Broken(), None)
+    watch.output("stdout", b"fold 1\nfold 2\n")  # no exception escapes into the pump
+    watch.output("stdout", b"fold 3\n")
+    assert watch.broken and said == [
+        "warning: growth is no longer watched in this run (OSError: gone)"]
+
+
 @pytest.mark.parametrize("args", [
     ("--sawtooth-mib", "100"),  # 100 MB allocated and freed each cycle
     ("--churn-threads", "8"),  # threads started and joined each cycle

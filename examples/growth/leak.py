@@ -2,9 +2,9 @@
 
     python3 leak.py --threads 3 --mib 0 --cycles 100 --seconds 0.5 --noise 0.5
 
-Each cycle prints `cycle N` (flushed), then keeps `--threads` more idle threads and `--mib` more
-MiB (touched) alive: a leak, as a fold that keeps its datasets. `--noise` varies each cycle's
-length and growth by up to that share (0.5: +-50%). `--sawtooth-mib` allocates and frees that
+Each cycle prints `cycle N` (flushed), then keeps `--threads` more idle threads, `--mib` more
+MiB (touched) and `--files` more open files alive: a leak, as a fold that keeps its datasets.
+`--noise` varies each cycle's length and growth by up to that share (0.5: +-50%). `--sawtooth-mib` allocates and frees that
 much within each cycle, and `--churn-threads` starts and joins that many threads: neither grows.
 On SIGTERM it says which cycle it finished and exits 0, as a script that checkpoints would.
 """
@@ -26,6 +26,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--threads", type=float, default=0.0, help="threads kept per cycle")
     ap.add_argument("--mib", type=float, default=0.0, help="MiB kept per cycle")
+    ap.add_argument("--files", type=int, default=0, help="files kept open per cycle")
     ap.add_argument("--cycles", type=int, default=50)
     ap.add_argument("--seconds", type=float, default=0.5, help="length of a cycle")
     ap.add_argument("--noise", type=float, default=0.0, help="+- share of length and growth")
@@ -51,6 +52,7 @@ def main() -> int:
             t.start()
             kept.append(t)
             owed_threads -= 1
+        kept.extend(open(__file__) for _ in range(a.files))  # noqa: SIM115 - kept open
         if a.mib:
             block = bytearray(int(a.mib * vary * (1 << 20)))
             block[::4096] = b"x" * len(block[::4096])  # touched: resident

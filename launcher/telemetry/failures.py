@@ -21,6 +21,7 @@ TEXTS = (
     ("memory", re.compile(r"cannot allocate memory for thread-local data|"
                           r"Cannot allocate memory|std::bad_alloc|MemoryError|"
                           r"memory allocation failed", re.IGNORECASE)),
+    ("files", re.compile(r"Too many open files|EMFILE", re.IGNORECASE)),
 )
 
 
@@ -45,6 +46,7 @@ class FailureText:
 def likeliest(found: dict[str, str], at: dict[str, Any]) -> str | None:
     """One clause naming the likeliest limit behind the failure text `found` (kind -> line),
     from `at` (the supervisor's `limits_at_start`); None when no limit fits the words."""
+    found = {k: v for k, v in found.items() if k in ("thread", "memory")}
     if not found:
         return None
     stack = int(at.get("stack") or 8 << 20) + GUARD

@@ -13,12 +13,37 @@ from launcher.telemetry.growth import SERIES, Trend, death_clause, died_in, to_j
 from launcher.telemetry.growth_watch import STOPPED_STATUS
 from launcher.threadpools import MEMORY_FIX
 
+FIXES = {"files": "close what each cycle opens (files, sockets, pipes, DataLoader workers' "
+                  "handles), or run each cycle in a fresh process",
+         "maps": "free each cycle's mappings (memory-mapped files, allocator arenas, thread "
+                 "stacks with their threads), or run each cycle in a fresh process"}
+
 # the supervisor's reason -> the series that ran into it, and the limit in words where the
 # series' own limit is not the one that was hit
 DIED_OF = {"pids": ("threads", None), "exit-pids": ("threads", None),
            "nproc": ("threads", "RLIMIT_NPROC"), "threads-max": ("threads", "kernel.threads-max"),
            "oom": ("memory_bytes", None), "as": ("vm_size_bytes", None),
-           "data": ("vm_data_bytes", None)}
+           "data": ("vm_data_bytes", None), "maps": ("maps", None), "files": ("files", None)}
+NEAR = 0.95  # of a limit: a series this close to it at the end is taken to have met it
+
+
+def words_reason(words: dict[str, str], cycles: list[Any],
+                 found: list[Trend]) -> list[str | None]:
+    """Limits that no cgroup counter shows, from the workload's words and the last cycle:
+    `Too many open files` with the files at RLIMIT_NOFILE, an allocation that failed with
+    the memory maps at vm.max_map_count (sampled near it, or growing to it in that cycle)."""
+    last = cycles[-1] if cycles else None
+    if last is None:
+        return []
+
+    def near(key: str) -> bool:
+        limit = last.limits.get(key)
+        t = next((t for t in found if t.series == key and t.grows), None)
+        return bool(limit) and (last.peak.get(key, 0) >= NEAR * limit or (
+            t is not None and t.reached is not None and t.reached <= last.n + 1))
+
+    return ["files" if "files" in words and near("files") else None,
+            "maps" if "memory" in words and near("maps") else None]
 
 
 def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: dict[str, Any],
@@ -37,9 +62,12 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
                                f"again in a fresh process, or fix the growth).")
         return record
     reason = ended.get("reason")
+    words = watched.get("failure_text") or {}
+    if reason == "exit" and words:  # the workload's own words for a limit no counter shows
+        reason = next((r for r in words_reason(words, cycles, found) if r), reason)
     if reason in DIED_OF:
         record["diagnosis"] = grew_to_death(found, cycles, reason, ended)
-    elif reason == "exit" and watched.get("failure_text"):
+    if record["diagnosis"] is None and reason in ("exit", "maps", "files") and words:
         clause = likeliest(watched["failure_text"], ended.get("limits_at_start") or {})
         if clause:
             record["likeliest"] = clause
@@ -55,5 +83,6 @@ def grew_to_death(found: list[Trend], cycles: list[Any], reason: str,
     t = next((t for t in found if t.series == key and t.grows), None)
     if t is None:
         return None
-    fix = t.fix or (MEMORY_FIX if SERIES[key].in_bytes else fix_for(t.pool))
+    fix = (FIXES[key] if key in FIXES else t.fix or (
+        MEMORY_FIX if SERIES[key].in_bytes else fix_for(t.pool)))
     return death_clause(t, died_in(cycles), fix, limit_word=limit_word) + "."

@@ -73,6 +73,7 @@ class GrowthWatch:
     stopped: dict[str, Any] | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
     real_unit: bool = False
+    broken: bool = False  # a bug in the watch stopped it; the run goes on
     next_window: float = 0.0
     assessed_at: float = -1.0
     shown: Trend | None = None
@@ -86,9 +87,20 @@ class GrowthWatch:
 
     def output(self, stream: str, data: bytes) -> None:
         """The workload's output, as it comes (the engine's pump threads)."""
-        self.failure.feed(data)
-        for b in self.marks.feed(stream, data):
-            self.boundary(b)
+        if self.broken:
+            return
+        try:
+            self.failure.feed(data)
+            for b in self.marks.feed(stream, data):
+                self.boundary(b)
+        except Exception as exc:  # noqa: BLE001 - the watch must never stop the output
+            self._broke(exc)
+
+    def _broke(self, exc: Exception) -> None:
+        """A bug in the watch ends the watch, never the run (its output, its telemetry)."""
+        self.broken = True
+        self.say(f"warning: growth is no longer watched in this run ({type(exc).__name__}: "
+                 f"{exc})")
 
     def boundary(self, b: Boundary) -> None:
         if self.sampler is None:
@@ -108,10 +120,14 @@ class GrowthWatch:
 
     def on_sample(self, row: dict[str, Any]) -> None:
         """Each periodic sample: fixed windows stand in for cycles until a line marks one."""
-        if not self.real_unit and row["t"] >= self.next_window:
-            n = int(self.next_window // self.options.window)
-            self.next_window += self.options.window
+        if self.broken or self.real_unit or row["t"] < self.next_window:
+            return
+        n = int(self.next_window // self.options.window)
+        self.next_window += self.options.window
+        try:
             self.boundary(Boundary(WINDOW, n, None, f"{self.options.window:g} s window {n}"))
+        except Exception as exc:  # noqa: BLE001 - as in output
+            self._broke(exc)
 
     def assess(self, force: bool = False) -> None:
         from launcher.telemetry.growth import first_death, live_line, trends

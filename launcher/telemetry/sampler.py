@@ -201,7 +201,10 @@ class Sampler(threading.Thread):
 
     def sample(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
         with self.lock:
-            return self._sample(extra)
+            row = self._sample(extra)
+        if self.on_sample is not None and extra is None:  # outside the lock: it may mark
+            self.on_sample(row)  # a boundary (a window), which takes a sample of its own
+        return row
 
     def _sample(self, extra: dict[str, Any] | None) -> dict[str, Any]:
         began = time.thread_time()
@@ -236,8 +239,6 @@ class Sampler(threading.Thread):
         self.rows.append(row)
         self.samples += 1
         self._check(row)
-        if self.on_sample is not None and extra is None:
-            self.on_sample(row)
         return row
 
     def _boundary(self, row: dict[str, Any], processes: list[Any]) -> None:
