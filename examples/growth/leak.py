@@ -4,8 +4,9 @@
 
 Each cycle prints `cycle N` (flushed), then keeps `--threads` more idle threads, `--mib` more
 MiB (touched) and `--files` more open files alive: a leak, as a fold that keeps its datasets.
-`--noise` varies each cycle's length and growth by up to that share (0.5: +-50%). `--sawtooth-mib` allocates and frees that
-much within each cycle, and `--churn-threads` starts and joins that many threads: neither grows.
+`--noise` varies each cycle's length and growth by up to that share (0.5: +-50%).
+`--sawtooth-mib` allocates and frees that much within each cycle, and `--churn-threads` starts
+and joins that many threads: neither grows.
 On SIGTERM it says which cycle it finished and exits 0, as a script that checkpoints would.
 """
 
