@@ -292,8 +292,16 @@ def death_clause(t: Trend, died_in: int | None, fix: str, *,
             f"{at}; a higher limit only delays it: {fix}")
 
 
+KEPT_CYCLES = 1000  # in summary.json: a long run's cycles thinned to about this many
+
+
 def to_json(unit: str | None, cycles: list[Cycle], found: list[Trend]) -> dict[str, Any]:
-    return {"unit": unit,
+    """The growth record; a run of more than KEPT_CYCLES cycles keeps every k-th and its last
+    hundred (`cycles_kept` says so; telemetry.jsonl keeps them all)."""
+    every = math.ceil(len(cycles) / KEPT_CYCLES)
+    if every > 1:
+        cycles = [c for i, c in enumerate(cycles) if i % every == 0 or i >= len(cycles) - 100]
+    return {"unit": unit, "cycles_kept": "all" if every == 1 else f"every {every}th",
             "cycles": [{"n": c.n, "t0": c.t0, "t1": c.t1, "floor": c.floor, "peak": c.peak,
                         "kernel_peak": c.kernel_peak, "census": c.census, "limits": c.limits}
                        for c in cycles],

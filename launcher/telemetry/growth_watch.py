@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -22,7 +23,9 @@ if TYPE_CHECKING:  # the fit is imported at the first boundary, not at every run
 STOP_GRACE_S = 10.0  # after the SIGTERM, SIGKILL
 STOPPED_STATUS = 75  # EX_TEMPFAIL: stopped before a limit; run it again in a fresh process
 SPARE_CYCLES = 1  # a stop comes this many cycles before the projected one
-MIN_ASSESS_S = 0.5  # trends fitted at most this often (a step counter marks many cycles)
+MIN_BOUNDARY_S = 0.2  # boundaries closer than this are one (a step counter prints many a
+# second: the cycles recorded then hold several steps, and growth is per step all the same)
+ASSESS_SHARE = 0.01  # of one core, for fitting the trends at most (each fit reads every row)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,7 +78,8 @@ class GrowthWatch:
     real_unit: bool = False
     broken: bool = False  # a bug in the watch stopped it; the run goes on
     next_window: float = 0.0
-    assessed_at: float = -1.0
+    marked_at: float = -1e9  # time.monotonic() of the last boundary recorded
+    assess_cpu: float = 0.0  # CPU seconds the fits took so far
     shown: Trend | None = None
 
     def __post_init__(self) -> None:
@@ -107,8 +111,12 @@ class GrowthWatch:
             return
         with self.lock:
             self.real_unit = self.real_unit or b.unit != WINDOW
+            now = time.monotonic()
+            if now - self.marked_at < MIN_BOUNDARY_S:
+                return
+            self.marked_at = now
             self.sampler.sample({"cycle": b.to_json()})
-            self.assess(force=True)
+            self.assess()
             self._pace()
 
     def _pace(self) -> None:
@@ -129,15 +137,20 @@ class GrowthWatch:
         except Exception as exc:  # noqa: BLE001 - as in output
             self._broke(exc)
 
-    def assess(self, force: bool = False) -> None:
+    def assess(self) -> None:
+        """The trends fitted again, at each boundary, within ASSESS_SHARE of a core: a fit
+        reads every row, so a long run of short cycles fits at fewer of them."""
         from launcher.telemetry.growth import first_death, live_line, trends
 
         rows = self.sampler.rows
         now = rows[-1]["t"] if rows else 0.0
-        if not force and now - self.assessed_at < MIN_ASSESS_S:
+        if self.assess_cpu > ASSESS_SHARE * max(now, 1.0):
             return
-        self.assessed_at = now
-        unit, cycles, found = trends(rows, now=now)
+        began = time.thread_time()
+        try:
+            unit, cycles, found = trends(rows, now=now)
+        finally:
+            self.assess_cpu += time.thread_time() - began
         death = first_death(found)
         if death is None or not cycles:
             return
