@@ -117,8 +117,10 @@ class LocalExecutor:
         timed_out = threading.Event()
         timers: list[threading.Timer] = []
         own_memory: list[bool] = []  # the chunk had a memory cgroup of its own
-        grows = ChunkGrowth.wanted(self.r, cdir)  # stopped before a limit, where asked
         with (cdir / "log.txt").open("ab") as log:
+            # stopped before a limit, where the profile asks; its lines go to the chunk's log
+            grows = ChunkGrowth.wanted(self.r, cdir, lambda line: (
+                log.write(line.encode()), log.flush()))
 
             partial = {"stdout": b"", "stderr": b""}
 

@@ -5,6 +5,7 @@ stopped chunk is an attempt, like a failed one), with the stop's words as its di
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
@@ -14,16 +15,18 @@ from launcher.telemetry.growth_watch import STOPPED_STATUS, GrowthOptions, Growt
 
 
 class ChunkGrowth:
-    def __init__(self, r: Resolved, folder: Path) -> None:
+    def __init__(self, r: Resolved, folder: Path, say: Callable[[str], None]) -> None:
         self.r, self.folder = r, folder
-        self.said: list[str] = []
-        self.watch = GrowthWatch(GrowthOptions.of(r.profile), self.said.append)
+        self.watch = GrowthWatch(GrowthOptions.of(r.profile), lambda line: say(
+            f"launcher: {line}\n"))
         self.sampler: Any = None
         self.out: IO[str] | None = None
 
     @classmethod
-    def wanted(cls, r: Resolved, folder: Path) -> ChunkGrowth | None:
-        return cls(r, folder) if r.profile.get("growth.stop") else None
+    def wanted(cls, r: Resolved, folder: Path,
+               say: Callable[[str], None]) -> ChunkGrowth | None:
+        """One where the profile asks for the stop; `say` takes its lines (the chunk's log)."""
+        return cls(r, folder, say) if r.profile.get("growth.stop") else None
 
     def started(self, info: Started) -> None:
         from launcher.telemetry.sampler import Sampler
@@ -34,7 +37,7 @@ class ChunkGrowth:
         limits, pids_dir = limits_of(info.pid, self.r.facts)
         memory_dir, v2 = (memory_dir_of(info.pid) if "memory" in info.enforcement.enforced
                           else (None, False))
-        self.out = (self.folder / "telemetry.jsonl").open("a")
+        self.out = (self.folder / "telemetry.jsonl").open("w")  # this attempt's
         self.sampler = Sampler(info.pid, self.out, limits, pids_dir=pids_dir,
                                memory_dir=memory_dir, memory_v2=v2,
                                on_sample=self.watch.on_sample)
@@ -46,6 +49,7 @@ class ChunkGrowth:
 
     def ended(self) -> tuple[int, str] | None:
         """(75, why) when the chunk was stopped before a limit; None otherwise."""
+        self.watch.close()
         if self.sampler is not None:
             self.sampler.stop()
         if self.out is not None:

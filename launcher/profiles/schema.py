@@ -44,12 +44,12 @@ def _regex_problem(value: object) -> str | None:
     the re module alone, as launcher/telemetry/cycles.py's compile_pattern)."""
     import re
 
-    if not str(value).strip():
-        return "an empty pattern matches every line"
     try:
-        re.compile(str(value))
+        pattern = re.compile(str(value))
     except re.error as exc:
         return f"not a regular expression: {exc}"
+    if pattern.search("") is not None:
+        return "it matches an empty line, so every line would mark a cycle"
     return None
 
 

@@ -89,6 +89,7 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
     finally:
+        watch.close()  # no SIGKILL after the run for a stop's grace
         for s in samplers:
             s.stop()
         telemetry.close()
@@ -99,11 +100,8 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
         return Ended(result.status, str(ended["diagnosis"]), False, None)
     diagnosis = (ended or {}).get("diagnosis") or (
         f"the workload exited with status {result.status}.")
-    from launcher.telemetry.growth_verdict import growth_record
-
-    rows = samplers[0].rows if samplers else []
-    record = growth_record(rows, watch.result(), ended or {}, status=result.status)
-    status = record.pop("status")
+    record, status = _growth(run_dir, watch, ended or {}, result.status, say)
+    status = status if status is not None else result.status
     if record.get("diagnosis"):
         say(str(record["diagnosis"]))
         diagnosis = str(record["diagnosis"])
@@ -113,6 +111,22 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
                             extra={"growth": record, "exit_status": status,
                                    "workload_status": result.status})
     return Ended(status, diagnosis, ran, summary)
+
+
+def _growth(run_dir: Path, watch: Any, ended: dict[str, Any], status: int,
+            say: Callable[[str], None]) -> tuple[dict[str, Any], int | None]:
+    """The growth record and the run's exit status after it (75 for a stop); a bug here
+    costs the record, never the summary or the workload's status."""
+    from launcher.telemetry.growth_verdict import growth_record
+    from launcher.telemetry.summary import read_series
+
+    try:
+        record = growth_record(read_series(run_dir / "telemetry.jsonl"), watch.result(), ended,
+                               status=status)
+    except Exception as exc:  # noqa: BLE001 - the summary is written all the same
+        say(f"warning: the growth record could not be made ({type(exc).__name__}: {exc})")
+        return {"error": f"{type(exc).__name__}: {exc}"}, None
+    return record, record.pop("status")
 
 
 def _label(framework: str) -> str | None:

@@ -52,7 +52,6 @@ class CycleMarks:
 
     def __init__(self, pattern: re.Pattern[str] | None = None) -> None:
         self.patterns = {CUSTOM: pattern} if pattern is not None else dict(DEFAULT_PATTERNS)
-        self.custom = pattern is not None
         self.partial: dict[str, str] = {}
         self.last: dict[str, int] = {}
         self.counted = 0  # a pattern without a number: the lines it matched
@@ -89,15 +88,16 @@ class CycleMarks:
         groups = m.groupdict()
         if "n" in groups:
             raw, total = groups["n"], groups.get("total")
-        elif m.groups():
+        elif m.groups():  # a second group is the total only where it is a whole number
             raw, total = m.group(1), m.group(2) if len(m.groups()) > 1 else None
         else:
             self.counted += 1
             return self.counted, None
         try:
-            return int(raw), int(total) if total else None
+            n = int(raw)
         except (TypeError, ValueError):
             return None, None
+        return n, int(total) if total and total.isdigit() else None
 
 
 def active_unit(units: list[str]) -> str | None:

@@ -30,12 +30,13 @@ class FailureText:
     """The first line of each kind the workload printed, kept as the output goes past."""
 
     found: dict[str, str] = field(default_factory=dict)
-    partial: bytes = b""
+    partial: dict[str, bytes] = field(default_factory=dict)  # stream -> its unended line
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes, stream: str = "stdout") -> None:
         if len(self.found) == len(TEXTS):
             return
-        *lines, self.partial = (self.partial[-4096:] + data).split(b"\n")
+        *lines, self.partial[stream] = (self.partial.get(stream, b"")[-4096:] + data).split(
+            b"\n")
         for raw in lines:
             line = raw.decode(errors="replace").strip()
             for kind, rx in TEXTS:

@@ -7,7 +7,7 @@ sawtooth or threads started and joined within a cycle raise none: only what cycl
 grows. It is the mean step from one cycle's floor to the next after the warm-up (a random walk
 with drift: growth that varies from cycle to cycle is the usual leak), gated on its standard
 error; the limit is reached in the first cycle whose projected floor plus the largest excess
-of a peak over its floor meets it.
+of a peak over its floor passes it.
 """
 
 from __future__ import annotations
@@ -93,21 +93,26 @@ class Trend:
         return {**asdict(self), "pool_names": list(self.pool_names)}
 
 
-def numbered(marks: list[Row]) -> list[int]:
-    """The workload's own numbers when they rise, else 1, 2, 3..."""
+def numbered(marks: list[Row], after: int = 0) -> list[int]:
+    """The workload's own numbers when they rise (past `after`, the last cycle before these),
+    else after + 1, after + 2..."""
     ns = [int(m["cycle"]["n"]) for m in marks]
     rising = all(b > a for a, b in zip(ns, ns[1:], strict=False))
-    return ns if rising else list(range(1, len(ns) + 1))
+    if rising and (not after or not ns or ns[0] > after):
+        return ns
+    return [after + i for i in range(1, len(ns) + 1)]
 
 
-def cycles_of(rows: list[Row], unit: str | None = None) -> tuple[str | None, list[Cycle]]:
-    """The run's cycles in `unit` (default: the outermost loop its output marked)."""
+def cycles_of(rows: list[Row], unit: str | None = None,
+              after: int = 0) -> tuple[str | None, list[Cycle]]:
+    """The run's cycles in `unit` (default: the outermost loop its output marked); `after`:
+    the number of the cycle before these rows' first (CycleBook's)."""
     marks_all = [r for r in rows if r.get("cycle")]
     unit = unit or active_unit([m["cycle"]["unit"] for m in marks_all])
     marks = [m for m in marks_all if m["cycle"]["unit"] == unit]
     times = [r["t"] for r in rows]  # in order: the sampler writes them so
     out: list[Cycle] = []
-    for i, (mark, n) in enumerate(zip(marks, numbered(marks), strict=True)):
+    for i, (mark, n) in enumerate(zip(marks, numbered(marks, after), strict=True)):
         t0 = mark["t"]
         end = marks[i + 1] if i + 1 < len(marks) else None
         t1 = end["t"] if end is not None else None
@@ -134,6 +139,51 @@ def cycles_of(rows: list[Row], unit: str | None = None) -> tuple[str | None, lis
     return unit, out
 
 
+class CycleBook:
+    """A running run's cycles, kept as its rows come: the closed ones are made once, so a fit
+    at each boundary reads the cycles and the rows of the one still open, not every row."""
+
+    def __init__(self) -> None:
+        self.unit: str | None = None
+        self.units: set[str] = set()
+        self.total: int | None = None
+        self.closed: list[Cycle] = []
+        self.open: Cycle | None = None
+        self.start = 0  # the index, in the rows, of the open cycle's boundary row
+        self.scanned = 0
+
+    def update(self, rows: list[Row]) -> list[Cycle]:
+        """The cycles so far (the last still open), from `rows` (every row of the run, or all
+        from `start` on: the caller may drop the rows before it, then calls `dropped`)."""
+        for r in rows[self.scanned:]:
+            if r.get("cycle"):
+                self.units.add(r["cycle"]["unit"])
+        self.scanned = len(rows)
+        unit = active_unit(sorted(self.units))
+        if unit != self.unit:  # an outer loop showed up: its cycles, from the first row
+            self.unit, self.closed, self.open, self.start = unit, [], None, 0
+        if unit is None:
+            return []
+        after = self.closed[-1].n if self.closed else 0
+        _, cycles = cycles_of(rows[self.start:], unit, after)
+        if not cycles:
+            return []
+        self.closed += cycles[:-1]
+        self.open = cycles[-1]
+        self.start = next(i for i in range(len(rows) - 1, -1, -1)
+                          if rows[i]["t"] == self.open.t0 and rows[i].get("cycle")
+                          and rows[i]["cycle"]["unit"] == unit)
+        total = next((r["cycle"].get("total") for r in reversed(rows[self.start:])
+                      if r.get("cycle") and r["cycle"]["unit"] == unit), None)
+        self.total = total or self.total
+        return [*self.closed, self.open]
+
+    def dropped(self, count: int) -> None:
+        """The caller dropped the first `count` rows (all before `start`)."""
+        self.start -= count
+        self.scanned -= count
+
+
 def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
         total: int | None = None, limits: dict[str, float | None] | None = None
         ) -> Trend | None:
@@ -157,9 +207,13 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
     sd = max(sd, COUNT_SPREAD) if not s.in_bytes else sd
     se = sd / math.sqrt(len(steps))
     rising = sum(d > 0 for d in steps) >= 2 * len(steps) / 3
-    trend = mean > s.min_step and rising and (exact or (
+    # a workload may print every 100th step: growth and time are per number printed, and
+    # the noise floor is held against the growth between two lines
+    gaps = [b.n - a.n for a, b in zip(cyc, cyc[1:], strict=False)]
+    trend = mean * statistics.median(gaps) > s.min_step and rising and (exact or (
         len(steps) >= NOISY_STEPS and mean >= T_MIN * se))
-    durations = [c.seconds for c in cycles if c.seconds]
+    durations = [(b.t0 - a.t0) / max(b.n - a.n, 1)
+                 for a, b in zip(cycles, cycles[1:], strict=False)]
     per_cycle_s = statistics.median(durations) if durations else None
     limit = limits.get(key) if limits is not None else cyc[-1].limits.get(key)
     if key == "rss_bytes" and any("memory_bytes" in c.floor for c in cyc):
@@ -224,16 +278,24 @@ def trends(rows: list[Row], *, now: float | None = None,
     unit, cycles = cycles_of(rows)
     if unit is None:
         return None, [], []
-    fitted = cycles[:-1] if ended and len(cycles) > MIN_POINTS and cycles[-1].t1 is None \
-        else cycles
     total = next((r["cycle"].get("total") for r in reversed(rows)
                   if r.get("cycle") and r["cycle"]["unit"] == unit), None)
+    return unit, cycles, fit_all(unit, cycles, now=now, total=total, limits=limits,
+                                 ended=ended)
+
+
+def fit_all(unit: str, cycles: list[Cycle], *, now: float | None = None,
+            total: int | None = None, limits: dict[str, float | None] | None = None,
+            ended: bool = False) -> list[Trend]:
+    """Every series' trend over `cycles` (trends' work once the cycles are known)."""
+    fitted = cycles[:-1] if ended and len(cycles) > MIN_POINTS and cycles[-1].t1 is None \
+        else cycles
     out = []
     for key in SERIES:
         t = fit(key, unit, fitted, now=now, total=total, limits=limits)
         if t is not None:
             out.append(t)
-    return unit, cycles, out
+    return out
 
 
 def first_death(found: list[Trend]) -> Trend | None:
@@ -269,10 +331,11 @@ def pool_words(t: Trend) -> str:
     return f"; the growing threads are {t.pool}'s{names}"
 
 
-def live_line(t: Trend) -> str:
-    """`threads +7 per fold (folds 2-4): pids.max 50 reached in fold ~5, in ~40 s; ...`"""
+def live_line(t: Trend, *, ended: bool = False) -> str:
+    """`threads +7 per fold (folds 2-4): pids.max 50 reached in fold ~5, in ~40 s; ...`
+    (`ended`: for a report after the run, without the time from now)."""
     s = SERIES[t.series]
-    when = "in the one now running" if t.in_s == 0 else (
+    when = "" if ended else "in the one now running" if t.in_s == 0 else (
         f"in ~{t.in_s:.0f} s" if t.in_s is not None else "")
     lim = show(t.series, t.limit) if t.limit else "?"
     return (f"{s.word} {step(t)} ({t.unit}s {t.first}-{t.last}): {s.limit_word} {lim} reached "
@@ -298,10 +361,11 @@ KEPT_CYCLES = 1000  # in summary.json: a long run's cycles thinned to about this
 def to_json(unit: str | None, cycles: list[Cycle], found: list[Trend]) -> dict[str, Any]:
     """The growth record; a run of more than KEPT_CYCLES cycles keeps every k-th and its last
     hundred (`cycles_kept` says so; telemetry.jsonl keeps them all)."""
-    every = math.ceil(len(cycles) / KEPT_CYCLES)
+    every, count = math.ceil(len(cycles) / KEPT_CYCLES), len(cycles)
     if every > 1:
         cycles = [c for i, c in enumerate(cycles) if i % every == 0 or i >= len(cycles) - 100]
-    return {"unit": unit, "cycles_kept": "all" if every == 1 else f"every {every}th",
+    return {"unit": unit, "cycles_count": count,
+            "cycles_kept": "all" if every == 1 else f"every {every}th",
             "cycles": [{"n": c.n, "t0": c.t0, "t1": c.t1, "floor": c.floor, "peak": c.peak,
                         "kernel_peak": c.kernel_peak, "census": c.census, "limits": c.limits}
                        for c in cycles],

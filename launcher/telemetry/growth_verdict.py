@@ -20,7 +20,7 @@ FIXES = {"files": "close what each cycle opens (files, sockets, pipes, DataLoade
 
 # the supervisor's reason -> the series that ran into it, and the limit in words where the
 # series' own limit is not the one that was hit
-DIED_OF = {"pids": ("threads", None), "exit-pids": ("threads", None),
+DIED_OF = {"pids": ("threads", None),
            "nproc": ("threads", "RLIMIT_NPROC"), "threads-max": ("threads", "kernel.threads-max"),
            "oom": ("memory_bytes", None), "as": ("vm_size_bytes", None),
            "data": ("vm_data_bytes", None), "maps": ("maps", None), "files": ("files", None)}

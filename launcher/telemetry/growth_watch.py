@@ -23,9 +23,8 @@ if TYPE_CHECKING:  # the fit is imported at the first boundary, not at every run
 STOP_GRACE_S = 10.0  # after the SIGTERM, SIGKILL
 STOPPED_STATUS = 75  # EX_TEMPFAIL: stopped before a limit; run it again in a fresh process
 SPARE_CYCLES = 1  # a stop comes this many cycles before the projected one
-MIN_BOUNDARY_S = 0.2  # boundaries closer than this are one (a step counter prints many a
-# second: the cycles recorded then hold several steps, and growth is per step all the same)
-ASSESS_SHARE = 0.01  # of one core, for fitting the trends at most (each fit reads every row)
+MIN_BOUNDARY_S = 0.05  # a unit's boundaries closer than this are one (a step counter prints
+# many a second: the cycles recorded then hold several steps, and growth is per step still)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,8 +77,10 @@ class GrowthWatch:
     real_unit: bool = False
     broken: bool = False  # a bug in the watch stopped it; the run goes on
     next_window: float = 0.0
-    marked_at: float = -1e9  # time.monotonic() of the last boundary recorded
-    assess_cpu: float = 0.0  # CPU seconds the fits took so far
+    marked_at: dict[str, float] = field(default_factory=dict)  # unit -> its last recorded
+    book: Any = None  # growth.CycleBook, made at the first boundary (the fit's imports then)
+    signalled: bool = False
+    timer: threading.Timer | None = None
     shown: Trend | None = None
 
     def __post_init__(self) -> None:
@@ -90,15 +91,17 @@ class GrowthWatch:
         self.sampler, self.stop = sampler, stop
 
     def output(self, stream: str, data: bytes) -> None:
-        """The workload's output, as it comes (the engine's pump threads)."""
+        """The workload's output, as it comes (the engine's pump threads: one a stream)."""
         if self.broken:
             return
         try:
-            self.failure.feed(data)
-            for b in self.marks.feed(stream, data):
-                self.boundary(b)
+            with self.lock:
+                self.failure.feed(data, stream)
+                for b in self.marks.feed(stream, data):
+                    self.boundary(b)
         except Exception as exc:  # noqa: BLE001 - the watch must never stop the output
             self._broke(exc)
+        self._signal()
 
     def _broke(self, exc: Exception) -> None:
         """A bug in the watch ends the watch, never the run (its output, its telemetry)."""
@@ -112,17 +115,31 @@ class GrowthWatch:
         with self.lock:
             self.real_unit = self.real_unit or b.unit != WINDOW
             now = time.monotonic()
-            if now - self.marked_at < MIN_BOUNDARY_S:
+            if now - self.marked_at.get(b.unit, -1e9) < MIN_BOUNDARY_S:
                 return
-            self.marked_at = now
-            self.sampler.sample({"cycle": b.to_json()})
-            self.assess()
-            self._pace()
+            self.marked_at[b.unit] = now
+            if self.book is None:
+                from launcher.telemetry.growth import CycleBook
 
-    def _pace(self) -> None:
+                self.book = CycleBook()
+            self.sampler.sample({"cycle": b.to_json()})
+            cycles = self.book.update(self.sampler.rows)
+            self._trim()
+            self.assess(cycles)
+            self._pace(cycles)
+
+    def _trim(self) -> None:
+        """The rows before the open cycle's are in the book's closed cycles (and in
+        telemetry.jsonl): dropped, so a long run's memory and each fit stay small."""
+        drop = self.book.start
+        if drop > 0 and hasattr(self.sampler, "lock"):
+            with self.sampler.lock:
+                del self.sampler.rows[:drop]
+            self.book.dropped(drop)
+
+    def _pace(self, cycles: list[Any]) -> None:
         """Short cycles are sampled faster (Sampler.pace)."""
-        marks = [r["t"] for r in self.sampler.rows if r.get("cycle")]
-        steps = sorted(b - a for a, b in zip(marks, marks[1:], strict=False))
+        steps = sorted(c.seconds for c in cycles if c.seconds)
         if steps and hasattr(self.sampler, "pace"):
             self.sampler.pace(steps[len(steps) // 2])
 
@@ -136,21 +153,18 @@ class GrowthWatch:
             self.boundary(Boundary(WINDOW, n, None, f"{self.options.window:g} s window {n}"))
         except Exception as exc:  # noqa: BLE001 - as in output
             self._broke(exc)
+        self._signal()
 
-    def assess(self) -> None:
-        """The trends fitted again, at each boundary, within ASSESS_SHARE of a core: a fit
-        reads every row, so a long run of short cycles fits at fewer of them."""
-        from launcher.telemetry.growth import first_death, live_line, trends
+    def assess(self, cycles: list[Any]) -> None:
+        """The trends fitted again over the book's cycles, at each boundary: a line said when
+        one is sure and has moved, and the stop decided."""
+        from launcher.telemetry.growth import first_death, fit_all, live_line
 
         rows = self.sampler.rows
         now = rows[-1]["t"] if rows else 0.0
-        if self.assess_cpu > ASSESS_SHARE * max(now, 1.0):
+        if not cycles or self.book is None or self.book.unit is None:
             return
-        began = time.thread_time()
-        try:
-            unit, cycles, found = trends(rows, now=now)
-        finally:
-            self.assess_cpu += time.thread_time() - began
+        found = fit_all(self.book.unit, cycles, now=now, total=self.book.total)
         death = first_death(found)
         if death is None or not cycles:
             return
@@ -179,6 +193,23 @@ class GrowthWatch:
         ahead = max(1, t.reached - t.last)
         return abs(t.reached - s.reached) > max(2, 0.1 * ahead)
 
+    def _signal(self) -> None:
+        """The stop's signals, sent outside the lock (the output keeps being read while the
+        workload writes its checkpoint); SIGKILL after the grace, unless the run ends first."""
+        with self.lock:
+            if self.stop is None or self.stopped is None or self.signalled:
+                return
+            self.signalled = True
+        self.stop(15)
+        self.timer = threading.Timer(STOP_GRACE_S, self.stop, args=(9,))
+        self.timer.daemon = True
+        self.timer.start()
+
+    def close(self) -> None:
+        """The run ended: no SIGKILL for a process that is gone (or a PID reused)."""
+        if self.timer is not None:
+            self.timer.cancel()
+
     def _stop(self, t: Trend, current: int, now: float) -> None:
         from launcher.telemetry.growth import SERIES, show, step
 
@@ -191,12 +222,6 @@ class GrowthWatch:
         self.stopped = {"t": now, "cycle": current, "unit": t.unit, "why": why,
                         "trend": t.to_json()}
         self.say(f"growth: {why}; SIGTERM now, SIGKILL after {STOP_GRACE_S:g} s")
-        if self.stop is not None:
-            stop = self.stop
-            stop(15)
-            later = threading.Timer(STOP_GRACE_S, stop, args=(9,))
-            later.daemon = True
-            later.start()
 
     def result(self) -> dict[str, Any]:
         return {"said": [s.__dict__ for s in self.said], "stopped": self.stopped,

@@ -123,47 +123,42 @@ def working_set(memory_dir: Path) -> int | None:
 
 
 class KernelPeak:
-    """The memory cgroup's own peak since the last boundary, where the kernel can reset it:
-    v1 `memory.max_usage_in_bytes` (write 0), v2 `memory.peak` through its own file
-    descriptor (kernels >= 6.12; EINVAL before). None where neither works."""
+    """The memory cgroup's own peak since the last boundary, where the kernel resets it for
+    this reader alone: v2 `memory.peak` written through its own file descriptor (kernels from
+    6.12; EINVAL before). Not v1's `memory.max_usage_in_bytes`: a reset there is everyone's,
+    and the supervisor reads it as the run's peak. None where it cannot be."""
 
     def __init__(self, memory_dir: Path | None, v2: bool) -> None:
-        self.path = None if memory_dir is None else memory_dir / (
-            "memory.peak" if v2 else "memory.max_usage_in_bytes")
-        self.v2, self.fd = v2, None
-        if self.path is not None and not self.reset():
-            self.path = None
-
-    def reset(self) -> bool:
         import os
 
-        assert self.path is not None
+        self.fd: int | None = None
+        if memory_dir is None or not v2:
+            return
         try:
-            if self.v2:
-                if self.fd is None:
-                    self.fd = os.open(self.path, os.O_RDWR)
-                os.write(self.fd, b"reset\n")
-            else:
-                self.path.write_text("0\n")
-            return True
+            self.fd = os.open(memory_dir / "memory.peak", os.O_RDWR)
+            os.write(self.fd, b"reset\n")
         except OSError:
-            return False
+            self.close()
 
     def take(self) -> int | None:
         """The peak since the last call (or the start), and a fresh start."""
         import os
 
-        if self.path is None:
+        if self.fd is None:
             return None
         try:
-            if self.fd is not None:
-                peak = int(os.pread(self.fd, 64, 0))
-            else:
-                peak = int(self.path.read_text())
+            peak = int(os.pread(self.fd, 64, 0))
+            os.write(self.fd, b"reset\n")
         except (OSError, ValueError):
             return None
-        self.reset()
         return peak
+
+    def close(self) -> None:
+        import os
+
+        if self.fd is not None:
+            os.close(self.fd)
+            self.fd = None
 
 
 class Sampler(threading.Thread):
@@ -300,14 +295,20 @@ class Sampler(threading.Thread):
         return time.monotonic() - self.start_time - last >= 0.9 * self.every
 
     def run(self) -> None:
-        while not self.stop_event.is_set():
-            if self.due():
-                self.sample()
-            self.stop_event.wait(self.every)
+        try:
+            while not self.stop_event.is_set():
+                if self.due():
+                    self.sample()
+                self.stop_event.wait(self.every)
+        except (OSError, ValueError):  # the file closed under a late sample: the run is over
+            if not self.stop_event.is_set():
+                raise
 
     def stop(self) -> None:
         self.stop_event.set()
         self.join(timeout=5)
+        if self.kernel_peak is not None:
+            self.kernel_peak.close()
 
 
 def _threads_of(p: Any) -> int:

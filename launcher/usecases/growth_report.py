@@ -63,14 +63,15 @@ def growth_lines(growth: dict[str, Any] | None) -> list[str]:
         return []
     unit = growth["unit"]
     cycles = growth.get("cycles") or []
-    lines = [f"growth per {unit} ({len(cycles)} {unit}s, marked by the workload's output"
+    count = growth.get("cycles_count") or len(cycles)
+    lines = [f"growth per {unit} ({count} {unit}s, marked by the workload's output"
              + (")" if unit != "window" else "; no line marked one, so time windows)")]
     lines.append(_table(cycle_rows(growth)))
     grew = [t for t in growth.get("trends", []) if t.get("grows")]
     for t in grew:
         trend = Trend(**{**t, "pool_names": tuple(t.get("pool_names") or ())})
         if t.get("reached") is not None:
-            lines.append(f"  trend: {live_line(trend)}")
+            lines.append(f"  trend: {live_line(trend, ended=True)}")
         else:
             lines.append(f"  trend: {SERIES[t['series']].word} {step(trend)}, no limit within "
                          f"reach")

@@ -47,7 +47,7 @@ def other_limits(profile: str) -> tuple[str, dict[str, tuple[int, str]]]:
 
 
 def replay(rows: list[dict[str, Any]], profile: str) -> tuple[str, list[Verdict]]:
-    from launcher.telemetry.growth import SERIES, show, trends
+    from launcher.telemetry.growth import SERIES, show, step, trends
 
     name, limits = other_limits(profile)
     if not limits:
@@ -56,6 +56,9 @@ def replay(rows: list[dict[str, Any]], profile: str) -> tuple[str, list[Verdict]
     unit, cycles, found = trends(rows, limits={k: v[0] for k, v in limits.items()},
                                  ended=True)
     out = []
+    if any(isinstance(r.get("memory_bytes"), int | float) for r in rows):
+        limits.pop("rss_bytes", None)  # the cgroup's working set meets a memory limit; a
+        # tree's RSS counts shared pages once per process (8 forked loaders: 8 times)
     for series, (limit, where) in limits.items():
         peaks = [(c.n, c.peak[series]) for c in cycles if series in c.peak]
         overall = max((r[series] for r in rows if isinstance(r.get(series), int | float)),
@@ -80,8 +83,8 @@ def replay(rows: list[dict[str, Any]], profile: str) -> tuple[str, list[Verdict]
         t = next((t for t in found if t.series == series and t.grows), None)
         if t is not None and t.reached is not None:
             sentence = (f"{s.limit_word} {shown}: the recording ends first ({unit} "
-                        f"{cycles[-1].n}), but {s.word} grow {t.per_cycle:+.3g} per {unit}: "
-                        f"it would die in {unit} ~{t.reached} if it went on")
+                        f"{cycles[-1].n}), but {s.word} grow {step(t)}: it would die in "
+                        f"{unit} ~{t.reached} if it went on")
             out.append(Verdict(series, limit, where, t.reached, False, overall, sentence))
             continue
         sentence = (f"{s.limit_word} {shown}: it would have run to the end (peak "
