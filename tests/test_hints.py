@@ -94,7 +94,9 @@ def test_a_build_behind_a_tls_proxy_names_ca_cert_and_writes_no_terminal_codes(t
 
 def test_examples_come_out_of_the_package_and_replace_nothing(tmp_path):
     listed = runner.invoke(app, ["examples", "--json"])
-    assert {e["name"] for e in json.loads(listed.stdout)} == {"score-survivors", "base-image.sh"}
+    got = {e["name"]: e for e in json.loads(listed.stdout)}
+    assert set(got) == {"growth", "score-survivors", "base-image.sh"}
+    assert got["growth"]["about"].startswith("Loops that grow")  # its README's title
     assert runner.invoke(app, ["examples", "--out", str(tmp_path), "base-image.sh"]).exit_code == 0
     mine = tmp_path / "base-image.sh"
     mine.write_text("my own edits\n")

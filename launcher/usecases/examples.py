@@ -23,8 +23,12 @@ def chosen(names: list[str]) -> dict[str, Path]:
 
 
 def about(path: Path) -> str:
-    """An example's first comment line (job.yaml's), or the recipe's usage line."""
-    source = path / "job.yaml" if path.is_dir() else path
+    """An example's first comment line (its job.yaml's, else its README.md's title), or the
+    recipe's usage line."""
+    source = path if not path.is_dir() else next(
+        (p for p in (path / "job.yaml", path / "README.md") if p.is_file()), None)
+    if source is None:
+        return ""
     for line in source.read_text().splitlines():
         if line.startswith("# ") and "usage" not in line.lower():
             return line[2:].strip()
