@@ -254,8 +254,12 @@ def test_a_recording_replayed_against_another_profile(tmp_path):
     bigger.write_text("name: big\nextends: base\nlimits:\n  pids: 60\n")
     far = next(v for v in replay(rows, str(bigger))[1] if v.series == "threads")
     assert (far.cycle, far.recorded) == (12, False)
-    assert far.sentence == ("pids.max 60: the recording ends first (fold 7), but threads grow "
-                            "+5 per fold: it would die in fold ~12 if it went on")
+    assert far.sentence == ("pids.max 60: the recording ends first (fold 7), but its threads "
+                            "grew +5 per fold: it would die in fold ~12 if it went on")
+    ended = [dict(r, cycle={**r["cycle"], "total": 8}) if r.get("cycle") else r for r in rows]
+    short = next(v for v in replay(ended, str(bigger))[1] if v.series == "threads")
+    assert short.sentence == ("pids.max 60: it would have run to the end (fold 8: ~40, growing "
+                              "+5 per fold)")  # fold N/8: it ends before fold 12
 
 
 # -- real processes under real limits, through `launcher run` ------------------------------
@@ -337,6 +341,18 @@ def test_time_windows_stand_in_where_no_line_marks_a_cycle(tmp_path):
     assert rc != 0 and g["said"], out
     per = float(g["said"][0]["line"].split("threads +")[1].split(" per window")[0])
     assert 6 <= per <= 10, g["said"]  # 2 threads every 0.25 s: 8 a second
+    # the record after the run agrees with the line said during it
+    assert any(t["series"] == "threads" and t["grows"] for t in g["trends"]), g["trends"]
+
+
+def test_a_pattern_whose_group_is_no_number_says_so_once():
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+    said: list[str] = []
+    watch = GrowthWatch(GrowthOptions(pattern=compile_pattern(r"(\w+) done")), said.append)
+    watch.output("stdout", b"warmup done\nfold done\n")
+    assert said == ["warning: the cycle pattern matched 'warmup done', but its first group is "
+                    "not a number: no cycle is marked by it"]
 
 
 def test_a_bug_in_the_watch_ends_the_watch_not_the_run():

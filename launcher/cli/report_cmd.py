@@ -29,7 +29,7 @@ def report(run_dir: Path, as_json: bool, plot: bool = False, profile: str | None
           f"{'' if summary['samples'] == 1 else 's'}")
     rows = [("series", "peak", "limit", "headroom", "use")]
     for key, v in summary["peaks"].items():
-        fmt = format_size if key == "rss_bytes" else str
+        fmt = _signed_size if key == "rss_bytes" else str
         rows.append((WORDS.get(key, key), "-" if v["peak"] is None else fmt(v["peak"]),
                      "-" if not v["limit"] else fmt(v["limit"]),
                      "-" if v["headroom"] is None else fmt(v["headroom"]),
@@ -57,6 +57,11 @@ def report(run_dir: Path, as_json: bool, plot: bool = False, profile: str | None
     print(f"plot: {got.png}" if got.png else f"plot: none ({why})" if why else
           f"plot: none yet (`launcher report {run_dir} --plot`)")
     return 0
+
+
+def _signed_size(n: int) -> str:
+    """A size in units, a negative one too (a headroom past its limit: -13.3MiB)."""
+    return f"-{format_size(-n)}" if n < 0 else format_size(n)
 
 
 def threads_line(threads: dict[str, Any], pids: dict[str, Any]) -> str:

@@ -16,7 +16,8 @@ pids limit, ulimits, memory, shm, CPUs and GPUs from the profile; every thread v
 set before the interpreter starts. In a container the current folder is mounted at its
 own path and is the working directory, and the workload runs as you. Output is
 streamed; Ctrl-C stops and cleans up, and so does killing launcher; the exit status is
-the workload's. Telemetry and a summary go to runs/RUN-ID/.
+the workload's (75 after --stop-before-limit stopped it). Telemetry and a summary go to
+runs/RUN-ID/, with growth across the cycles the workload's output marks.
 
 Examples: launcher run stress-jax --phase 1 --quick;
 launcher run --image IMG -- python3 train.py;
@@ -65,9 +66,10 @@ PATH = click.Path(path_type=Path)
               "pytorch-phase3), write a profile extending --profile with what it found.")
 @click.option("--fit", is_flag=True, help=FIT_HELP)
 @click.option("--cycle", metavar="REGEX", help="What marks a cycle in the workload's output: a "
-              "regular expression whose first group is the cycle's number (default: `fold N`, "
-              "`cycle N`, `epoch N`, Keras' `Epoch N/M`, `step N`; else the profile's "
-              "growth.cycle). Growth per cycle is projected to each limit while it runs.")
+              "regular expression whose first group is the cycle's number; it replaces the "
+              "profile's growth.cycle and the defaults (`fold N`, `cycle N`, `epoch N`, Keras' "
+              "`Epoch N/M`, `step N`). Growth per cycle is projected to each limit while it "
+              "runs.")
 @click.option("--stop-before-limit", is_flag=True, help="Stop the workload (SIGTERM, then "
               "SIGKILL after 10 s) at the start of the cycle that growth would take past a "
               "limit, so it can write its checkpoint; exit status 75 (as the profile's "

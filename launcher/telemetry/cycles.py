@@ -55,6 +55,7 @@ class CycleMarks:
         self.partial: dict[str, str] = {}
         self.last: dict[str, int] = {}
         self.counted = 0  # a pattern without a number: the lines it matched
+        self.unnumbered: str | None = None  # a line whose group was no number (said once)
 
     def feed(self, stream: str, data: bytes) -> list[Boundary]:
         text = self.partial.get(stream, "") + data.decode(errors="replace")
@@ -69,6 +70,8 @@ class CycleMarks:
             if m is None:
                 continue
             n, total = self._number(m)
+            if n is None:
+                self.unnumbered = self.unnumbered or line.strip()[:120]
             last = self.last.get(unit)
             # a new cycle counts up, or starts again at 1 inside an outer loop (epochs within
             # each fold); a line that names an earlier one ("checkpoint written after cycle

@@ -45,7 +45,8 @@ SERIES = {s.key: s for s in (
 )}
 KERNEL_PEAK = "memory_peak_bytes"  # a boundary row's: the cgroup's peak charge since the last
 MIN_POINTS = 3  # floors in a fit: two steps
-NOISY_STEPS = 5  # steps a fit needs when they differ (equal steps: an exact leak, two do)
+NOISY_STEPS = 5  # steps a fit of bytes needs when they differ
+COUNT_STEPS = 4  # and a count's (its spread has a floor: COUNT_SPREAD)
 COUNT_SPREAD = 0.5  # the least spread of a count's steps (threads, maps, files)
 T_MIN = 3.0  # mean step / its standard error
 SEEN_SHARE = 0.3  # of a noisy projection's cycles, seen before it is said
@@ -210,8 +211,10 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
     # a workload may print every 100th step: growth and time are per number printed, and
     # the noise floor is held against the growth between two lines
     gaps = [b.n - a.n for a, b in zip(cyc, cyc[1:], strict=False)]
+    # a count's spread has its floor (COUNT_SPREAD), so its t-test holds from fewer steps
+    enough = len(steps) >= (NOISY_STEPS if s.in_bytes else COUNT_STEPS)
     trend = mean * statistics.median(gaps) > s.min_step and rising and (exact or (
-        len(steps) >= NOISY_STEPS and mean >= T_MIN * se))
+        enough and mean >= T_MIN * se))
     durations = [(b.t0 - a.t0) / max(b.n - a.n, 1)
                  for a, b in zip(cycles, cycles[1:], strict=False)]
     per_cycle_s = statistics.median(durations) if durations else None
@@ -361,7 +364,7 @@ KEPT_CYCLES = 1000  # in summary.json: a long run's cycles thinned to about this
 def to_json(unit: str | None, cycles: list[Cycle], found: list[Trend]) -> dict[str, Any]:
     """The growth record; a run of more than KEPT_CYCLES cycles keeps every k-th and its last
     hundred (`cycles_kept` says so; telemetry.jsonl keeps them all)."""
-    every, count = math.ceil(len(cycles) / KEPT_CYCLES), len(cycles)
+    every, count = max(1, math.ceil(len(cycles) / KEPT_CYCLES)), len(cycles)
     if every > 1:
         cycles = [c for i, c in enumerate(cycles) if i % every == 0 or i >= len(cycles) - 100]
     return {"unit": unit, "cycles_count": count,

@@ -80,6 +80,7 @@ class GrowthWatch:
     marked_at: dict[str, float] = field(default_factory=dict)  # unit -> its last recorded
     book: Any = None  # growth.CycleBook, made at the first boundary (the fit's imports then)
     signalled: bool = False
+    told_unnumbered: bool = False
     timer: threading.Timer | None = None
     shown: Trend | None = None
 
@@ -99,6 +100,10 @@ class GrowthWatch:
                 self.failure.feed(data, stream)
                 for b in self.marks.feed(stream, data):
                     self.boundary(b)
+                if self.marks.unnumbered and not self.told_unnumbered:
+                    self.told_unnumbered = True
+                    self.say(f"warning: the cycle pattern matched {self.marks.unnumbered!r}, "
+                             f"but its first group is not a number: no cycle is marked by it")
         except Exception as exc:  # noqa: BLE001 - the watch must never stop the output
             self._broke(exc)
         self._signal()
@@ -215,10 +220,13 @@ class GrowthWatch:
 
         s = SERIES[t.series]
         lim = show(t.series, t.limit) if t.limit else "?"
+        if t.reached is not None and t.reached > current:  # the margin: one cycle's growth
+            when = (f"in {t.unit} ~{t.reached}, so {t.unit} {current} is not started (one "
+                    f"{t.unit}'s growth to spare: a {t.unit}'s peak varies)")
+        else:
+            when = f"in {t.unit} {current}, the one about to start"
         why = (f"stopped before {t.unit} {current} ({self.options.stop_by}): {s.word} "
-               f"{step(t)} would pass {s.limit_word} {lim} in {t.unit} ~{t.reached}, and "
-               f"{t.unit} {current - 1} was the last that fits with a {t.unit}'s growth to "
-               f"spare")
+               f"{step(t)} would pass {s.limit_word} {lim} {when}")
         self.stopped = {"t": now, "cycle": current, "unit": t.unit, "why": why,
                         "trend": t.to_json()}
         self.say(f"growth: {why}; SIGTERM now, SIGKILL after {STOP_GRACE_S:g} s")

@@ -6,7 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-SHOWN = ("threads", "memory_bytes", "rss_bytes", "vm_size_bytes", "maps", "files")
+SHOWN = ("threads", "memory_bytes", "rss_bytes", "vm_size_bytes", "vm_data_bytes", "maps",
+         "files")
+# whose figure each column is: a tree's sum, or its largest process's (each process has its own
+# rlimits), or the run cgroup's
+WHOSE = {"rss_bytes": "RSS, all processes", "vm_size_bytes": "VmSize, largest process",
+         "vm_data_bytes": "VmData, largest process", "maps": "maps, largest process",
+         "files": "open files, largest process", "memory_bytes": "memory, the cgroup's"}
 MAX_ROWS = 12  # cycles in the table: the first and last ones, the middle elided
 
 
@@ -15,7 +21,8 @@ def _cell(key: str, lo: float | None, hi: float | None) -> str:
 
     if lo is None or hi is None:
         return "-"
-    return show(key, lo) if lo == hi else f"{show(key, lo)}-{show(key, hi)}"
+    low, high = show(key, lo), show(key, hi)
+    return low if low == high else f"{low}-{high}"
 
 
 def cycle_rows(growth: dict[str, Any]) -> list[tuple[str, ...]]:
@@ -27,9 +34,9 @@ def cycle_rows(growth: dict[str, Any]) -> list[tuple[str, ...]]:
         k in trending or k in ("threads", "rss_bytes"))]
     unit = growth.get("unit") or "cycle"
     kernel = any(c.get("kernel_peak") for c in cycles)
-    rows = [(unit, "seconds", *(f"{SERIES[k].word} (floor-peak)" for k in keys),
+    rows = [(unit, "seconds", *(f"{WHOSE.get(k, SERIES[k].word)} (floor-peak)" for k in keys),
              *(("memory peak (kernel)",) if kernel else ()))]
-    picked = cycles if len(cycles) <= MAX_ROWS else (
+    picked = cycles if len(cycles) <= MAX_ROWS + 2 else (
         cycles[:MAX_ROWS // 2] + [None] + cycles[-MAX_ROWS // 2:])
     for c in picked:
         if c is None:
@@ -64,8 +71,10 @@ def growth_lines(growth: dict[str, Any] | None) -> list[str]:
     unit = growth["unit"]
     cycles = growth.get("cycles") or []
     count = growth.get("cycles_count") or len(cycles)
-    lines = [f"growth per {unit} ({count} {unit}s, marked by the workload's output"
-             + (")" if unit != "window" else "; no line marked one, so time windows)")]
+    lines = [f"growth per {unit} ({count} {unit}s, marked by the workload's output)"
+             if unit != "window" else
+             f"growth per window ({count} windows: no line of the workload's marked a cycle, "
+             f"so fixed windows of time stand in)"]
     lines.append(_table(cycle_rows(growth)))
     grew = [t for t in growth.get("trends", []) if t.get("grows")]
     for t in grew:
@@ -76,7 +85,8 @@ def growth_lines(growth: dict[str, Any] | None) -> list[str]:
             lines.append(f"  trend: {SERIES[t['series']].word} {step(trend)}, no limit within "
                          f"reach")
     if not grew:
-        lines.append(f"  trend: none (no series' floor rises {unit} after {unit})")
+        lines.append(f"  trend: none (no series' floor rose steadily enough {unit} after "
+                     f"{unit}, or too few {unit}s to be sure)")
     census = next((c["census"] for c in reversed(cycles) if c.get("census")), None)
     if census:
         lines.append(f"  threads at the start of {unit} {cycles[-1]['n']}: "

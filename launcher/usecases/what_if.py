@@ -81,9 +81,18 @@ def replay(rows: list[dict[str, Any]], profile: str) -> tuple[str, list[Verdict]
             out.append(Verdict(series, limit, where, None, True, overall, sentence))
             continue
         t = next((t for t in found if t.series == series and t.grows), None)
+        total = next((r["cycle"].get("total") for r in reversed(rows)
+                      if r.get("cycle") and r["cycle"]["unit"] == unit), None)
+        if t is not None and t.reached is not None and total and t.reached > total:
+            at_end = cycles[-1].floor.get(series, overall) + t.per_cycle * (
+                total - cycles[-1].n)
+            sentence = (f"{s.limit_word} {shown}: it would have run to the end ({unit} "
+                        f"{total}: ~{show(series, at_end)}, growing {step(t)})")
+            out.append(Verdict(series, limit, where, None, False, overall, sentence))
+            continue
         if t is not None and t.reached is not None:
             sentence = (f"{s.limit_word} {shown}: the recording ends first ({unit} "
-                        f"{cycles[-1].n}), but {s.word} grow {step(t)}: it would die in "
+                        f"{cycles[-1].n}), but its {s.word} grew {step(t)}: it would die in "
                         f"{unit} ~{t.reached} if it went on")
             out.append(Verdict(series, limit, where, t.reached, False, overall, sentence))
             continue
