@@ -221,7 +221,7 @@ class GrowthWatch:
         s = SERIES[t.series]
         lim = show(t.series, t.limit) if t.limit else "?"
         if t.reached is not None and t.reached > current:  # the margin: one cycle's growth
-            when = (f"in {t.unit} ~{t.reached}, so {t.unit} {current} is not started (one "
+            when = (f"in {t.unit} ~{t.reached}, so it stops as {t.unit} {current} starts (one "
                     f"{t.unit}'s growth to spare: a {t.unit}'s peak varies)")
         else:
             when = f"in {t.unit} {current}, the one about to start"
