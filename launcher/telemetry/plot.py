@@ -214,9 +214,9 @@ def _draw_growth(ax: Any, g: dict[str, Any]) -> None:
                 color="tab:red")
     scale, unit = _byte_scale(max(tops)) if s.in_bytes else (1.0, s.word)
     ax.plot(g["n"], [v * scale for v in g["floor"]], "o", color="tab:blue",
-            label=f"{s.word}: least in each {g['unit']} (what it kept)")
+            label=f"least in a {g['unit']}: kept")
     ax.plot(g["n"], [v * scale for v in g["peak"]], "^", color="tab:cyan",
-            label=f"{s.word}: most in each {g['unit']}")
+            label=f"most in a {g['unit']}")
     xs, ys = g["line"]
     ax.plot(xs, [v * scale for v in ys], "-", color="tab:orange", label="projected")
     if g["limit"]:
