@@ -84,8 +84,9 @@ def replay(rows: list[dict[str, Any]], profile: str) -> tuple[str, list[Verdict]
         total = next((r["cycle"].get("total") for r in reversed(rows)
                       if r.get("cycle") and r["cycle"]["unit"] == unit), None)
         if t is not None and t.reached is not None and total and t.reached > total:
-            at_end = cycles[-1].floor.get(series, overall) + t.per_cycle * (
-                total - cycles[-1].n)
+            base = next(c for c in cycles if c.n == t.last)  # the last cycle fitted (the
+            # one the run ended in, cut short, is not)
+            at_end = base.floor[series] + t.per_cycle * (total - t.last)
             sentence = (f"{s.limit_word} {shown}: it would have run to the end ({unit} "
                         f"{total}: ~{show(series, at_end)}, growing {step(t)})")
             out.append(Verdict(series, limit, where, None, False, overall, sentence))
