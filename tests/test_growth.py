@@ -102,6 +102,26 @@ def test_two_equal_small_steps_far_from_the_limit_are_not_yet_sure():
     assert t.grows and t.reached == 48 and not t.confident and t.uncertainty > 2.5
 
 
+def test_what_each_cycle_needs_can_grow_while_what_it_keeps_stays_flat():
+    """A cycle that allocates 10 MB more each time and frees it at its end: the floors are
+    flat, the peaks grow, and the limit is passed all the same."""
+    rows = rows_of([100e6] * 8, key="memory_bytes", limit=400e6)
+    for i, r in enumerate(r for r in rows if not r.get("cycle")):
+        r["memory_bytes"] = 100e6 + 10e6 * (i + 1)  # fold i+1's peak
+    u, cycles, found = growth.trends(rows, now=7.6)
+    t = next(t for t in found if t.series == "memory_bytes")
+    assert t.grows and t.of == "peak" and t.per_cycle == pytest.approx(10e6)
+    assert t.reached == 31  # fold 7's peak 170 MB; fold 30's is 400 MB, fold 31's passes it
+    assert growth.step(t) == "+9.5MiB per fold at each fold's peak"
+    # a sawtooth whose samples catch a random share of its tooth raises nothing
+    rng = random.Random(3)
+    for r in rows:
+        if not r.get("cycle"):
+            r["memory_bytes"] = 100e6 + rng.uniform(0, 100e6)
+    for k in range(3, 9):
+        assert not any(t.grows for t in growth.trends(rows[:2 * k])[2])
+
+
 def test_reaching_a_limit_is_allowed_and_passing_it_is_not():
     assert threads_trend(rows_of([10, 20, 30, 40], limit=50), now=3.0).reached == 6
     assert threads_trend(rows_of([10, 20, 30, 40], limit=49), now=3.0).reached == 5

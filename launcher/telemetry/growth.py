@@ -89,6 +89,7 @@ class Trend:
     pool_names: tuple[str, ...] = ()
     pool_hint: str | None = None  # whose unnamed threads most likely are (frameworks loaded)
     fix: str | None = None  # the loaded framework's words for stopping it
+    of: str = "floor"  # what grows: what each cycle keeps (floor), or needs (peak)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "pool_names": list(self.pool_names)}
@@ -197,24 +198,15 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
         cyc = cyc[1:]
     if len(cyc) < MIN_POINTS:
         return None
-    steps = [(b.floor[key] - a.floor[key]) / max(b.n - a.n, 1)
-             for a, b in zip(cyc, cyc[1:], strict=False)]
-    mean = statistics.fmean(steps)
-    sd = statistics.stdev(steps) if len(steps) > 1 else 0.0
-    exact = sd == 0.0 and not s.in_bytes  # a count that grew by the same each cycle
-    # a count's steps are whole numbers: two equal ones may still be a noisy leak's, so their
-    # spread is taken as at least half a step of one (a leak of 3 +- 1.5 threads a cycle can
-    # step 2, 2; the k-fold's exact +7 stays sure, a +2 far from its limit waits)
-    sd = max(sd, COUNT_SPREAD) if not s.in_bytes else sd
-    se = sd / math.sqrt(len(steps))
-    rising = sum(d > 0 for d in steps) >= 2 * len(steps) / 3
-    # a workload may print every 100th step: growth and time are per number printed, and
-    # the noise floor is held against the growth between two lines
-    gaps = [b.n - a.n for a, b in zip(cyc, cyc[1:], strict=False)]
-    # a count's spread has its floor (COUNT_SPREAD), so its t-test holds from fewer steps
-    enough = len(steps) >= (NOISY_STEPS if s.in_bytes else COUNT_STEPS)
-    trend = mean * statistics.median(gaps) > s.min_step and rising and (exact or (
-        enough and mean >= T_MIN * se))
+    trend, mean, sd, se, exact = gate(s, [(c.n, c.floor[key]) for c in cyc])
+    of = "floor"
+    closed_peaks = [(c.n, c.peak[key]) for c in cyc if c.t1 is not None]
+    if not trend and len(closed_peaks) >= MIN_POINTS:
+        # what each cycle keeps is flat, but what it needs grows (a batch, a cache or a pool
+        # made larger each cycle and freed at its end): that passes a limit all the same
+        peak_gate = gate(s, closed_peaks)
+        if peak_gate[0]:
+            (trend, mean, sd, se, exact), of = peak_gate, "peak"
     durations = [(b.t0 - a.t0) / max(b.n - a.n, 1)
                  for a, b in zip(cycles, cycles[1:], strict=False)]
     per_cycle_s = statistics.median(durations) if durations else None
@@ -225,9 +217,13 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
     reached = uncertainty = in_s = None
     if trend and limit:
         closed = [c for c in cyc if c.t1 is not None] or cyc
-        excess = max(c.peak[key] - c.floor[key] for c in closed)
-        last = cyc[-1]
-        need = limit - excess - last.floor[key]  # the growth the limit still has room for
+        if of == "floor":
+            excess = max(c.peak[key] - c.floor[key] for c in closed)
+            last = cyc[-1]
+            need = limit - excess - last.floor[key]  # the growth the limit has room for
+        else:  # the last whole cycle's peak, and its growth
+            last = closed[-1]
+            need = limit - last.peak[key]
         # the first cycle whose peak would pass the limit: reaching it is allowed, passing not
         ahead = math.floor(need / mean) + 1 if need >= 0 else 0
         reached = last.n + ahead
@@ -251,7 +247,30 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
     fix = said.get("fix") or None
     return Trend(key, unit, mean, mean / per_cycle_s * 60 if per_cycle_s else None,
                  cyc[0].n, cyc[-1].n, len(cyc), trend, bool(sure), limit, reached,
-                 uncertainty, in_s, pool, names, hint, fix)
+                 uncertainty, in_s, pool, names, hint, fix, of)
+
+
+def gate(s: Series, points: list[tuple[int, float]]) -> tuple[bool, float, float, float, bool]:
+    """(a trend?, the mean step per number, the steps' spread, its standard error, exact?)
+    of one series' points (cycle number, value)."""
+    steps = [(b - a) / max(m - n, 1) for (n, a), (m, b) in zip(points, points[1:], strict=False)]
+    mean = statistics.fmean(steps)
+    sd = statistics.stdev(steps) if len(steps) > 1 else 0.0
+    exact = sd == 0.0 and not s.in_bytes  # a count that grew by the same each cycle
+    # a count's steps are whole numbers: two equal ones may still be a noisy leak's, so their
+    # spread is taken as at least half a step of one (a leak of 3 +- 1.5 threads a cycle can
+    # step 2, 2; the k-fold's exact +7 stays sure, a +2 far from its limit waits)
+    sd = max(sd, COUNT_SPREAD) if not s.in_bytes else sd
+    se = sd / math.sqrt(len(steps))
+    rising = sum(d > 0 for d in steps) >= 2 * len(steps) / 3
+    # a workload may print every 100th step: growth is per number printed, and the noise
+    # floor is held against the growth between two lines
+    gaps = sorted(m - n for (n, _), (m, _) in zip(points, points[1:], strict=False))
+    # a count's spread has its floor (COUNT_SPREAD), so its t-test holds from fewer steps
+    enough = len(steps) >= (NOISY_STEPS if s.in_bytes else COUNT_STEPS)
+    trend = mean * gaps[len(gaps) // 2] > s.min_step and rising and (exact or (
+        enough and mean >= T_MIN * se))
+    return trend, mean, sd, se, exact
 
 
 def growing_pool(cycles: list[Cycle]) -> tuple[str | None, tuple[str, ...]]:
@@ -317,10 +336,11 @@ def show(key: str, value: float) -> str:
 
 
 def step(t: Trend) -> str:
-    """`+7 per fold`, `+20MiB per cycle`."""
-    if SERIES[t.series].in_bytes:
-        return f"+{show(t.series, t.per_cycle)} per {t.unit}"
-    return f"+{t.per_cycle:.3g} per {t.unit}"
+    """`+7 per fold`, `+20MiB per cycle`; `+20MiB per cycle at each cycle's peak` where what
+    grows is what a cycle needs, not what it keeps."""
+    size = (show(t.series, t.per_cycle) if SERIES[t.series].in_bytes else f"{t.per_cycle:.3g}")
+    peak = f" at each {t.unit}'s peak" if t.of == "peak" else ""
+    return f"+{size} per {t.unit}{peak}"
 
 
 def pool_words(t: Trend) -> str:

@@ -13,6 +13,8 @@ from launcher.telemetry.growth import SERIES, Trend, death_clause, died_in, to_j
 from launcher.telemetry.growth_watch import STOPPED_STATUS
 from launcher.threadpools import MEMORY_FIX
 
+PEAK_FIX = ("keep what each cycle needs from growing (its batch, chunk, cache or pool is "
+            "made larger each cycle, and freed at its end)")
 FIXES = {"files": "close what each cycle opens (files, sockets, pipes, DataLoader workers' "
                   "handles), or run each cycle in a fresh process",
          "maps": "free each cycle's mappings (memory-mapped files, allocator arenas, thread "
@@ -83,6 +85,6 @@ def grew_to_death(found: list[Trend], cycles: list[Any], reason: str,
     t = next((t for t in found if t.series == key and t.grows), None)
     if t is None:
         return None
-    fix = (FIXES[key] if key in FIXES else t.fix or (
+    fix = (PEAK_FIX if t.of == "peak" else FIXES[key] if key in FIXES else t.fix or (
         MEMORY_FIX if SERIES[key].in_bytes else fix_for(t.pool)))
     return death_clause(t, died_in(cycles), fix, limit_word=limit_word) + "."
