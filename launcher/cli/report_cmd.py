@@ -46,7 +46,7 @@ def report(run_dir: Path, as_json: bool, plot: bool = False, profile: str | None
             print(f"{what}: " + ", ".join(f"{k} {v}" for k, v in notes[what].items()))
     from launcher.usecases.growth_report import growth_lines, what_if_lines
 
-    for line in growth_lines(summary.get("growth")):
+    for line in growth_lines(summary.get("growth"), table):
         print(line)
     print(f"exit status {summary['exit_status']}: {summary['diagnosis']}")
     for line in what_if_lines(got.what_if):

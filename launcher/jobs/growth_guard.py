@@ -29,20 +29,12 @@ class ChunkGrowth:
         return cls(r, folder, say) if r.profile.get("growth.stop") else None
 
     def started(self, info: Started) -> None:
-        from launcher.telemetry.sampler import Sampler
-        from launcher.telemetry.watch import limits_of, memory_dir_of
+        from launcher.telemetry.watch import watched_sampler
 
         if info.pid is None:
             return
-        limits, pids_dir = limits_of(info.pid, self.r.facts)
-        memory_dir, v2 = (memory_dir_of(info.pid) if "memory" in info.enforcement.enforced
-                          else (None, False))
         self.out = (self.folder / "telemetry.jsonl").open("w")  # this attempt's
-        self.sampler = Sampler(info.pid, self.out, limits, pids_dir=pids_dir,
-                               memory_dir=memory_dir, memory_v2=v2,
-                               on_sample=self.watch.on_sample)
-        self.watch.attach(self.sampler, info.stop)
-        self.sampler.start()
+        self.sampler = watched_sampler(info, self.r.facts, self.out, self.watch)
 
     def output(self, stream: str, data: bytes) -> None:
         self.watch.output(stream, data)

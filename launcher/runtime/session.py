@@ -43,7 +43,7 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     The workload's output marks its cycles, and growth across them is watched (`growth`)."""
     from launcher.telemetry.growth_watch import GrowthWatch
     from launcher.telemetry.sampler import Sampler
-    from launcher.telemetry.watch import limits_of, memory_dir_of
+    from launcher.telemetry.watch import watched_sampler
 
     exit_file = run_dir / EXIT_FILE
     exit_file.unlink(missing_ok=True)
@@ -58,18 +58,10 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
         on_start(info)
         if info.pid is None:
             return
-        limits, pids_dir = limits_of(info.pid, r.facts)
-        limits["threads_estimate"] = estimate
-        # the kernel's charge and peak, where the memory cgroup is the run's own
-        memory_dir, v2 = (memory_dir_of(info.pid) if "memory" in info.enforcement.enforced
-                          else (None, False))
-        s = Sampler(info.pid, telemetry, limits, pids_dir=pids_dir, interval=interval,
-                    warn=lambda msg: say(f"warning: {msg}"), memory_dir=memory_dir,
-                    memory_v2=v2, on_sample=watch.on_sample,
-                    framework=_label(r.framework))
-        watch.attach(s, info.stop)
-        s.start()
-        samplers.append(s)
+        samplers.append(watched_sampler(
+            info, r.facts, telemetry, watch, extra_limits={"threads_estimate": estimate},
+            interval=interval, warn=lambda msg: say(f"warning: {msg}"),
+            framework=_label(r.framework)))
 
     def sink(stream: str, data: bytes) -> None:
         try:

@@ -4,6 +4,7 @@ last cycle, what was said while the run went, and a what-if against another prof
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 SHOWN = ("threads", "memory_bytes", "rss_bytes", "vm_size_bytes", "vm_data_bytes", "maps",
@@ -50,12 +51,6 @@ def cycle_rows(growth: dict[str, Any]) -> list[tuple[str, ...]]:
     return rows
 
 
-def _table(rows: list[tuple[str, ...]], indent: str = "  ") -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    return "\n".join(indent + "  ".join([*(c.ljust(w) for c, w in zip(r, widths, strict=False)),
-                                         r[-1]]).rstrip() for r in rows)
-
-
 def census_words(census: dict[str, dict[str, int]] | None) -> str:
     if not census:
         return "-"
@@ -63,7 +58,9 @@ def census_words(census: dict[str, dict[str, int]] | None) -> str:
     return ", ".join(f"{pool} {sum(names.values())}" for pool, names in pools)
 
 
-def growth_lines(growth: dict[str, Any] | None) -> list[str]:
+def growth_lines(growth: dict[str, Any] | None,
+                 table: Callable[[list[tuple[str, ...]]], str]) -> list[str]:
+    """The section's lines; `table` lays out rows (the CLI's)."""
     from launcher.telemetry.growth import SERIES, Trend, live_line, step
 
     if not growth or not growth.get("unit"):
@@ -75,7 +72,7 @@ def growth_lines(growth: dict[str, Any] | None) -> list[str]:
              if unit != "window" else
              f"growth per window ({count} windows: no line of the workload's marked a cycle, "
              f"so fixed windows of time stand in)"]
-    lines.append(_table(cycle_rows(growth)))
+    lines.append(table(cycle_rows(growth)))
     grew = [t for t in growth.get("trends", []) if t.get("grows")]
     for t in grew:
         trend = Trend(**{**t, "pool_names": tuple(t.get("pool_names") or ())})
