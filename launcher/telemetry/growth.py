@@ -201,9 +201,10 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
     trend, mean, sd, se, exact = gate(s, [(c.n, c.floor[key]) for c in cyc])
     of = "floor"
     closed_peaks = [(c.n, c.peak[key]) for c in cyc if c.t1 is not None]
-    if not trend and len(closed_peaks) >= MIN_POINTS:
+    if not trend and mean <= s.min_step and len(closed_peaks) >= MIN_POINTS:
         # what each cycle keeps is flat, but what it needs grows (a batch, a cache or a pool
         # made larger each cycle and freed at its end): that passes a limit all the same
+        # (floors that rise but are not yet sure wait: they are the leak)
         peak_gate = gate(s, closed_peaks)
         if peak_gate[0]:
             (trend, mean, sd, se, exact), of = peak_gate, "peak"
