@@ -6,6 +6,14 @@ from __future__ import annotations
 class LauncherError(Exception):
     """A mistake or condition the user can fix; printed as one line, never a traceback."""
 
+    exit_status = 1
+
+
+class CommandNotFound(LauncherError):
+    """The command to run is neither a workload nor on PATH: exit 127, as a shell's."""
+
+    exit_status = 127
+
 
 class ProfileError(LauncherError):
     """A profile file is missing, unreadable or invalid."""

@@ -237,9 +237,10 @@ def test_mistakes_are_one_clear_line(tmp_path):
                                    "PATH; did you mean the workload 'stress-jax'? (`launcher "
                                    "workloads` lists them)")
     missing = launcher("run", "--runtime", "native", "--", "no-such-command-xyz")
-    assert missing.returncode == 127
-    assert "launcher: cannot run 'no-such-command-xyz': No such file or directory" in \
-        missing.stderr
+    assert missing.returncode == 127  # before any warning or start line: one line
+    assert missing.stderr.strip() == (
+        "error: cannot run 'no-such-command-xyz': neither a workload nor a command on PATH "
+        "(`launcher workloads` lists the workloads; a command inside an image needs --image IMG)")
     assert set(runs.iterdir()) == before  # no run folder for what never started
     plna = launcher("plna")
     assert plna.returncode == 2 and plna.stderr.count("Did you mean 'plan'?") == 1

@@ -93,7 +93,8 @@ def above_outer(limits: dict[str, Limit], facts: HostFacts) -> list[str]:
         if (not isinstance(asked, int | float) or outer is None or asked <= outer
                 or limits[cap].source.startswith("auto")):  # asked for, not derived
             continue
-        where = facts.host_path(cg.binding[cap]) if cap in cg.binding else None
+        at = cg.limited_at(cap)
+        where = facts.host_path(at) if at else None
         shown = (lambda v: format_size(int(v))) if cap == "memory" else (
             lambda v: str(int(v)) if float(v).is_integer() else f"{v:g}")
         out.append(f"limits.{cap} {shown(asked)} is above the {file} {shown(outer)}"

@@ -40,7 +40,7 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
         return 0
     cg = facts.cgroup
     rl = facts.rlimits
-    quota = "none" if cg.cpu_quota is None else f"{cg.cpu_quota:g}"
+    quota = "none" if cg.cpu_quota is None else f"{cg.cpu_quota:g}{_at(facts, 'cpu')}"
     dirs = [f"{k}: {facts.host_path(v)}" for k, v in cg.dirs.items()]
     rows = [
         ("CPUs", f"{facts.online_cpus} online, {facts.affinity_cpus} in affinity, cpuset "

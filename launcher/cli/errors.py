@@ -16,7 +16,7 @@ def run_guarded(fn: Callable[[], object]) -> int:
     except LauncherError as exc:
         for line in str(exc).splitlines() or [""]:  # several mistakes: one line each
             print(f"error: {line}", file=sys.stderr)
-        return 1
+        return exc.exit_status
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

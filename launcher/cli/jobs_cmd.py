@@ -7,13 +7,20 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from launcher.cli.output import parse_env_pairs, print_json, say, show_event, table
+from launcher.cli.output import (
+    parse_env_pairs,
+    print_json,
+    say,
+    show_event,
+    table,
+    verdict_status,
+)
 from launcher.units import format_size
 
 
 def plan(spec: Path, *, profile: str | None, framework: str | None,
          max_concurrent: int | None, env: list[str] | None, as_json: bool,
-         host_root: Path | None, gpus: str | None = None) -> int:
+         host_root: Path | None, gpus: str | None = None, detailed: bool = False) -> int:
     from launcher.usecases.jobs_plan import JobsPlanRequest
     from launcher.usecases.jobs_plan import plan as plan_job
 
@@ -22,9 +29,10 @@ def plan(spec: Path, *, profile: str | None, framework: str | None,
                                    host_root=host_root, gpus=gpus))
     if got.shortfall:
         say(f"warning: {got.shortfall} (`jobs run` refuses)")
+    status = verdict_status(got.prepared.resolved.caps.verdict.level, detailed)
     if as_json:
         print_json(got.data)
-        return 0
+        return status
     p = got.prepared
     pl = p.plan
     print(f"job {p.spec.name}: {pl.sentence()}")
@@ -41,7 +49,7 @@ def plan(spec: Path, *, profile: str | None, framework: str | None,
     for r in p.resolved.caps.verdict.reasons:
         if not (got.shortfall and "this host shows" in r):  # said once, at the top
             print(f"  - {r}")
-    return 0
+    return status
 
 
 def run(spec: Path, *, profile: str | None, framework: str | None, max_concurrent: int | None,

@@ -175,6 +175,9 @@ def doctor(
 
 Gpus = Annotated[str | None, typer.Option("--gpus", help=GPUS_HELP)]
 FitOpt = Annotated[bool, typer.Option("--fit", help=FIT_HELP)]
+DetailedExit = Annotated[bool, typer.Option(
+    "--detailed-exitcode", help="Exit with the verdict, for scripts (as terraform's): 0 ok, "
+                                "4 warn, 5 refuse; 1 stays a mistake, 2 a usage error.")]
 
 
 @app.command()
@@ -192,6 +195,7 @@ def plan(
         help="Budget for this workload as `launcher run NAME` does: its framework and its own "
              "threads (a driver, a sampler), so plan and run give the same verdict.")] = None,
     fit: FitOpt = False,
+    detailed_exitcode: DetailedExit = False,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
@@ -203,7 +207,7 @@ def plan(
 
     _run(lambda: plan_cmd.plan(profile, framework=framework, processes=processes,
                                env_pairs=env, gpus=gpus, workload=workload, as_json=json,
-                               host_root=host_root, fit=fit))
+                               host_root=host_root, fit=fit, detailed=detailed_exitcode))
 BaseImage = Annotated[str | None, typer.Option(
     "--base-image", help="Base image instead of the profile's or the vendor default.")]
 CaCert = Annotated[Path | None, typer.Option(
@@ -339,6 +343,7 @@ def jobs_plan(
     max_concurrent: MaxConcurrent = None,
     gpus: Gpus = None,
     env: EnvOpt = None,
+    detailed_exitcode: DetailedExit = False,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
@@ -348,7 +353,7 @@ def jobs_plan(
 
     _run(lambda: jobs_cmd.plan(spec, profile=profile, framework=framework,
                                max_concurrent=max_concurrent, env=env, as_json=json,
-                               host_root=host_root, gpus=gpus))
+                               host_root=host_root, gpus=gpus, detailed=detailed_exitcode))
 
 
 @jobs_app.command("run")

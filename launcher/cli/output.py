@@ -45,6 +45,15 @@ def show_event(event: Event) -> None:
         say(event.text)
 
 
+# `--detailed-exitcode` (as terraform's): the verdict as the exit status, apart from the
+# statuses launcher already gives (1 a mistake, 2 a usage error, 3 an internal error).
+VERDICT_STATUS = {"ok": 0, "warn": 4, "refuse": 5}
+
+
+def verdict_status(level: str, detailed: bool) -> int:
+    return VERDICT_STATUS[level] if detailed else 0
+
+
 def print_json(data: Any) -> None:
     json.dump(data, sys.stdout, indent=2, sort_keys=False, default=str)
     sys.stdout.write("\n")

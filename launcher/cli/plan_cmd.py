@@ -5,14 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from launcher.cli.output import parse_env_pairs, print_json, table
+from launcher.cli.output import parse_env_pairs, print_json, table, verdict_status
 from launcher.units import format_rlimit, format_size
 
 
 def plan(profile_ref: str, *, framework: str | None = None, processes: int | None = None,
          env_pairs: list[str] | None = None, gpus: str | None = None,
          workload: str | None = None, as_json: bool = False, host_root: Path | None = None,
-         fit: bool = False) -> int:
+         fit: bool = False, detailed: bool = False) -> int:
     from launcher.usecases.plan import PlanRequest
     from launcher.usecases.plan import plan as resolve_plan
 
@@ -22,7 +22,7 @@ def plan(profile_ref: str, *, framework: str | None = None, processes: int | Non
     data = got.data
     if as_json:
         print_json(data)
-        return 0
+        return verdict_status(data["verdict"]["level"], detailed)
     print(f"plan: profile {data['profile']}, framework {data['framework']}, "
           f"{data['processes']} process(es), pools sized for {data['cpus']} CPU(s)")
     if got.fitted:
@@ -42,7 +42,7 @@ def plan(profile_ref: str, *, framework: str | None = None, processes: int | Non
     print(table([(n, _fmt_limit(n, lim["value"]), lim["source"])
                  for n, lim in data["limits"].items()]))
     print_verdict(data)
-    return 0
+    return verdict_status(data["verdict"]["level"], detailed)
 
 
 def _fmt_limit(name: str, value: Any) -> str:

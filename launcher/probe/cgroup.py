@@ -130,7 +130,13 @@ def _int(path: Path, text: str) -> int:
 
 def read_cpu_quota(chain: Chain) -> float | None:
     """Quota in CPUs (e.g. 1.5), the strictest along the chain; None when unlimited."""
+    return cpu_quota_at(chain)[0]
+
+
+def cpu_quota_at(chain: Chain) -> tuple[float | None, Path | None]:
+    """The strictest quota along the chain in CPUs, and the cgroup it was read from."""
     best: float | None = None
+    where: Path | None = None
     for d in chain.dirs:
         if chain.version == "v2":
             path = d / "cpu.max"
@@ -159,8 +165,9 @@ def read_cpu_quota(chain: Chain) -> float | None:
         if quota <= 0:
             raise HostError(f"{path}: CPU quota is {quota}; expected a positive number or max")
         cpus = quota / period
-        best = cpus if best is None else min(best, cpus)
-    return best
+        if best is None or cpus < best:
+            best, where = cpus, d
+    return best, where
 
 
 def parse_cpu_list(text: str, path: Path | None = None) -> int:
@@ -174,6 +181,11 @@ def parse_cpu_list(text: str, path: Path | None = None) -> int:
 
 
 def read_cpuset(chain: Chain) -> int | None:
+    return cpuset_at(chain)[0]
+
+
+def cpuset_at(chain: Chain) -> tuple[int | None, Path | None]:
+    """The leaf's CPUs (effective where the kernel says them), and the cgroup read."""
     leaf = chain.dirs[0]
     names = (
         ("cpuset.cpus.effective", "cpuset.cpus")
@@ -183,8 +195,8 @@ def read_cpuset(chain: Chain) -> int | None:
     for name in names:
         text = _read(leaf / name)
         if text:
-            return parse_cpu_list(text, leaf / name)
-    return None
+            return parse_cpu_list(text, leaf / name), leaf
+    return None, None
 
 
 def present_dir(chain: Chain, controller: str) -> Path | None:

@@ -6,12 +6,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from launcher.probe.cgroup import (
+    cpu_quota_at,
+    cpuset_at,
     find_chains,
     limit_dir,
     pids_binding,
     present_dir,
-    read_cpu_quota,
-    read_cpuset,
     read_memory,
 )
 from launcher.probe.mountinfo import parse_mountinfo
@@ -28,7 +28,12 @@ class CgroupFacts:
     memory_limit: int | None = None
     memory_usage: int | None = None
     oom_kills: int | None = None
-    binding: dict[str, str] = field(default_factory=dict)  # pids | memory -> the dir that limits
+    # controller (pids, memory, cpu, cpuset) -> the cgroup its limit was read from
+    binding: dict[str, str] = field(default_factory=dict)
+
+    def limited_at(self, cap: str) -> str | None:
+        """Where the limit on `cap` (pids, memory, cpus, cpuset) was read, if anywhere."""
+        return self.binding.get("cpu" if cap == "cpus" else cap)
 
 
 
@@ -44,10 +49,11 @@ def read_cgroup(root: Path) -> CgroupFacts:
         facts.version = "hybrid"
     present = {c: present_dir(ch, c) for c, ch in chains.items()}
     facts.dirs = {c: str(d) for c, d in present.items() if d is not None}
+    read: dict[str, Path | None] = {}  # controller -> the cgroup a limit was read from
     if "cpu" in chains:
-        facts.cpu_quota = read_cpu_quota(chains["cpu"])
+        facts.cpu_quota, read["cpu"] = cpu_quota_at(chains["cpu"])
     if "cpuset" in chains:
-        facts.cpuset_cpus = read_cpuset(chains["cpuset"])
+        facts.cpuset_cpus, read["cpuset"] = cpuset_at(chains["cpuset"])
     if "pids" in chains:
         facts.pids_max, facts.pids_current, where = pids_binding(chains["pids"])
         if where is not None:
@@ -58,4 +64,7 @@ def read_cgroup(root: Path) -> CgroupFacts:
         where = limit_dir(ch, "memory.max" if ch.version == "v2" else "memory.limit_in_bytes")
         if where is not None:
             facts.binding["memory"] = str(where)
+    facts.binding.update({c: str(d) for c, d in read.items() if d is not None})
+    for c, d in facts.binding.items():  # a limit at a namespace's root is named too
+        facts.dirs.setdefault(c, d)
     return facts

@@ -11,6 +11,11 @@ import functools
 from collections.abc import Iterator, Mapping
 
 from launcher.keys import AUTO, UNLIMITED, Key
+from launcher.profiles.image_keys import (
+    apt_names_problem,
+    image_ref_problem,
+    pip_requirements_problem,
+)
 
 __all__ = ["AUTO", "SCHEMA", "UNLIMITED", "Key", "walk_schema"]
 
@@ -128,9 +133,11 @@ BASE: dict[str, Key | dict[str, Key]] = {
                             "run --stop-before-limit"),
     },
     "image": {
-        "base": Key("str", "base image; overridable with --base-image"),
-        "apt_packages": Key("strlist", "extra Debian/Ubuntu packages"),
-        "pip_packages": Key("strlist", "extra Python packages"),
+        "base": Key("str", "base image; overridable with --base-image",
+                    check=image_ref_problem),
+        "apt_packages": Key("strlist", "extra Debian/Ubuntu packages", check=apt_names_problem),
+        "pip_packages": Key("strlist", "extra Python packages, one PEP 508 requirement each",
+                            check=pip_requirements_problem),
     },
     "env": Key("env", "explicit variables; win over everything"),
 }

@@ -97,6 +97,19 @@ def _prune(folder: Path) -> None:
             old.unlink(missing_ok=True)
 
 
+def _tab_hint(text: str, mark: Any) -> str:
+    """YAML indents with spaces only; a tab at or before the error is the likeliest cause."""
+    if mark is None:
+        return ""
+    lines = text.splitlines()
+    for at in (mark.line, mark.line - 1):
+        if 0 <= at < len(lines) and "\t" in lines[at]:
+            column = lines[at].index("\t") + 1
+            return (f" (a tab at line {at + 1}, column {column}: YAML indents with spaces "
+                    f"only; replace it with spaces)")
+    return ""
+
+
 def _parse(path: Path) -> Located:
     import yaml  # deferred: only paths that read profiles pay for it
 
@@ -117,7 +130,9 @@ def _parse(path: Path) -> Located:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark else 1
-        raise ProfileError(f"{path}:{line}: invalid YAML: {exc.problem or exc.context}") from None
+        problem = exc.problem or exc.context or ""
+        raise ProfileError(f"{path}:{line}: invalid YAML: {problem}"
+                           f"{_tab_hint(text, mark)}") from None
     except yaml.YAMLError as exc:
         raise ProfileError(f"{path}:1: invalid YAML: {exc}") from None
     finally:

@@ -6,18 +6,16 @@ from __future__ import annotations
 import re
 
 from launcher.errors import LauncherError
-
-# docker's reference grammar, simplified: [registry[:port]/]path[:tag][@digest]
-_IMAGE_REF = re.compile(
-    r"^(?:[a-zA-Z0-9.-]+(?::[0-9]+)?/)?[a-z0-9]+(?:[._-]{1,2}[a-z0-9]+)*"
-    r"(?:/[a-z0-9]+(?:[._-]{1,2}[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?"
-    r"(?:@sha256:[a-f0-9]{64})?$"
+from launcher.profiles.image_keys import (
+    IMAGE_REF,
+    apt_names_problem,
+    image_ref_problem,
+    pip_requirements_problem,
 )
-_APT_NAME = re.compile(r"^[a-z0-9][a-z0-9+.-]+(?:=[A-Za-z0-9.+:~-]+)?$")
 
 
 def check_image_ref(ref: str, what: str) -> str:
-    if not _IMAGE_REF.match(ref):
+    if image_ref_problem(ref):
         raise LauncherError(f"{what}: not a valid image reference (got {ref!r})")
     return ref
 
@@ -26,23 +24,22 @@ def pushed(ref: str) -> bool:
     """A reference a cluster's nodes can pull: it names its registry (a host with a dot or a
     port, or localhost), as in registry.example.com/team/job:1 or docker.io/me/job:1."""
     first, sep, _ = ref.partition("/")
-    return bool(sep and _IMAGE_REF.match(ref)) and ("." in first or ":" in first
+    return bool(sep and IMAGE_REF.match(ref)) and ("." in first or ":" in first
                                                     or first == "localhost")
 
 
 def check_apt_packages(names: list[str], where: str) -> list[str]:
-    for n in names:
-        if not _APT_NAME.match(n):
-            raise LauncherError(f"{where}: image.apt_packages: not a Debian package name "
-                                f"(got {n!r})")
+    """The load checked them already; a profile built in code is checked here."""
+    why = apt_names_problem(names)
+    if why:
+        raise LauncherError(f"{where}: image.apt_packages: {why}")
     return names
 
 
 def check_pip_requirements(reqs: list[str], where: str) -> list[str]:
-    for r in reqs:
-        if "\n" in r or "\r" in r or r.lstrip().startswith("-"):
-            raise LauncherError(f"{where}: image.pip_packages: one requirement per item, no pip "
-                                f"options (got {r!r})")
+    why = pip_requirements_problem(reqs)
+    if why:
+        raise LauncherError(f"{where}: image.pip_packages: {why}")
     return reqs
 
 

@@ -66,7 +66,7 @@ def held(cg: CgroupFacts, cap: str, value: float) -> str | None:
     limit = {"pids": cg.pids_max, "memory": cg.memory_limit, "cpus": cg.cpu_quota}[cap]
     if limit is None or limit > value:
         return None
-    where = cg.binding.get(cap)
+    where = cg.limited_at(cap)
     return f"{limit:g}" + (f" (at {where})" if where else "")
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from launcher.errors import ProfileError
+from launcher.errors import LauncherError, ProfileError
 from launcher.profiles.loader import Profile, available, display_path, load_profile
 
 __all__ = ["Checked", "Profile", "display_path", "kind_of", "list_profiles", "show",
@@ -52,11 +52,29 @@ class Checked:
 
 
 def validate(files: list[Path]) -> list[Checked]:
+    """Each file as a run and a render would take it: the load (every key, with its line),
+    then what only the image's making checks (the framework's image for the GPU vendor)."""
     out = []
     for f in files:
         try:  # a name as --profile takes it (gtx1650, ./mine), else a file
-            load_profile(f if f.exists() or f.suffix or len(f.parts) > 1 else f.name)
+            p = load_profile(f if f.exists() or f.suffix or len(f.parts) > 1 else f.name)
+            _image_checks(p)
             out.append(Checked(f, None))
-        except ProfileError as exc:
+        except LauncherError as exc:
             out.append(Checked(f, str(exc)))
     return out
+
+
+def _image_checks(p: Profile) -> None:
+    """The image `render` and `build` would make of it, where the profile names its vendor."""
+    from launcher.keys import AUTO
+    from launcher.render.dockerfile import image_spec
+
+    vendor = p.get("gpu.vendor", AUTO)
+    if vendor == AUTO:
+        return
+    try:
+        image_spec(p, p.get("framework", "none"), vendor)
+    except LauncherError as exc:
+        where = p.where("framework") if p.get("framework") else p.where("gpu.vendor")
+        raise LauncherError(f"{where}: {exc}") from None

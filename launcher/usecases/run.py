@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from launcher.caps.model import threads_in_all
 from launcher.caps.resolve import Resolved
 from launcher.caps.verdict import GPU_SHORT
-from launcher.errors import LauncherError
+from launcher.errors import CommandNotFound, LauncherError
 from launcher.names import NAME, NAME_RULE
 from launcher.render.images import default_tag
 from launcher.runtime.engine import BuildEvent, Engine, ImageNotFound, OutputClosed
@@ -138,6 +138,10 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
     spec.labels.update({RUN_LABEL: run_id, OWNER_LABEL: owner()})
     if workload is not None and workload.module:
         _workload_paths(spec, run_dir)
+    if workload is None and engine.runs_host_processes:  # before any warning or start line
+        _check_on_path(command[0], spec.env.get("PATH"), spec.workdir)
+    if not req.dry_run:  # a refusal before any warning: nothing else matters then
+        _check_verdict(r, plan_command(req, workload))
     if chose and req.image and engine.runs_host_processes:  # after every argument was checked
         tell.warn(f"--image {req.image} is not used: {chose}{_why_no_container()}")
     elif chose and lacked_image:  # a container engine answers: its missing image is news
@@ -155,7 +159,6 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
             threads=threads_in_all(r.caps.estimate), estimate=r.caps.estimate,
             verdict=r.caps.to_json()["verdict"], advisory=advisory,
             refused_by=required_by if advisory else None))
-    _check_verdict(r, plan_command(req, workload))
     # after the checks that cost nothing: no one installs a framework to be refused then
     if workload is not None and workload.module and engine.inherits_environment:
         _check_framework(workload.name, workload.framework)
@@ -373,6 +376,19 @@ def _user_workload_help(w: Workload) -> str:
             f"  runs: {command} [ARGS...]  (framework {w.framework})\n"
             f"every word after the name is the command's; its own --help: "
             f"`{shlex.join(['launcher', 'run', *framework, '--', *w.command, *w.args, '--help'])}`")
+
+
+def _check_on_path(word: str, path: str | None, cwd: str | None) -> None:
+    """A command run on this host that is not there: one line and 127, before anything."""
+    if "/" in word:
+        found = os.access(os.path.join(cwd or os.getcwd(), word), os.X_OK)
+    else:
+        found = shutil.which(word, path=path) is not None
+    if not found:
+        what = "no such executable file" if "/" in word else "neither a workload nor a command " \
+                                                               "on PATH"
+        raise CommandNotFound(f"cannot run {word!r}: {what} (`launcher workloads` lists the "
+                              f"workloads; a command inside an image needs --image IMG)")
 
 
 def _check_not_a_typo(word: str, names: list[str]) -> None:
