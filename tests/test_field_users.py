@@ -127,3 +127,112 @@ def test_doctor_json_names_the_cgroup_of_every_limit_it_read() -> None:
     words = runner.invoke(app, ["doctor", "--host-root", str(host)]).stdout
     assert "quota 2 (set at /sys/fs/cgroup)" in words
     assert "max 77 (set at /sys/fs/cgroup), current 3" in words
+
+
+BOMB = ("import threading, time\n"
+        "ts = [threading.Thread(target=time.sleep, args=(1,)) for _ in range(30)]\n"
+        "[t.start() for t in ts]\n")
+
+
+def test_an_informed_override_runs_a_refused_workload_and_says_so(tmp_path: Path) -> None:
+    """A real native run under a real pids cgroup: refused, then run with --override; the start
+    line, summary.json and the diagnosis say it was overridden and what the plan said."""
+    import json
+    import sys
+
+    from tests.docker_helpers import launcher, run_dir_of
+
+    prof = _profile(tmp_path, "extends: base\nlimits:\n  pids: 12\n", "p12.yaml")
+    args = ["run", "--runtime", "native", "-p", str(prof), "--framework", "tf", "--"]
+    refused = launcher(*args, sys.executable, "-c", "print('ran')")
+    assert refused.returncode == 1 and "ran" not in refused.stdout
+    assert refused.stderr.startswith("error: refused: ~19 threads (~18 per process + 1 "
+                                     "supervisor) would exceed the pids limit 12. --override "
+                                     "runs it anyway, where you know better (see `launcher plan")
+    ran = launcher(*args[:-1], "--override", "--", sys.executable, "-c", BOMB)
+    assert ran.returncode == 1, ran.stderr  # the bomb's own RuntimeError: it did run
+    reason = "~19 threads (~18 per process + 1 supervisor) would exceed the pids limit 12"
+    start = next(x for x in ran.stderr.splitlines() if x.startswith("launcher: profile p12"))
+    assert start.endswith("; the plan refused it, run anyway (--override)")
+    said = f"the plan refused this run ({reason}), and --override ran it anyway"
+    assert f"launcher: overridden: {said}." in ran.stderr
+    summary = json.loads((run_dir_of(ran.stderr) / "summary.json").read_text())
+    assert summary["override"]["by"] == "--override"
+    assert summary["override"]["verdict"] == "refuse"
+    assert summary["override"]["reasons"] == [f"{reason}."]
+    assert summary["diagnosis"].startswith("the pids limit was reached")
+    assert summary["diagnosis"].endswith(f" Overridden: {said}.")
+
+
+def test_the_profile_key_overrides_but_require_still_refuses(tmp_path: Path) -> None:
+    import sys
+
+    from tests.docker_helpers import launcher
+
+    prof = _profile(tmp_path, "extends: base\nlimits:\n  pids: 12\n  override: true\n",
+                    "ov.yaml")
+    ran = launcher("run", "--runtime", "native", "-p", str(prof), "--framework", "tf", "--",
+                   sys.executable, "-c", "print('ran')")
+    assert ran.returncode == 0 and ran.stdout == "ran\n", ran.stderr
+    assert f"run anyway (limits.override ({prof}:4))" in ran.stderr
+    env = {"LAUNCHER_CGROUP_ROOT": str(tmp_path / "no-cgroups")}  # no pids cgroup to be had
+    kept = launcher("run", "--runtime", "native", "--require-limits", "-p", str(prof),
+                    "--framework", "tf", "--", sys.executable, "-c", "print('ran')", env=env)
+    assert kept.returncode == 1 and "ran" not in kept.stdout
+    assert kept.stderr.splitlines()[-1].startswith("error: --require-limits: not started: the "
+                                                   "pids limit")
+
+
+def test_a_process_is_budgeted_for_the_gpus_it_sees(tmp_path: Path) -> None:
+    """rig-6600 runs a process per GPU: plan (as run) budgets each for one GPU, as jobs plan
+    budgets each chunk and render gives each service its own; docker-5gpu's one process sees
+    all five."""
+    import json
+
+    host = ["--host-root", str(HOSTS / "rig-6600")]
+    plan = json.loads(runner.invoke(app, ["plan", "-p", "rig-6600", "--json", *host]).stdout)
+    est = plan["estimate"]
+    assert est["breakdown"]["torch_autograd_device"] == 1
+    assert est["breakdown"]["gpu_event_handler"] == 1
+    spec = _profile(tmp_path, "name: t\nitems: 1000\nchunk_size: 100\n"
+                              "command: [python3, -c, pass]\n", "job.yaml")
+    jobs = runner.invoke(app, ["jobs", "plan", str(spec), "-p", "rig-6600", "--json", *host])
+    chunk = json.loads(jobs.stdout)["plan"]["tasks_per_chunk"]
+    assert chunk == est["per_process"] + 1  # a chunk is one process and its supervisor
+    assert any("budgeted for the 1 GPU it sees of the 12" in n for n in plan["budget"]["notes"])
+    render = runner.invoke(app, ["render", "-p", "rig-6600", "--out", str(tmp_path / "r")])
+    assert render.exit_code == 0, render.stderr
+    compose = (tmp_path / "r" / "compose.yaml").read_text()
+    assert compose.count("- /dev/dri/renderD") == 12 and "gpu11:" in compose  # one each
+    five = json.loads(runner.invoke(app, ["plan", "-p", "docker-5gpu", "--json", "--host-root",
+                                          str(HOSTS / "docker-5gpu")]).stdout)
+    assert five["processes"] == 1
+    assert not any("budgeted for the" in n for n in five["budget"]["notes"])
+
+
+def test_oversubscription_is_one_line_and_fit_offers_pools_that_fit(tmp_path: Path) -> None:
+    """8 CPUs (the fixture host), 4 processes with a fixed intra_op 4: 16 compute threads."""
+    import json
+
+    host = ["--host-root", str(HOSTS / "v2-unlimited")]
+    prof = _profile(tmp_path, "extends: base\nthreads:\n  intra_op: 4\n", "i4.yaml")
+
+    def plan(*extra: str) -> dict:
+        got = runner.invoke(app, ["plan", "-p", str(prof), "--json", *host, *extra])
+        assert got.exit_code == 0, got.stderr
+        return json.loads(got.stdout)
+
+    said = plan("--processes", "4")
+    assert said["cpus"] == 8
+    assert [r for r in said["verdict"]["reasons"] if "oversubscribed" in r] == [
+        "4 processes x 4 compute threads = 16 on 8 CPU(s): oversubscribed 2x, so they take "
+        "turns; `--fit` sizes each pool 2 (threads.intra_op 2)."]
+    assert said["verdict"]["level"] == "warn"
+    fitted = plan("--processes", "4", "--fit")
+    assert fitted["threads"]["intra_op"] == 2 and fitted["fit"].startswith(
+        "--fit: threads.intra_op 2")
+    assert not [r for r in fitted["verdict"]["reasons"] if "oversubscribed" in r]
+    assert not [r for r in plan("--processes", "2")["verdict"]["reasons"] if "oversub" in r]
+    many = json.loads(runner.invoke(app, ["plan", "-p", "base", "--processes", "16", "--json",
+                                          *host]).stdout)  # auto pools: one thread each
+    assert not [r for r in many["verdict"]["reasons"] if "oversub" in r]  # none smaller

@@ -90,10 +90,10 @@ def test_a_limit_asked_at_the_outer_ones_value_is_not_above_it(tmp_path):
     assert above == ["limits.pids 78 is above the pids.max 77 of /sys/fs/cgroup/job, which "
                      "binds: the run gets at most 77."]
     cpus = [r for r in _verdict(tmp_path, "limits: {cpus: 2.5}\n")[1] if "above" in r]
-    assert cpus == ["limits.cpus 2.5 is above the CPU quota 1.5, which binds: the run gets at "
-                    "most 1.5."]
+    assert cpus == ["limits.cpus 2.5 is above the CPU quota 1.5 of /sys/fs/cgroup/job, which "
+                    "binds: the run gets at most 1.5."]
     cpus = [r for r in _verdict(tmp_path, "limits: {cpus: 2}\n")[1] if "above" in r]
-    assert cpus[0].startswith("limits.cpus 2 is above the CPU quota 1.5,")
+    assert cpus[0].startswith("limits.cpus 2 is above the CPU quota 1.5 of /sys/fs/cgroup/job,")
 
 
 # -- --fit ----------------------------------------------------------------------------------

@@ -11,6 +11,7 @@ from typing import Any
 from launcher.caps.budget import pids_budget
 from launcher.caps.calibrated import calibrated
 from launcher.caps.clamp import clamp_memory
+from launcher.caps.gpus import one_per_process
 from launcher.caps.model import UNLIMITED_RLIMIT, Caps, Limit, Setting, Ulimit
 from launcher.caps.sizing import cpuset_count, pool_cpus
 from launcher.caps.stacks import stacks_of
@@ -129,17 +130,27 @@ def compute_caps(
                     private_pool=intra, pjrt=0)
     settings = replace(base, **{name: env_int(env, var, getattr(base, name))
                                 for each in frameworks for name, var in each.settings_from.items()})
+    by_layout = gpus_per_process is None and one_per_process(procs, selection.count)
+    if by_layout:
+        gpus_per_process = 1
     seen = selection.count if gpus_per_process is None else min(gpus_per_process, selection.count)
     est = calibrated(fw, settings, cpus=fw_cpus, gpus=seen, facts=facts, installed=installed)
     total = procs * est.per_process + 1 + extra_threads  # + the supervisor, + the workload's
     budget = pids_budget(limits, ulimits, facts)
+    if by_layout:
+        budget["notes"].append(
+            f"each process is budgeted for the {seen} GPU it sees of the {selection.count}: "
+            f"the profile runs a process per GPU ({procs} processes), as `render` gives each "
+            f"service and `jobs` each chunk its own; one process in a single `run` sees all "
+            f"{selection.count} unless it narrows CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES")
     stack_soft = (ulimits["stack"].soft if "stack" in ulimits else
                   facts.rlimits["stack"].soft if "stack" in facts.rlimits else None)
     stacks = stacks_of(est.per_process, est.breakdown, stack_soft,
                        {k: s.value for k, s in env.items() if s.value is not None}, fw_cpus,
                        omp_parts=get_framework(fw).omp_parts)
     said = verdict(profile, facts=facts, fw=fw, procs=procs, est=est, total=total, budget=budget,
-                   limits=limits, gpu=gpu, inherited=inherited, stacks=stacks)
+                   limits=limits, gpu=gpu, inherited=inherited, stacks=stacks,
+                   pool=max(settings.intra, settings.omp), cpus=cpus)
     return Caps(
         profile=profile.name,
         framework=fw,

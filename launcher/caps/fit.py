@@ -40,9 +40,10 @@ class Fit:
 
 
 def fit_to_budget(r: Resolved, headroom: float = HEADROOM) -> Fit | None:
-    """None when the run already fits, or when nothing tried fits (the refusal stands)."""
+    """None when the run already fits (its pids, its stacks, its CPUs), or when nothing tried
+    fits (the refusal stands)."""
     if _fits(r, headroom):
-        return None
+        return _fit_to_cpus(r)
     total = r.caps.estimate["total"]
     for values, cost in _candidates(r, headroom):
         trial = r.with_values(values, "--fit")
@@ -69,6 +70,20 @@ def apply(r: Resolved, fit: Fit, origin: str = "--fit") -> Resolved:
 
 def _fits(r: Resolved, headroom: float) -> bool:
     return _pids_fit(r, headroom) and fits(_stacks(r), address_limits(r.facts))
+
+
+def _fit_to_cpus(r: Resolved) -> Fit | None:
+    """Processes whose pools take turns on too few CPUs (the verdict's oversubscribed line):
+    each pool sized to its share of the CPUs. None where smaller pools would not help."""
+    t, procs, cpus = r.caps.threads, r.caps.processes, r.caps.cpus
+    pool, share = max(t["intra_op"], t["omp"]), max(1, cpus // procs)
+    if procs < 2 or pool <= share:
+        return None
+    values = {"threads.intra_op": share} | ({"threads.omp": share} if t["omp"] > share else {})
+    trial = r.with_values(values, "--fit")
+    return Fit(values, r.caps.estimate["total"], trial.caps.estimate["total"],
+               f"its CPU pools shrink from {pool} to {share} threads, so {procs} processes x "
+               f"{share} fit the {cpus} CPUs")
 
 
 def _pids_fit(r: Resolved, headroom: float) -> bool:

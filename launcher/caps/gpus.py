@@ -16,6 +16,12 @@ from launcher.vendors.base import GpuSelection
 GPUS_HELP = "all, none, a count such as 2, or device IDs such as 0,2"
 
 
+def one_per_process(processes: int, gpus: int) -> bool:
+    """The profile runs a process per GPU (rig-6600: 12 processes, 12 GPUs): each sees its own
+    GPU (a service each in a render, a chunk each in a job), and is budgeted for that one."""
+    return gpus > 1 and processes >= gpus
+
+
 def profile_vendor(profile: Profile, facts: HostFacts) -> str:
     return resolve_vendor(profile.get("gpu.vendor", "none"),
                           list(dict.fromkeys(g.vendor for g in facts.gpus)))

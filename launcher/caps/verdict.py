@@ -20,7 +20,10 @@ GPU_SHORT = "the profile asks for"  # the opening of the reason that names missi
 
 def verdict(profile: Profile, *, facts: HostFacts, fw: str, procs: int, est: ThreadEstimate,
              total: int, budget: dict[str, Any], limits: dict[str, Limit],
-             gpu: dict[str, Any], inherited: dict[str, str], stacks: Stacks) -> Verdict:
+             gpu: dict[str, Any], inherited: dict[str, str], stacks: Stacks,
+             pool: int = 1, cpus: int | None = None) -> Verdict:
+    """`pool`: the threads one process's largest compute pool runs; `cpus`: the CPUs the
+    pools were sized for (processes x pool above them: oversubscribed)."""
     v = Verdict("ok")
 
     def say(level: str, reason: str) -> None:
@@ -46,6 +49,8 @@ def verdict(profile: Profile, *, facts: HostFacts, fw: str, procs: int, est: Thr
             say("refuse", f"{desc} would exceed the {budget['binding']}.")
         elif total > 0.8 * avail:
             say("warn", f"{desc} would use {total * 100 // avail}% of the {budget['binding']}.")
+    if cpus and procs > 1 and pool > max(1, cpus // procs):  # smaller pools would help
+        say("warn", oversubscribed(procs, pool, cpus))
     per_mem = profile.get("workers.memory")
     mem_budget = memory_budget(profile, limits, facts)
     if per_mem and mem_budget:
@@ -75,6 +80,15 @@ def verdict(profile: Profile, *, facts: HostFacts, fw: str, procs: int, est: Thr
             say("warn", f"{name}={value} is deprecated; launcher removes it "
                         f"(use {DEPRECATED[name]}).")
     return v
+
+
+def oversubscribed(procs: int, pool: int, cpus: int) -> str:
+    """Compute threads that take turns on too few CPUs: each runs a share of the time, and
+    the pool's synchronisation waits for the slowest."""
+    fits = max(1, cpus // procs)
+    return (f"{procs} {_processes(procs)} x {pool} compute threads = {procs * pool} on {cpus} "
+            f"CPU(s): oversubscribed {procs * pool / cpus:g}x, so they take turns; `--fit` "
+            f"sizes each pool {fits} (threads.intra_op {fits}).")
 
 
 def _processes(n: int) -> str:

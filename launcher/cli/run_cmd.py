@@ -44,6 +44,7 @@ class RunOptions:
     write_profile: Path | None = None
     fit: bool = False
     require_limits: bool = False
+    override: bool = False
     cycle: str | None = None
     stop_before_limit: bool = False
 
@@ -63,7 +64,7 @@ def run(o: RunOptions) -> int:
         workdir=o.workdir, user=o.user, mount_cwd=o.mount_cwd, name=o.name, resume=o.resume,
         dry_run=o.dry_run, interval=o.interval, host_root=o.host_root,
         write_profile=o.write_profile, fit=o.fit, require_limits=o.require_limits,
-        cycle=o.cycle, stop_before_limit=o.stop_before_limit)
+        override=o.override, cycle=o.cycle, stop_before_limit=o.stop_before_limit)
     result = run_usecase(req, on_event=show_event, on_output=_print_output)
     if result.help is not None:
         print(result.help)

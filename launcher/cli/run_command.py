@@ -74,6 +74,11 @@ PATH = click.Path(path_type=Path)
               "SIGKILL after 10 s) at the start of the cycle that growth would take past a "
               "limit, so it can write its checkpoint; exit status 75 (as the profile's "
               "growth.stop).")
+@click.option("--override", is_flag=True, help="Run it even where the plan refuses it (the "
+              "threads or the memory would not fit): you know the workload better than the "
+              "estimate. The start line, summary.json and the diagnosis say it was overridden, "
+              "with the plan's reasons (as the profile's limits.override). A limit the kernel "
+              "cannot keep is still refused under --require-limits.")
 @click.option("--require-limits", is_flag=True, help="Refuse to start when a limit the "
               "profile asks for cannot be enforced here (a native run without a usable "
               "cgroup).")

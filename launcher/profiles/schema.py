@@ -91,6 +91,10 @@ BASE: dict[str, Key | dict[str, Key]] = {
         "require": Key("bool", "every pids, memory and CPU limit asked for is enforced by the "
                                "kernel, or nothing runs (as run --require-limits; an image's "
                                "entrypoint too)"),
+        "override": Key("bool", "run a workload the pre-flight refuses anyway (an informed "
+                                "override, as run --override: the start line, summary.json "
+                                "and the diagnosis say so, with the plan's reasons); "
+                                "limits.require still refuses a limit the kernel cannot keep"),
         "fit": Key("bool", "where the pre-flight refuses, shrink the pools to fit (as run "
                            "--fit) instead of refusing; an image's entrypoint too"),
     },

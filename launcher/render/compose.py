@@ -12,6 +12,7 @@ import math
 import re
 from typing import Any
 
+from launcher.caps.gpus import one_per_process
 from launcher.caps.resolve import Resolved
 from launcher.render.yamltext import yaml_dumper
 from launcher.runtime.container import ContainerPlan, plan
@@ -122,7 +123,7 @@ def service_specs(r: Resolved, command: list[str], image: str) -> dict[str, RunS
     (the measured peak of one process), a service's limit is its processes' peak plus 25%
     headroom and that peak is its reservation (a note says when the limits overcommit)."""
     sel = r.selection
-    per_gpu = sel.count > 1 and r.caps.processes >= sel.count
+    per_gpu = one_per_process(r.caps.processes, sel.count)
     n = sel.count if per_gpu else 1
     procs = max(1, (r.caps.processes // n) if per_gpu else r.caps.processes)
     specs = ({f"gpu{i}": build_spec(r, command, image=image,

@@ -37,10 +37,13 @@ class Ended:
 def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
                    command: list[str], interval: float, fresh: bool, on_output: OutputSink,
                    on_start: Callable[[Started], None], say: Callable[[str], None],
-                   growth: GrowthOptions | None = None) -> Ended:
+                   growth: GrowthOptions | None = None,
+                   override: tuple[str, dict[str, Any]] | None = None) -> Ended:
     """Run `spec` with telemetry into `run_dir` (`fresh`: made for this run, so removed again
     when nothing ran). `on_start` is told when the workload started; `say` takes warnings.
-    The workload's output marks its cycles, and growth across them is watched (`growth`)."""
+    The workload's output marks its cycles, and growth across them is watched (`growth`).
+    A refusal run anyway (`override`: its words and record) is said after the diagnosis and
+    kept in summary.json."""
     from launcher.telemetry.growth_watch import GrowthWatch
     from launcher.telemetry.sampler import Sampler
     from launcher.telemetry.watch import watched_sampler
@@ -97,11 +100,14 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     if record.get("diagnosis"):
         say(str(record["diagnosis"]))
         diagnosis = str(record["diagnosis"])
+    extra = {"growth": record, "exit_status": status, "workload_status": result.status}
+    if override is not None:
+        words, extra["override"] = override
+        say(f"overridden: {words}.")
+        diagnosis = f"{diagnosis} Overridden: {words}."
     summary = write_summary(run_dir, r, engine=engine, result=result, command=command,
                             diagnosis=diagnosis, started=started,
-                            pids_peak=own_pids_peak(engine, result, ended),
-                            extra={"growth": record, "exit_status": status,
-                                   "workload_status": result.status})
+                            pids_peak=own_pids_peak(engine, result, ended), extra=extra)
     return Ended(status, diagnosis, ran, summary)
 
 

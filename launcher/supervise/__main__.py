@@ -63,12 +63,13 @@ def prepare_env() -> tuple[dict[str, str], list[str]] | tuple[int, str]:
         if fit is not None:
             r = apply_fit(r, fit, "limits.fit")
             say(f"limits.fit: {fit.describe()}")
-    report(r.caps, quiet, say)
+    override = "limits.override" if r.profile.get("limits.override") else None
+    report(r.caps, quiet, say, overridden_by=override)
     for line in entry.lines() if not quiet else ():
         say(line)
     if entry.advisory:
         say(f"warning: advisory only: {entry.shortfall()} cannot be enforced here")
-    if r.caps.verdict.level == "refuse":
+    if r.caps.verdict.level == "refuse" and not override:
         entry.release()
         hint = "" if r.profile.get("limits.fit") else (
             "; `limits: {fit: true}` in the profile shrinks the pools instead")

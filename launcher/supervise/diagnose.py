@@ -107,7 +107,9 @@ def diagnose(returncode: int, before: Counters, after: Counters, start: Start | 
                    f"stack it touched" if watch is not None and watch.threads >= 100 else "")
         return "oom", (
             f"the memory limit{limit} killed the workload: the cgroup's OOM-kill counter "
-            f"rose by {ooms}{peak}{threads}.")
+            f"rose by {ooms}{peak}{threads}; raise limits.memory above the peak it needs "
+            f"(`launcher run --write-profile FILE` measures it), or make it need less (fewer "
+            f"processes, a smaller batch).")
     refused = max([n - before.pids_events.get(d, 0) for d, n in after.pids_events.items()]
                   or [(after.pids_events_max or 0) - (before.pids_events_max or 0)])
     where = f" (the pids.max of {after.pids_where})" if after.pids_where else ""
@@ -128,19 +130,21 @@ def diagnose(returncode: int, before: Counters, after: Counters, start: Start | 
         return "sigkill", (
             "the workload was killed by SIGKILL, and no OOM kill was counted (its cgroup's "
             "or the kernel's): something outside it sent the signal (a kill -9, a "
-            "scheduler or orchestrator stopping it, a container runtime's stop timeout).")
+            "scheduler or orchestrator stopping it, a container runtime's stop timeout); "
+            "its log says who: give it a longer stop timeout, or stop it with SIGTERM.")
     if returncode < 0:
         try:
             name = signal.Signals(-returncode).name
         except ValueError:
             name = f"signal {-returncode}"
-        return "signal", f"the workload was killed by {name}."
+        return "signal", _signal_words(-returncode, name)
     end = ("the workload exited with status 0" if returncode == 0 else
            f"the workload exited with its own status {returncode}")
     if refused > 0:  # it survived the refusals (a thread it did without): still worth saying
         return "exit-pids", (
             f"{end}, but the pids limit was reached on the way: {peak} and the kernel "
-            f"refused {refused} thread or process creation(s) (EAGAIN){where}.")
+            f"refused {refused} thread or process creation(s) (EAGAIN){where}; lower the "
+            f"thread caps or raise limits.pids.")
     if returncode != 0 and start is not None and watch is not None:
         from launcher.supervise.causes import thread_cause
 
@@ -148,3 +152,15 @@ def diagnose(returncode: int, before: Counters, after: Counters, start: Start | 
         if cause:
             return cause[0], f"{end}; {cause[1]}"
     return ("ok" if returncode == 0 else "exit"), f"{end}."
+
+
+_CRASHES = (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGFPE, signal.SIGABRT)
+
+
+def _signal_words(signum: int, name: str) -> str:
+    """A crash gets its fix; a stop asked for (Ctrl-C, SIGTERM, a reader gone) is news alone."""
+    if signum not in _CRASHES:
+        return f"the workload was killed by {name}."
+    return (f"the workload was killed by {name}: it crashed in native code (a framework, a "
+            f"driver, an extension) with no limit hit; run it with PYTHONFAULTHANDLER=1 to see "
+            f"where, and match the framework's build to the driver.")

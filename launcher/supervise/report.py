@@ -55,7 +55,8 @@ def preflight(caps: Caps, runtime: str, limits: str) -> str:
             + f"{threads_in_all(caps.estimate)}; {runtime} run, {limits}")
 
 
-def report(caps: Caps, quiet: bool, say: Callable[[str], None]) -> None:
+def report(caps: Caps, quiet: bool, say: Callable[[str], None],
+           overridden_by: str | None = None) -> None:
     if not quiet:
         budget = caps.budget
         say(f"profile {caps.profile}, framework {caps.framework}: {thread_summary(caps)}; "
@@ -68,4 +69,6 @@ def report(caps: Caps, quiet: bool, say: Callable[[str], None]) -> None:
             say(f"{name}={s.replaced} was inherited; {new} ({s.source})")
     for reason in caps.verdict.reasons:
         level = "refused" if caps.verdict.level == "refuse" else "warning"
+        if overridden_by and level == "refused":
+            level = f"warning: refused, run anyway ({overridden_by})"
         say(f"{level}: {reason}")

@@ -64,6 +64,7 @@ class RunRequest:
     write_profile: Path | None = None
     fit: bool = False  # shrink the pools to fit the pids budget instead of refusing
     require_limits: bool = False  # refuse rather than run with a limit the kernel cannot keep
+    override: bool = False  # run it even where the plan refuses it (an informed override)
     cycle: str | None = None  # what marks a cycle in the output (a regular expression)
     stop_before_limit: bool = False  # stop at the start of the cycle growth takes past a limit
 
@@ -140,8 +141,9 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
         _workload_paths(spec, run_dir)
     if workload is None and engine.runs_host_processes:  # before any warning or start line
         _check_on_path(command[0], spec.env.get("PATH"), spec.workdir)
+    overridden = None
     if not req.dry_run:  # a refusal before any warning: nothing else matters then
-        _check_verdict(r, plan_command(req, workload))
+        overridden = _check_verdict(r, plan_command(req, workload), _override_by(req, r))
     if chose and req.image and engine.runs_host_processes:  # after every argument was checked
         tell.warn(f"--image {req.image} is not used: {chose}{_why_no_container()}")
     elif chose and lacked_image:  # a container engine answers: its missing image is news
@@ -164,7 +166,7 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
         _check_framework(workload.name, workload.framework)
     _check_limits(engine, spec, tell)
     status = _start(req, engine=engine, spec=spec, r=r, run_dir=run_dir, command=command,
-                    tell=tell, on_output=on_output)
+                    tell=tell, on_output=on_output, overridden=overridden)
     if status == 0 and req.write_profile is not None and workload is not None:
         _write_profile(req.write_profile, workload, r, run_dir, tell)
     return RunResult(status=status, run_dir=run_dir)
@@ -200,20 +202,54 @@ def plan_command(req: RunRequest, workload: Workload | None) -> str:
     return shlex.join(words + ["--fit"] * req.fit)
 
 
-def _check_verdict(r: Resolved, plan: str) -> None:
-    """A refused plan, every reason at once (a GPU shortfall's too); GPUs this host lacks."""
-    if r.caps.verdict.level == "refuse":
-        reasons = r.caps.verdict.reasons
-        if r.selection.shortfall:  # its own words: how many this host has, and what to pass
-            reasons = [x for x in reasons if not x.startswith(GPU_SHORT)]
-            reasons.append(f"{r.selection.shortfall[0].upper()}{r.selection.shortfall[1:]}.")
-        raise LauncherError("refused: " + " ".join(reasons) + f" (see `{plan}`)")
-    if r.selection.shortfall:
-        raise LauncherError(r.selection.shortfall)
+def _check_verdict(r: Resolved, plan: str, override_by: str | None) -> Override | None:
+    """A refused plan, every reason at once (a GPU shortfall's too); GPUs this host lacks.
+    With an override (`override_by`), a refusal the estimate made is run all the same: what
+    was overridden comes back. GPUs that are not there are never overridden."""
+    short = r.selection.shortfall
+    if r.caps.verdict.level != "refuse":
+        if short:
+            raise LauncherError(short)
+        return None
+    reasons = r.caps.verdict.reasons
+    if short:  # its own words: how many this host has, and what to pass
+        reasons = [x for x in reasons if not x.startswith(GPU_SHORT)]
+        reasons.append(f"{short[0].upper()}{short[1:]}.")
+    if override_by is None or short:
+        fix = "" if short else " --override runs it anyway, where you know better"
+        raise LauncherError("refused: " + " ".join(reasons) + f"{fix} (see `{plan}`)")
+    return Override(by=override_by, level="refuse", reasons=tuple(reasons), plan=plan)
+
+
+@dataclass(frozen=True)
+class Override:
+    """A refusal run anyway: who said so, and the plan's verdict and reasons."""
+
+    by: str
+    level: str
+    reasons: tuple[str, ...]
+    plan: str
+
+    def words(self) -> str:
+        said = " ".join(self.reasons).rstrip(".")
+        return f"the plan refused this run ({said}), and {self.by} ran it anyway"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"by": self.by, "verdict": self.level, "reasons": list(self.reasons),
+                "plan": self.plan}
+
+
+def _override_by(req: RunRequest, r: Resolved) -> str | None:
+    if req.override:
+        return "--override"
+    if r.profile.get("limits.override"):
+        return f"limits.override ({r.profile.where('limits.override')})"
+    return None
 
 
 def _start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
-           command: list[str], tell: Teller, on_output: OnOutput | None) -> int:
+           command: list[str], tell: Teller, on_output: OnOutput | None,
+           overridden: Override | None = None) -> int:
     """The run itself: leftovers reported beside it, the caps said, the run folder made, the
     image pulled when --image names one that is not here."""
     from launcher.supervise.report import report, thread_summary
@@ -221,7 +257,8 @@ def _start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_d
     growth = _growth_options(req, r)  # a bad pattern: an error before anything starts
     leftovers = threading.Thread(target=_report_leftovers, args=(engine, tell), daemon=True)
     leftovers.start()
-    report(r.caps, True, tell.say)  # inherited values replaced and warnings: always
+    # inherited values replaced and warnings: always
+    report(r.caps, True, tell.say, overridden_by=overridden and overridden.by)
     tell.note(f"thread values from: {thread_summary(r.caps)}; pids budget "
               f"{_or_unlimited(r.caps.budget['available'])} ({r.caps.budget['binding']})")
     _report_lowered_ulimits(r, tell)
@@ -231,7 +268,7 @@ def _start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_d
         _make_run_dir(run_dir)
         status = _supervised_run(engine=engine, spec=spec, r=r, run_dir=run_dir,
                                  command=command, interval=req.interval, fresh=fresh,
-                                 sink=sink, tell=tell, growth=growth)
+                                 sink=sink, tell=tell, growth=growth, overridden=overridden)
     except ImageNotFound:
         if not req.image:
             raise
@@ -239,7 +276,7 @@ def _start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_d
         _make_run_dir(run_dir)
         status = _supervised_run(engine=engine, spec=spec, r=r, run_dir=run_dir,
                                  command=command, interval=req.interval, fresh=fresh,
-                                 sink=sink, tell=tell, growth=growth)
+                                 sink=sink, tell=tell, growth=growth, overridden=overridden)
     leftovers.join(timeout=2)
     return status
 
@@ -503,16 +540,18 @@ def _report_leftovers(engine: Engine, tell: Teller) -> None:
 
 def _supervised_run(*, engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
                     command: list[str], interval: float, fresh: bool, sink: OnOutput,
-                    tell: Teller, growth: Any = None) -> int:
+                    tell: Teller, growth: Any = None, overridden: Override | None = None) -> int:
     from launcher.runtime.session import plot_in_background, supervised_run
     from launcher.supervise.report import preflight
     from launcher.usecases.report import why_no_plot
 
+    after = f"; the plan refused it, run anyway ({overridden.by})" if overridden else ""
     end = supervised_run(
         engine, spec, r, run_dir, command=command, interval=interval, fresh=fresh,
         on_output=sink, say=tell.say, growth=growth,
         on_start=lambda info: tell.say(preflight(r.caps, engine.name,
-                                                 info.enforcement.sentence())))
+                                                 info.enforcement.sentence()) + after),
+        override=overridden and (overridden.words(), overridden.to_json()))
     if end.summary is None:
         return end.status  # nothing ran (the supervisor said why): no run folder
     why = why_no_plot(end.summary["samples"])
