@@ -236,3 +236,48 @@ def test_oversubscription_is_one_line_and_fit_offers_pools_that_fit(tmp_path: Pa
     many = json.loads(runner.invoke(app, ["plan", "-p", "base", "--processes", "16", "--json",
                                           *host]).stdout)  # auto pools: one thread each
     assert not [r for r in many["verdict"]["reasons"] if "oversub" in r]  # none smaller
+
+
+GROWING = ("import threading, time\n"
+           "kept = []\n"
+           "for i in range(7):\n"
+           "    kept.append(bytearray(4 << 20))\n"
+           "    threading.Thread(target=time.sleep, args=(20,), daemon=True).start()\n"
+           "    print('fold', i, flush=True)\n"
+           "    time.sleep(0.5)\n")
+
+
+def test_write_profile_measures_a_users_own_command(tmp_path: Path) -> None:
+    """Report 003's user: their own script under a memory limit (the run's own cgroup counts
+    the peak), then plan under what it wrote."""
+    import sys
+
+    import yaml
+
+    from tests.docker_helpers import launcher
+
+    prof = _profile(tmp_path, "extends: base\nlimits:\n  memory: 400MiB\n", "m400.yaml")
+    out = tmp_path / "measured.yaml"
+    ran = launcher("run", "--runtime", "native", "-p", str(prof), "--interval", "0.1",
+                   "--write-profile", str(out), "--", sys.executable, "-c", GROWING,
+                   cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    said = ran.stderr.splitlines()[-1]
+    assert said.startswith(f"launcher: wrote {out}: workers.memory ")
+    assert "(measured under pids none, memory 400MiB, 1 process(es), profile m400)" in said
+    text = out.read_text()
+    data = yaml.safe_load(text)
+    assert data["extends"] == "m400.yaml" and set(data["workers"]) == {"memory", "threads"}
+    assert data["workers"]["threads"] == 8  # main + 7 sleepers; the supervisor left out
+    assert "# workers.memory: the run cgroup's memory peak (kernel) " in text
+    assert "# workers.threads: the run cgroup's pids.peak (kernel) 9, less the supervisor" in text
+    assert "# growth: threads +1 per fold" in text
+    mib = int(data["workers"]["memory"].removesuffix("MiB"))
+    assert 28 * 1.25 <= mib <= 400  # 7 x 4MiB kept, and the interpreter
+    plan = runner.invoke(app, ["plan", "-p", str(out)])
+    assert "per process: measured 8" in plan.stdout
+    failed = launcher("run", "--runtime", "native", "-p", str(prof), "--write-profile",
+                      str(tmp_path / "not.yaml"), "--", sys.executable, "-c", "raise SystemExit(3)",
+                      cwd=tmp_path)
+    assert failed.returncode == 3 and not (tmp_path / "not.yaml").exists()
+    assert "not.yaml not written: the run exited with status 3" in failed.stderr

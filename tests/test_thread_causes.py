@@ -263,7 +263,9 @@ def test_oom_kill_with_many_threads_names_their_stacks():
     said = explain(-9, before, after, _start(), _watch(threads=1447))
     assert said == ("the memory limit of 64MiB killed the workload: the cgroup's OOM-kill "
                     "counter rose by 1 (peak 64MiB); it ran 1447 threads, each charging its "
-                    "kernel stack and the stack it touched.")
+                    "kernel stack and the stack it touched; raise limits.memory above the peak "
+                    "it needs (`launcher run --write-profile FILE` measures it), or make it "
+                    "need less (fewer processes, a smaller batch).")
     assert "threads" not in explain(-9, before, after, _start(), _watch(threads=99))
 
 

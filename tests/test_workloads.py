@@ -177,9 +177,9 @@ def test_a_stress_run_writes_the_profile_that_the_next_run_uses(tmp_path):
     assert second.returncode == 0, second.stderr[-2000:]
     result = json.loads((run_dir_of(second.stderr) / "stress-jax" / "phase1.json").read_text())
     assert [r["num_envs"] for r in result["runs"]] == [256]  # the recommendation, not a sweep
-    bad = launcher("run", "--runtime", "native", "--write-profile", str(tmp_path / "x.yaml"),
-                   "--", "true")
-    assert bad.returncode == 1 and "only a stress run writes a profile" in bad.stderr
+    own = launcher("run", "--runtime", "native", "--write-profile", str(tmp_path / "x.yaml"),
+                   "--", "true")  # any command: what it measured, no recommended settings
+    assert own.returncode == 0 and "recommended" not in (tmp_path / "x.yaml").read_text()
     theirs = tmp_path / "theirs.yaml"
     theirs.write_text("name: theirs\n")
     for target, why in ((theirs, "was not written by launcher"),

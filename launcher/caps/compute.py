@@ -15,6 +15,7 @@ from launcher.caps.gpus import one_per_process
 from launcher.caps.model import UNLIMITED_RLIMIT, Caps, Limit, Setting, Ulimit
 from launcher.caps.sizing import cpuset_count, pool_cpus
 from launcher.caps.stacks import stacks_of
+from launcher.caps.threads import ThreadEstimate
 from launcher.caps.verdict import verdict
 from launcher.errors import ProfileError
 from launcher.frameworks import get as get_framework
@@ -135,6 +136,10 @@ def compute_caps(
         gpus_per_process = 1
     seen = selection.count if gpus_per_process is None else min(gpus_per_process, selection.count)
     est = calibrated(fw, settings, cpus=fw_cpus, gpus=seen, facts=facts, installed=installed)
+    if get("workers.threads") is not None:  # this workload's own peak, measured
+        measured = get("workers.threads")
+        est = ThreadEstimate(measured, {"measured": measured},
+                             f"measured: {_src(profile, 'workers.threads')}")
     total = procs * est.per_process + 1 + extra_threads  # + the supervisor, + the workload's
     budget = pids_budget(limits, ulimits, facts)
     if by_layout:

@@ -62,8 +62,11 @@ PATH = click.Path(path_type=Path)
               "it (works on any host: GPUs this host lacks are a warning).")
 @click.option("--interval", type=click.FloatRange(min=0.05), default=1.0,
               help="Telemetry sampling period in seconds (at least 0.05).")
-@click.option("--write-profile", type=PATH, help="After a stress run (stress-jax, "
-              "pytorch-phase3), write a profile extending --profile with what it found.")
+@click.option("--write-profile", type=PATH, help="After the run (any workload or command), "
+              "write a profile extending --profile with what it measured: workers.memory (the "
+              "memory peak + 25%), workers.threads (the threads peak) and the growth per cycle, "
+              "with the limits it ran under; a stress run (stress-jax, pytorch-phase3) adds its "
+              "recommended settings.")
 @click.option("--fit", is_flag=True, help=FIT_HELP)
 @click.option("--cycle", metavar="REGEX", help="What marks a cycle in the workload's output: a "
               "regular expression whose first group is the cycle's number; it replaces the "

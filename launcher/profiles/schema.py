@@ -112,6 +112,8 @@ BASE: dict[str, Key | dict[str, Key]] = {
         "processes": Key("int", "processes sharing one container's budget"),
         "memory": Key("size", "expected peak RSS of one process (a job's chunk: its memory "
                               "limit)"),
+        "threads": Key("int", "peak threads of one process, measured (`launcher run "
+                              "--write-profile`): the estimate takes it in place of the model"),
     },
     "jobs": {
         "chunk_size": Key("int", "items per chunk when a job spec says `auto`"),

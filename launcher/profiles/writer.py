@@ -56,6 +56,7 @@ def extends_ref(base: Profile, path: Path) -> str:
 
 def profile_text(path: Path, base: Profile, by: str, sections: dict[str, Any],
                  notes: list[str]) -> str:
+    by = " ".join(by.split())  # one comment line, whatever the command held
     lines = [f"{MARK}{by.removeprefix('launcher')}` on {socket.gethostname()}, "
              f"{time.strftime('%Y-%m-%d %H:%M')}, under profile {base.name}.",
              *(f"# {' '.join(n.split())}" for n in notes),  # one line each, whatever they hold

@@ -100,7 +100,8 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     if record.get("diagnosis"):
         say(str(record["diagnosis"]))
         diagnosis = str(record["diagnosis"])
-    extra = {"growth": record, "exit_status": status, "workload_status": result.status}
+    extra = {"growth": record, "exit_status": status, "workload_status": result.status,
+             "memory_peak_kernel": own_memory_peak(engine, result, ended)}
     if override is not None:
         words, extra["override"] = override
         say(f"overridden: {words}.")
@@ -156,6 +157,18 @@ def own_pids_peak(engine: Engine, result: RunResult, ended: dict[str, Any] | Non
                   enforcement.cgroup.get("placed", []))
     own = "pids" in enforcement.enforced or counted or (  # a container without one: no
         not engine.runs_host_processes and "pids" not in enforcement.advisory)
+    return peak if own and isinstance(peak, int) else None
+
+
+def own_memory_peak(engine: Engine, result: RunResult,
+                    ended: dict[str, Any] | None) -> int | None:
+    """The supervisor's memory peak (memory.peak, max_usage_in_bytes), where its nearest
+    memory cgroup is the run's own: a container's, or a native run's with a memory limit."""
+    peak = (ended or {}).get("memory_peak")
+    e = result.enforcement
+    placed = any("memory" in p.get("controllers", ()) for p in e.cgroup.get("placed", []))
+    own = "memory" in e.enforced or placed or (
+        not engine.runs_host_processes and "memory" not in e.advisory)
     return peak if own and isinstance(peak, int) else None
 
 

@@ -167,24 +167,27 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
     _check_limits(engine, spec, tell)
     status = _start(req, engine=engine, spec=spec, r=r, run_dir=run_dir, command=command,
                     tell=tell, on_output=on_output, overridden=overridden)
-    if status == 0 and req.write_profile is not None and workload is not None:
-        _write_profile(req.write_profile, workload, r, run_dir, tell)
+    if req.write_profile is not None:
+        _write_any_profile(req, status, workload, r, run_dir, command, tell)
     return RunResult(status=status, run_dir=run_dir)
 
 
 def _check_write_profile(req: RunRequest, workload: Workload | None, prof: Any) -> None:
     if req.write_profile is None:
         return
-    if workload is None or workload.module is None or not hasattr(
-            workload.module_object(), "recommendation"):
-        raise LauncherError("--write-profile: only a stress run writes a profile (stress-jax, "
-                            "pytorch-phase3)")
-    if any(a == "--out" or a.startswith("--out=") for a in req.command[1:]):
+    if _is_stress(workload) and any(a == "--out" or a.startswith("--out=")
+                                    for a in req.command[1:]):
         raise LauncherError("--write-profile reads the results from the run's folder: leave "
                             "out the workload's --out")
     from launcher.profiles.writer import check_target
 
     check_target(req.write_profile, prof, "--write-profile")
+
+
+def _is_stress(workload: Workload | None) -> bool:
+    """A stress run writes its own findings (recommended settings) beside what was measured."""
+    return workload is not None and workload.module is not None and hasattr(
+        workload.module_object(), "recommendation")
 
 
 def plan_command(req: RunRequest, workload: Workload | None) -> str:
@@ -368,6 +371,29 @@ def _check_framework(workload: str, framework: str) -> None:
         raise LauncherError(f"{workload} needs {fw.module}, which is not installed for "
                             f"{sys.executable}: pip install {fw.install!r} (or run it in an "
                             f"image that has it: --image IMG)")
+
+
+def _write_any_profile(req: RunRequest, status: int, workload: Workload | None, r: Resolved,
+                      run_dir: Path, command: list[str], tell: Teller) -> None:
+    """A stress run's findings, or any run's measurements; only after a run that succeeded
+    (a peak cut short by a limit is no peak to plan with)."""
+    import shlex
+
+    from launcher.usecases.measured_profile import write_measured_profile
+
+    assert req.write_profile is not None
+    if status != 0:
+        tell.warn(f"--write-profile: {req.write_profile} not written: the run exited with "
+                  f"status {status}, so its peaks are not the ones it needs; run it again "
+                  f"under higher limits (or none) to measure them")
+        return
+    if _is_stress(workload):
+        assert workload is not None
+        _write_profile(req.write_profile, workload, r, run_dir, tell)
+        return
+    what = workload.name if workload else " ".join(shlex.join(command).split())[:60]
+    tell.say(write_measured_profile(req.write_profile, r, run_dir,
+                                    f"launcher run {what} --write-profile"))
 
 
 def _write_profile(path: Path, workload: Workload, r: Resolved, run_dir: Path,
