@@ -9,6 +9,11 @@ class LauncherError(Exception):
     exit_status = 1
 
 
+class Refused(LauncherError):
+    """The plan refuses the run (the pids budget, the memory): exit 1, or the refusal's own
+    status where a script asked for the verdict (`--detailed-exitcode`)."""
+
+
 class CommandNotFound(LauncherError):
     """The command to run is neither a workload nor on PATH: exit 127, as a shell's."""
 

@@ -281,3 +281,17 @@ def test_write_profile_measures_a_users_own_command(tmp_path: Path) -> None:
                       cwd=tmp_path)
     assert failed.returncode == 3 and not (tmp_path / "not.yaml").exists()
     assert "not.yaml not written: the run exited with status 3" in failed.stderr
+
+
+def test_jobs_plan_detailed_exitcode(tmp_path: Path) -> None:
+    spec = _profile(tmp_path, "name: t\nitems: 100\nchunk_size: 10\n"
+                              "command: [python3, -c, pass]\n", "job.yaml")
+    tight = _profile(tmp_path, "extends: base\nlimits:\n  memory: 100MiB\nworkers:\n"
+                               "  memory: 400MiB\n", "tight.yaml")
+    args = ["jobs", "plan", str(spec), "--host-root", str(HOSTS / "v2-unlimited")]
+    ok = runner.invoke(app, [*args, "-p", "base", "--detailed-exitcode"])
+    assert ok.exit_code == 0, ok.output
+    refused = runner.invoke(app, [*args, "-p", str(tight), "--detailed-exitcode"])
+    assert refused.exit_code == 5, refused.output
+    assert refused.stderr.startswith("error: refused: 1 process x 400MiB = 400MiB exceed")
+    assert runner.invoke(app, [*args, "-p", str(tight)]).exit_code == 1  # a refusal: an error

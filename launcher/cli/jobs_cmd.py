@@ -4,10 +4,12 @@ cases (launcher/usecases/jobs_*.py), their results in words or JSON."""
 from __future__ import annotations
 
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
 from launcher.cli.output import (
+    VERDICT_STATUS,
     parse_env_pairs,
     print_json,
     say,
@@ -15,6 +17,7 @@ from launcher.cli.output import (
     table,
     verdict_status,
 )
+from launcher.errors import Refused
 from launcher.units import format_size
 
 
@@ -24,9 +27,15 @@ def plan(spec: Path, *, profile: str | None, framework: str | None,
     from launcher.usecases.jobs_plan import JobsPlanRequest
     from launcher.usecases.jobs_plan import plan as plan_job
 
-    got = plan_job(JobsPlanRequest(spec=spec, profile=profile, framework=framework,
-                                   max_concurrent=max_concurrent, env=parse_env_pairs(env),
-                                   host_root=host_root, gpus=gpus))
+    try:
+        got = plan_job(JobsPlanRequest(spec=spec, profile=profile, framework=framework,
+                                       max_concurrent=max_concurrent, env=parse_env_pairs(env),
+                                       host_root=host_root, gpus=gpus))
+    except Refused as exc:
+        if not detailed:
+            raise
+        print(f"error: {exc}", file=sys.stderr)  # the verdict, as the status asked for
+        return VERDICT_STATUS["refuse"]
     if got.shortfall:
         say(f"warning: {got.shortfall} (`jobs run` refuses)")
     status = verdict_status(got.prepared.resolved.caps.verdict.level, detailed)

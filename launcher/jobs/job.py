@@ -13,7 +13,7 @@ from typing import Any
 from launcher.caps.load import load_and_resolve
 from launcher.caps.resolve import Resolved
 from launcher.contract import read_exit
-from launcher.errors import LauncherError
+from launcher.errors import LauncherError, Refused
 from launcher.jobs.execute import chunk_dir
 from launcher.jobs.ledger import Chunk, JobMismatch, Ledger
 from launcher.jobs.plan import JobPlan, plan_job
@@ -44,7 +44,7 @@ def prepare(spec_path: Path, *, profile: str | None = None, framework: str | Non
     if running and r.selection.shortfall:
         raise LauncherError(r.selection.shortfall)
     if r.caps.verdict.level == "refuse":
-        raise LauncherError("refused: " + " ".join(r.caps.verdict.reasons))
+        raise Refused("refused: " + " ".join(r.caps.verdict.reasons))
     return Prepared(spec, r, plan_job(spec, r, max_concurrent))
 
 

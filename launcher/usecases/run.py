@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from launcher.caps.model import threads_in_all
 from launcher.caps.resolve import Resolved
 from launcher.caps.verdict import GPU_SHORT
-from launcher.errors import CommandNotFound, LauncherError
+from launcher.errors import CommandNotFound, LauncherError, Refused
 from launcher.names import NAME, NAME_RULE
 from launcher.render.images import default_tag
 from launcher.runtime.engine import BuildEvent, Engine, ImageNotFound, OutputClosed
@@ -220,7 +220,7 @@ def _check_verdict(r: Resolved, plan: str, override_by: str | None) -> Override 
         reasons.append(f"{short[0].upper()}{short[1:]}.")
     if override_by is None or short:
         fix = "" if short else " --override runs it anyway, where you know better"
-        raise LauncherError("refused: " + " ".join(reasons) + f"{fix} (see `{plan}`)")
+        raise Refused("refused: " + " ".join(reasons) + f"{fix} (see `{plan}`)")
     return Override(by=override_by, level="refuse", reasons=tuple(reasons), plan=plan)
 
 
