@@ -10,6 +10,7 @@ command -v debootstrap >/dev/null || { apt-get update -q && DEBIAN_FRONTEND=noni
 mirror=$(awk '/^URIs:/{print $2; exit}' /etc/apt/sources.list.d/debian.sources 2>/dev/null || true)
 mirror=${mirror:-http://deb.debian.org/debian}
 rootfs=$(mktemp -d /tmp/launcher-rootfs.XXXXXX)
+chmod 755 "$rootfs"  # the image's /: mktemp's 0700 bars any non-root user (rootless vfs)
 trap 'rm -rf "$rootfs"' EXIT
 echo "debootstrap bookworm from $mirror (about a minute)..."
 debootstrap --variant=minbase --include=python3,python3-numpy,libopenblas0-pthread,ca-certificates \

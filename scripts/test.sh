@@ -15,8 +15,9 @@ bash scripts/base-image.sh launcher-base:bookworm
 command -v docker-registry >/dev/null || { apt-get update -q && \
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q docker-registry; }
 # Podman, a second engine (tests/test_podman.py); its image store gets the base image from Docker's
-command -v podman >/dev/null || { apt-get update -q && \
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q podman; }
+# and rootless (tests/rootless.py: a user with subordinate IDs, newuidmap from uidmap)
+{ command -v podman && command -v newuidmap; } >/dev/null || { apt-get update -q && \
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q podman uidmap; }
 base_id=$(docker image inspect -f '{{.Id}}' launcher-base:bookworm)
 [ "sha256:$(podman image inspect -f '{{.Id}}' launcher-base:bookworm 2>/dev/null)" = "$base_id" ] \
   || podman pull -q docker-daemon:launcher-base:bookworm >/dev/null

@@ -3,8 +3,11 @@ status is the workload's, a limit asked for is enforced and named when it bites,
 the workload and leaves nothing running, so does `kill -9` of launcher, stdout and stderr pass
 through unchanged and apart, and what the workload writes into the working folder is the
 caller's. Every test runs once per engine of ENGINES; a new engine gets them all by one line
-there (test_every_registered_engine_is_in_the_harness says when one is missing). An engine
-that needs a daemon or an image skips with why where it does not answer; CI fails instead."""
+there (test_every_registered_engine_is_in_the_harness says when one is missing). Podman runs
+twice: as root, and rootless as a user made for it (tests/rootless.py), whose cgroup limits
+Podman keeps only where that user's cgroup controllers allow (on cgroup v1: none), which
+launcher must say. An engine that needs a daemon or an image skips with why where it does not
+answer; CI fails instead."""
 
 from __future__ import annotations
 
@@ -15,7 +18,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import uuid
 from collections.abc import Callable
@@ -26,12 +28,18 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import FIXTURES, ROOT
-from tests.docker_helpers import BASE, docker_missing, launcher, podman_missing, profile
+from tests.docker_helpers import BASE, docker_missing, podman_missing, profile
 from tests.polling import wait_until
+from tests.rootless import Caller, python_for, rootless_caller
 
-# a thread bomb (tests/test_docker_run.py's): it stops only when a thread is refused
-BOMB = ("import threading, time\nwhile True:\n"
+# a thread bomb (tests/test_docker_run.py's): it stops when a thread is refused, or with
+# status 0 at 2000 threads (no limit bit: the test fails, the machine lives)
+BOMB = ("import threading, time\nwhile threading.active_count() < 2000:\n"
         "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
+# 60 threads, more than the pids limit of 50 lets start where it is kept
+PAST_50 = ("import threading, time\nfor _ in range(60):\n"
+           "    threading.Thread(target=time.sleep, args=(5,), daemon=True).start()\n"
+           "print('ran', threading.active_count() - 1, 'threads')\n")
 # waits for a signal; on SIGINT its own handler says so, then it ends by the signal, as a
 # well-behaved program does (so the status is 128+2); argv[1]: a file made once it waits
 WAITS = ("import os, signal, sys, time\n"
@@ -54,6 +62,12 @@ def _containers(cli: str) -> Callable[[str], list[str]]:
     return held
 
 
+def _rootless_containers(name: str) -> list[str]:
+    """The containers named `name` the rootless user's Podman still has, in any state."""
+    found = _rootless().run("podman", "ps", "--all", "--quiet", "--filter", f"name={name}")
+    return [f"rootless podman container {c}" for c in found.stdout.split()]
+
+
 def _run_cgroups(name: str) -> list[str]:
     """Run cgroups (`launcher-PID-NAME`) under this process's cgroups, v1 or v2."""
     from launcher.probe.cgroup import find_chains
@@ -68,41 +82,85 @@ class Engine:
     args: tuple[str, ...]  # what else `launcher run` needs to run it
     missing: Callable[[], str | None]  # why it cannot run here, or None
     held: Callable[[str], list[str]]  # what still holds run NAME (containers, cgroups)
-    unprivileged: str | None = None  # why an unprivileged caller cannot use it here, or None
+    rootless: bool = False  # launcher runs as the rootless Podman user, not as this process
+    key: str = ""  # its name in ENGINES and in test ids, where not `name`
+
+    @property
+    def id(self) -> str:
+        return self.key or self.name
 
 
-ENGINES = {e.name: e for e in [
+ENGINES = {e.id: e for e in [
     Engine("native", (), lambda: None, _run_cgroups),
     Engine("docker", ("--image", BASE), docker_missing, _containers("docker")),
-    Engine("podman", ("--image", BASE), podman_missing, _containers("podman"),
-           unprivileged="an unprivileged caller runs rootless Podman, whose image store and "
-                        "user namespace (/etc/subuid) are its own: not set up here"),
+    Engine("podman", ("--image", BASE), podman_missing, _containers("podman")),
+    Engine("podman", ("--image", BASE), podman_missing, _rootless_containers, rootless=True,
+           key="podman-rootless"),
 ]}
 
 
 @cache
-def _missing(name: str) -> str | None:
-    return ENGINES[name].missing()
+def _rootless() -> Caller:
+    caller = rootless_caller(BASE)
+    assert not isinstance(caller, str), caller  # _missing() said why first
+    return caller
+
+
+@cache
+def _missing(key: str) -> str | None:
+    why = ENGINES[key].missing()
+    if why is None and ENGINES[key].rootless:
+        caller = rootless_caller(BASE)
+        why = caller if isinstance(caller, str) else None
+    return why
+
+
+def _require(key: str) -> Engine:
+    """ENGINES[key] where it runs here; else skip, or fail in CI."""
+    why = _missing(key)
+    if why and os.environ.get("CI"):
+        pytest.fail(f"CI runs every engine: {key}: {why}")
+    if why:
+        pytest.skip(f"{key}: {why}")
+    return ENGINES[key]
 
 
 @pytest.fixture(params=list(ENGINES))
 def engine(request: pytest.FixtureRequest) -> Engine:
-    why = _missing(request.param)
-    if why and os.environ.get("CI"):
-        pytest.fail(f"CI runs every engine: {request.param}: {why}")
-    if why:
-        pytest.skip(f"{request.param}: {why}")
-    return ENGINES[request.param]
+    return _require(request.param)
 
 
 def test_every_registered_engine_is_in_the_harness():
     from launcher.runtime.engines import names
 
-    assert sorted(names()) == sorted(ENGINES), "add the new engine's line to ENGINES"
+    assert sorted(names()) == sorted({e.name for e in ENGINES.values()}), \
+        "add the new engine's line to ENGINES"
 
 
-def _run(engine: Engine, *args: str, **kw) -> subprocess.CompletedProcess:  # type: ignore[no-untyped-def]
-    return launcher("run", "--runtime", engine.name, *engine.args, *args, **kw)
+@pytest.fixture
+def work(engine: Engine, tmp_path: Path):  # type: ignore[no-untyped-def]
+    """The working folder of a run: one the rootless user may write where it runs launcher."""
+    if not engine.rootless:
+        yield tmp_path
+        return
+    folder = Path(tempfile.mkdtemp(prefix="launcher-rootless-", dir="/tmp"))
+    folder.chmod(0o777)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
+def _invocation(engine: Engine, work: Path) -> tuple[list[str], dict[str, str]]:
+    """The command that starts `launcher` as `engine`'s caller, and its environment."""
+    if engine.rootless:
+        caller = _rootless()
+        return caller.launcher(), caller.env(work)
+    return [sys.executable, "-m", "launcher"], {**os.environ, "PYTHONPATH": str(ROOT)}
+
+
+def _run(engine: Engine, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    command, env = _invocation(engine, cwd)
+    return subprocess.run([*command, "run", "--runtime", engine.name, *engine.args, *args],
+                          cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
 def _diagnosis(stderr: str) -> str:
@@ -133,7 +191,7 @@ def _left(engine: Engine, name: str, token: str) -> list[str]:
 
     leftovers = [f"leftover {x.kind} {x.ident} ({x.detail})"
                  for x in get_engine(engine.name).leftovers()
-                 if name in x.ident or name in x.detail]
+                 if name in x.ident or name in x.detail] if not engine.rootless else []
     return _processes_with(token) + engine.held(name) + leftovers
 
 
@@ -145,8 +203,8 @@ def _left(engine: Engine, name: str, token: str) -> list[str]:
     ("kill -9 $$", 128 + 9, "launcher: the workload was killed by SIGKILL, and no OOM kill was "
                             "counted"),
 ], ids=["exit-7", "sigkill"])
-def test_the_exit_status_is_the_workloads(engine, tmp_path, script, status, sentence):
-    proc = _run(engine, "--", "sh", "-c", script, cwd=tmp_path)
+def test_the_exit_status_is_the_workloads(engine, work, script, status, sentence):
+    proc = _run(engine, "--", "sh", "-c", script, cwd=work)
     assert proc.returncode == status, proc.stderr
     assert _diagnosis(proc.stderr).startswith(sentence), proc.stderr
 
@@ -154,19 +212,21 @@ def test_the_exit_status_is_the_workloads(engine, tmp_path, script, status, sent
 # --- 2. a limit asked for is enforced, and named when it bites -----------------------------
 
 
-def test_a_pids_limit_is_enforced_and_named(engine, tmp_path):
-    prof = profile(tmp_path, "p50", "extends: base\nlimits: {pids: 50}\n")
-    dry = _run(engine, "-p", prof, "--dry-run", "--json", "--", "true", cwd=tmp_path)
+def test_a_pids_limit_is_enforced_and_named(engine, work):
+    prof = profile(work, "p50", "extends: base\nlimits: {pids: 50}\n")
+    Path(prof).chmod(0o644)
+    dry = _run(engine, "-p", prof, "--dry-run", "--json", "--", "true", cwd=work)
     assert dry.returncode == 0, dry.stderr
     if "pids" in json.loads(dry.stdout)["advisory"]:  # what launcher promises where it cannot
         refused = _run(engine, "-p", prof, "--require-limits", "--", "python3", "-c", BOMB,
-                       cwd=tmp_path)
+                       cwd=work)
         assert refused.returncode == 1, refused.stderr
         assert "pids" in refused.stderr.splitlines()[-1], refused.stderr
-        ran = _run(engine, "-p", prof, "--", "python3", "-c", "print('ran')", cwd=tmp_path)
+        ran = _run(engine, "-p", prof, "--", "python3", "-c", PAST_50, cwd=work)
         assert ran.returncode == 0 and "advisory only: pids" in ran.stderr, ran.stderr
+        assert ran.stdout == "ran 60 threads\n", ran.stderr  # as said: the limit was not kept
         return
-    proc = _run(engine, "-p", prof, "--", "python3", "-c", BOMB, cwd=tmp_path)
+    proc = _run(engine, "-p", prof, "--", "python3", "-c", BOMB, cwd=work)
     assert proc.returncode != 0
     first = proc.stderr.splitlines()[0]
     assert f"{engine.name} run, enforced by the kernel: " in first and "pids 50 (" in first, \
@@ -182,13 +242,13 @@ def test_a_pids_limit_is_enforced_and_named(engine, tmp_path):
 def _start_waiting(engine: Engine, cwd: Path) -> tuple[subprocess.Popen[str], str, str]:
     """`launcher run` of WAITS, in the background, once the workload waits (its handler set):
     the process, the run's name and a token only the workload's command line carries."""
-    name = f"lt-{engine.name}-{uuid.uuid4().hex[:8]}"
+    name = f"lt-{engine.id}-{uuid.uuid4().hex[:8]}"
     ready = cwd / f"ready-{uuid.uuid4().hex}"
+    command, env = _invocation(engine, cwd)
     proc = subprocess.Popen(
-        [sys.executable, "-m", "launcher", "run", "--runtime", engine.name, *engine.args,
-         "--name", name, "--", "python3", "-c", WAITS, str(ready)],
-        cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)}, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, text=True)
+        [*command, "run", "--runtime", engine.name, *engine.args, "--name", name, "--",
+         "python3", "-c", WAITS, str(ready)],
+        cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def waiting() -> bool:
         if proc.poll() is not None:
@@ -203,8 +263,8 @@ def _start_waiting(engine: Engine, cwd: Path) -> tuple[subprocess.Popen[str], st
     return proc, name, ready.name
 
 
-def test_ctrl_c_reaches_the_workload_and_leaves_nothing(engine, tmp_path):
-    proc, name, token = _start_waiting(engine, tmp_path)
+def test_ctrl_c_reaches_the_workload_and_leaves_nothing(engine, work):
+    proc, name, token = _start_waiting(engine, work)
     try:
         proc.send_signal(signal.SIGINT)
         out, err = proc.communicate(timeout=60)
@@ -217,8 +277,8 @@ def test_ctrl_c_reaches_the_workload_and_leaves_nothing(engine, tmp_path):
     assert _left(engine, name, token) == []  # at once: launcher cleaned up before it ended
 
 
-def test_kill_9_of_launcher_leaves_nothing(engine, tmp_path):
-    proc, name, token = _start_waiting(engine, tmp_path)
+def test_kill_9_of_launcher_leaves_nothing(engine, work):
+    proc, name, token = _start_waiting(engine, work)
     try:
         assert _processes_with(token)  # the check below sees the workload while it runs
         proc.kill()
@@ -247,14 +307,14 @@ ECHOES = ("import sys\n"
           "print('to stderr; stdin had', len(got), 'bytes', file=sys.stderr)\n")
 
 
-def test_stdout_comes_back_unchanged_and_stderr_apart(engine, tmp_path):
+def test_stdout_comes_back_unchanged_and_stderr_apart(engine, work):
     """docs/running.md: the workload's stdin is /dev/null (launcher's own stdin is the
     supervisor's lifeline), so data piped into launcher never reaches it and cannot hold it;
     its stdout comes back byte for byte (no TTY, no added line), its stderr on stderr alone."""
+    command, env = _invocation(engine, work)
     proc = subprocess.run(
-        [sys.executable, "-m", "launcher", "run", "--runtime", engine.name, *engine.args, "--",
-         "python3", "-c", ECHOES], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
-        input=b"hi\n" * 1000, capture_output=True, timeout=300)
+        [*command, "run", "--runtime", engine.name, *engine.args, "--", "python3", "-c",
+         ECHOES], cwd=work, env=env, input=b"hi\n" * 1000, capture_output=True, timeout=300)
     err = proc.stderr.decode()
     assert proc.returncode == 0, err
     assert proc.stdout == eval(PAYLOAD)  # noqa: S307 - our own constant
@@ -267,31 +327,20 @@ def test_stdout_comes_back_unchanged_and_stderr_apart(engine, tmp_path):
 NOBODY = (4321, 4321)  # a caller with no name here: no passwd line makes it right by chance
 
 
-@cache
-def _unprivileged_python() -> tuple[str, str] | None:
-    """An interpreter, and the PYTHONPATH for it, with which uid 4321 can run launcher (ours
-    may lie in a folder only root may enter), or None."""
-    paths = os.pathsep.join(dict.fromkeys(
-        [str(ROOT), sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]]))
-    for python in dict.fromkeys([sys.executable, "/usr/bin/python3"]):
-        probe = subprocess.run(
-            ["setpriv", f"--reuid={NOBODY[0]}", f"--regid={NOBODY[1]}", "--clear-groups",
-             "env", f"PYTHONPATH={paths}", python, "-c",
-             f"import sys, launcher.cli.main; sys.exit(sys.version_info[:2] != "
-             f"{tuple(sys.version_info[:2])})"], capture_output=True, cwd="/")
-        if probe.returncode == 0:
-            return python, paths
-    return None
-
-
-def _as_unprivileged(engine: Engine, work: Path) -> tuple[list[str], dict[str, str]]:
-    """The command prefix and environment that run launcher as uid 4321 (with Docker's group,
-    the one a user needs for Docker), or skip."""
+def _as_unprivileged(engine: Engine, work: Path) -> tuple[list[str], dict[str, str],
+                                                          tuple[int, int]]:
+    """The command and environment that run launcher as an unprivileged caller, and its IDs:
+    for Podman the rootless user (a user without subordinate IDs has no rootless Podman), else
+    uid 4321 with Docker's group (the one a user needs for Docker); or skip."""
     if os.getuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("becoming another user needs root and setpriv (util-linux)")
-    if engine.unprivileged:
-        pytest.skip(f"{engine.name}: {engine.unprivileged}")
-    found = _unprivileged_python()
+    if engine.rootless:
+        pytest.skip(f"{engine.id}: its caller is unprivileged already (the self case)")
+    if engine.name == "podman":
+        _require("podman-rootless")
+        return (*_invocation(ENGINES["podman-rootless"], work),
+                (_rootless().uid, _rootless().gid))
+    found = python_for(*NOBODY)
     if found is None:
         pytest.skip(f"no Python {sys.version_info[0]}.{sys.version_info[1]} that uid "
                     f"{NOBODY[0]} may run launcher with")
@@ -303,7 +352,8 @@ def _as_unprivileged(engine: Engine, work: Path) -> tuple[list[str], dict[str, s
     env = {"PATH": os.environ["PATH"], "PYTHONPATH": paths, "HOME": str(work),
            "XDG_CONFIG_HOME": str(FIXTURES / "no-user-config"),
            "LAUNCHER_RUNS_DIR": str(work / ".runs"), "LAUNCHER_PROFILE_PATH": ""}
-    return ["setpriv", f"--reuid={NOBODY[0]}", f"--regid={NOBODY[1]}", groups, python], env
+    return (["setpriv", f"--reuid={NOBODY[0]}", f"--regid={NOBODY[1]}", groups, python, "-m",
+             "launcher"], env, NOBODY)
 
 
 @pytest.mark.parametrize("caller", ["self", "unprivileged"])
@@ -315,12 +365,13 @@ def test_files_the_workload_writes_are_the_callers(engine, caller):
     try:
         work.chmod(0o777)
         if caller == "self":
-            prefix, env = [sys.executable], {**os.environ, "PYTHONPATH": str(ROOT)}
-            ids = (os.getuid(), os.getgid())
+            command, env = _invocation(engine, work)
+            ids = (_rootless().uid, _rootless().gid) if engine.rootless else (
+                os.getuid(), os.getgid())
         else:
-            (prefix, env), ids = _as_unprivileged(engine, work), NOBODY
+            command, env, ids = _as_unprivileged(engine, work)
         proc = subprocess.run(
-            [*prefix, "-m", "launcher", "run", "--runtime", engine.name, *engine.args, "--",
+            [*command, "run", "--runtime", engine.name, *engine.args, "--",
              "sh", "-c", "id -u; id -g; echo x > written && mkdir made && echo y > made/inner"],
             cwd=work, env=env, capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr

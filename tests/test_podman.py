@@ -21,6 +21,7 @@ import pytest
 from typer.testing import CliRunner
 
 from launcher.cli.main import app
+from launcher.errors import EngineError
 from launcher.runtime import podman_engine
 from launcher.runtime.podman_engine import PodmanEngine, create_argv, enforcement_of
 from launcher.runtime.spec import Limits, Mount, Rlimit, RunSpec
@@ -88,11 +89,75 @@ def test_rootless_keeps_the_callers_ids_and_groups():
 @pytest.mark.parametrize(("ids", "all_", "devices"), [
     ((0, 1), True, ["nvidia.com/gpu=all"]),
     ((1, 3), False, ["nvidia.com/gpu=1", "nvidia.com/gpu=3"])])
-def test_nvidia_gpus_through_cdi(ids, all_, devices):
+def test_nvidia_gpus_through_cdi(ids, all_, devices, monkeypatch):
+    monkeypatch.setattr(podman_engine, "cdi_spec", lambda kind: True)  # nvidia-ctk wrote one
     access = get_vendor("nvidia").access(GpuSelection("nvidia", ids, all_), HostGpus())
     argv = create_argv(_spec(gpu_access=access), as_rootless=False)
     assert _pairs(argv, "--device") == devices
     assert "--gpus" not in argv
+
+
+@pytest.mark.parametrize(("ids", "all_", "nodes"), [
+    ((0, 1), True, ["nvidiactl", "nvidia-uvm", "nvidia0", "nvidia1", "nvidia10"]),
+    ((1,), False, ["nvidiactl", "nvidia-uvm", "nvidia1"])])
+def test_nvidia_gpus_without_a_cdi_spec_are_their_device_nodes(tmp_path, monkeypatch, ids, all_,
+                                                               nodes):
+    dev, cdi = tmp_path / "dev", tmp_path / "cdi"
+    dev.mkdir(), cdi.mkdir()
+    for n in ("nvidiactl", "nvidia-uvm", "nvidia0", "nvidia1", "nvidia10", "nvidia-caps"):
+        (dev / n).touch()
+    monkeypatch.setattr(podman_engine, "_DEV", str(dev))
+    monkeypatch.setattr(podman_engine, "_CDI_DIRS", (str(cdi),))
+    access = get_vendor("nvidia").access(GpuSelection("nvidia", ids, all_), HostGpus())
+    argv = create_argv(_spec(gpu_access=access), as_rootless=False)
+    assert _pairs(argv, "--device") == [f"{dev}/{n}:{dev}/{n}:rwm" for n in nodes]
+    (cdi / "nvidia.yaml").write_text("cdiVersion: 0.5.0\nkind: nvidia.com/gpu\n")
+    argv = create_argv(_spec(gpu_access=access), as_rootless=False)  # a spec: CDI again
+    assert all(d.startswith("nvidia.com/gpu=") for d in _pairs(argv, "--device"))
+
+
+def test_root_on_cgroup_v2_keeps_the_container_under_the_callers_cgroup(tmp_path, monkeypatch):
+    """Podman's cgroupfs default parent (/libpod_parent) is beside the caller's cgroup; the
+    container's goes under it, in a child made after launcher's leaf move."""
+    from launcher.cgroups.placement import Decision, Placement
+
+    own = tmp_path / "job" / "cmd"
+    own.mkdir(parents=True)
+    (own / "cgroup.procs").write_text(f"{os.getpid()}\n")
+    (tmp_path / "cgroup.controllers").write_text("memory pids\n")
+    monkeypatch.setattr(podman_engine, "_CGROUP2", str(tmp_path))
+    real_read = podman_engine._read
+    monkeypatch.setattr(podman_engine, "_read", lambda path: "0::/job/cmd\n" if str(path)
+                        == "/proc/self/cgroup" else real_read(path))
+    monkeypatch.setattr(podman_engine, "rootless", lambda: False)
+    leaf = Placement("v2", own, ("pids",), ((own, ("pids",)),), own / "launcher-leaf",
+                     (os.getpid(),), mode="leaf", caller=own)
+    monkeypatch.setattr(podman_engine, "place", lambda cs: Decision((leaf,), {}))
+    undone = []
+    monkeypatch.setattr(podman_engine, "undo_leaf", lambda *a: undone.append(a))
+    spec = _spec(limits=Limits(pids=50))
+    parent, put_back = podman_engine.cgroup_parent(spec)
+    assert parent == f"/job/cmd/launcher-podman-{os.getpid()}"
+    assert (own / "launcher-leaf").is_dir() and (own / "cgroup.subtree_control").read_text() \
+        == "+pids"
+    assert _pairs(create_argv(spec, False, parent), "--cgroup-parent") == [parent]
+    put_back()
+    assert not (own / f"launcher-podman-{os.getpid()}").exists() and undone
+    beside = Placement("v2", tmp_path / "job", ("pids",), mode="beside", caller=own)
+    monkeypatch.setattr(podman_engine, "place", lambda cs: Decision((beside,), {}))
+    parent, put_back = podman_engine.cgroup_parent(spec)  # never beside: under its own
+    assert parent == f"/job/cmd/launcher-podman-{os.getpid()}" and (tmp_path / parent[1:]).is_dir()
+    (tmp_path / parent[1:] / "cgroup.controllers").write_text("memory\n")
+    with pytest.raises(EngineError, match=r"cannot enforce pids \(pids\) with Podman here"):
+        podman_engine._check_controllers(spec, parent)  # refused, not claimed
+    (tmp_path / parent[1:] / "cgroup.controllers").unlink()
+    put_back()
+    assert not (tmp_path / parent[1:]).exists()
+    (own / "cgroup.procs").write_text(f"{os.getpid()}\n1\n")  # another process beside it
+    (own / "cgroup.controllers").write_text("memory\n")  # crun would enable it there: EBUSY
+    with pytest.raises(EngineError, match="cannot go under /job/cmd, which holds other "
+                                          "processes \\(PID 1\\)"):
+        podman_engine.cgroup_parent(spec)
 
 
 def test_amd_gpus_as_device_nodes_groups_and_seccomp():
@@ -111,6 +176,34 @@ def test_rootless_on_cgroup_v1_says_the_limits_are_advisory(monkeypatch):
     monkeypatch.setattr(podman_engine, "Path", lambda _p: Path("/nonexistent"))  # cgroup v1
     e = enforcement_of(spec, as_rootless=True)
     assert set(e.enforced) == {"shm"} and set(e.advisory) == {"pids", "memory"}
+    assert e.advisory["pids"].startswith("rootless Podman sets no cgroup limits on cgroup v1")
+
+
+def test_rootless_on_cgroup_v2_names_the_controllers_not_delegated(monkeypatch):
+    spec = _spec(limits=Limits(pids=50, memory=64 << 20, cpus=1.0, cpuset="0"))
+    monkeypatch.setattr(podman_engine, "Path", lambda _p: Path("/"))  # cgroup v2
+    info = json.dumps({"host": {"cgroupControllers": ["cpu", "memory", "pids"]}})
+    monkeypatch.setattr(podman_engine, "podman", lambda *a, **k: subprocess.CompletedProcess(
+        a, 0, info, ""))
+    podman_engine.delegated_controllers.cache_clear()
+    try:
+        e = enforcement_of(spec, as_rootless=True)
+    finally:
+        podman_engine.delegated_controllers.cache_clear()
+    assert set(e.enforced) == {"pids", "memory", "cpus"} and list(e.advisory) == ["cpuset"]
+    assert e.advisory["cpuset"].startswith(
+        "no cpuset controller delegated to this user, who has cpu memory pids; ")
+
+
+def test_the_dry_run_and_limits_require_use_what_rootless_podman_keeps(monkeypatch):
+    """The preview (the dry run's advisory lines, limits.require's refusal) is the run's."""
+    monkeypatch.setattr(podman_engine, "Path", lambda _p: Path("/nonexistent"))  # cgroup v1
+    spec = _spec(limits=Limits(pids=40))
+    monkeypatch.setattr(podman_engine, "rootless", lambda: True)
+    assert PodmanEngine().preview(spec).advisory == enforcement_of(spec, True).advisory
+    assert list(PodmanEngine().preview(spec).advisory) == ["pids"]
+    monkeypatch.setattr(podman_engine, "rootless", lambda: False)
+    assert PodmanEngine().preview(spec).advisory == {}
 
 
 def test_dry_run_prints_the_podman_arguments():

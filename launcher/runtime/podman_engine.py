@@ -16,6 +16,7 @@ one from Docker's."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import resource
@@ -24,10 +25,13 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from launcher.cgroups.placement import Placement, own_processes, place
+from launcher.cgroups.run_cgroup import make_placed
 from launcher.errors import EngineError
 from launcher.runtime.container import ContainerPlan, plan
 from launcher.runtime.docker_engine import orphan_containers
@@ -45,7 +49,9 @@ from launcher.runtime.engine import (
 )
 from launcher.runtime.owner import OWNER_LABEL
 from launcher.runtime.spec import Rlimit, RunSpec
+from launcher.supervise.lifeline import undo_leaf
 from launcher.units import format_size
+from launcher.vendors.base import DeviceRequest
 
 # ContainerPlan limits -> `podman create` options, values in bytes or CPUs.
 _OPTIONS = {"pids": "--pids-limit", "memory": "--memory", "memory_swap": "--memory-swap",
@@ -59,6 +65,14 @@ _INHERITED = {"nofile": resource.RLIMIT_NOFILE, "nproc": resource.RLIMIT_NPROC}
 # cannot have more without CAP_SYS_RESOURCE ("error setting rlimit type 6").
 _PODMAN_NPROC = 32768
 _CDI_KIND = "{driver}.com/gpu"  # a device request's driver -> its CDI kind (nvidia.com/gpu)
+# Rootless: why a cgroup limit is not kept (each limit's controller: _CONTROLLERS)
+_V1_ROOTLESS = ("rootless Podman sets no cgroup limits on cgroup v1 and starts the container "
+                "without them; run as root, or on a cgroup v2 host")
+_DELEGATE = "a systemd drop-in for user@.service with Delegate= adds it"
+_CDI_DIRS = ("/etc/cdi", "/var/run/cdi")  # where Podman reads CDI specs
+_DEV = "/dev"
+_CGROUP2 = "/sys/fs/cgroup"
+_CONTROLLERS = {"pids": "pids", "memory": "memory", "cpus": "cpu", "cpuset": "cpuset"}
 
 
 def rootless() -> bool:
@@ -79,13 +93,14 @@ def _rlim(value: int) -> int:
     return -1 if value == resource.RLIM_INFINITY else value
 
 
-def create_argv(spec: RunSpec, as_rootless: bool | None = None) -> list[str]:
+def create_argv(spec: RunSpec, as_rootless: bool | None = None,
+                cgroup_parent: str | None = None) -> list[str]:
     """`podman create ...`: the whole run spec as arguments (without the `podman`)."""
     as_rootless = rootless() if as_rootless is None else as_rootless
-    return to_argv(plan(spec, engine_ulimits=inherited_ulimits()), as_rootless)
+    return to_argv(plan(spec, engine_ulimits=inherited_ulimits()), as_rootless, cgroup_parent)
 
 
-def to_argv(p: ContainerPlan, as_rootless: bool) -> list[str]:
+def to_argv(p: ContainerPlan, as_rootless: bool, cgroup_parent: str | None = None) -> list[str]:
     """A plan as `podman create` arguments. Rootless: `--userns=keep-id`, and the caller's own
     groups, as host groups are not mapped."""
     if not p.image:
@@ -95,15 +110,20 @@ def to_argv(p: ContainerPlan, as_rootless: bool) -> list[str]:
         argv.append("--userns=keep-id")
     if p.init:
         argv.append("--init")
+    if cgroup_parent:  # under the caller's cgroup (cgroup_parent())
+        argv += ["--cgroup-parent", cgroup_parent]
     limits = {"pids": -1, **p.limits()}  # no limit: -1, not Podman's default 2048
     for key, value in limits.items():
         argv += [_OPTIONS[key], str(value)]
     for name, u in p.ulimits.items():
         argv += ["--ulimit", f"{name}={u.soft}:{u.hard}"]
-    if p.device_request is not None:  # through CDI: all, or by id
+    if p.device_request is not None:  # through CDI: all, or by id; else the device nodes
         kind = _CDI_KIND.format(driver=p.device_request.driver)
-        for ident in p.device_request.ids or ("all",):
+        nodes = None if cdi_spec(kind) else device_nodes(p.device_request)
+        for ident in () if nodes is not None else p.device_request.ids or ("all",):
             argv += ["--device", f"{kind}={ident}"]
+        for node in nodes or ():
+            argv += ["--device", f"{node}:{node}:rwm"]
     for device in p.devices:
         argv += ["--device", f"{device}:{device}:rwm"]
     if p.groups:
@@ -127,6 +147,118 @@ def to_argv(p: ContainerPlan, as_rootless: bool) -> list[str]:
     return [*argv, p.image, *p.command]
 
 
+def cdi_spec(kind: str) -> bool:
+    """Whether a CDI spec names `kind` (nvidia-ctk writes one); Podman refuses a CDI device
+    that none names ("unresolvable CDI devices")."""
+    for d in _CDI_DIRS:
+        with contextlib.suppress(OSError):
+            for f in sorted(Path(d).iterdir()):
+                if f.suffix in (".yaml", ".yml", ".json") and kind in f.read_text():
+                    return True
+    return False
+
+
+def device_nodes(request: DeviceRequest) -> list[str] | None:
+    """Without CDI, an NVIDIA request as its device nodes: the control nodes and each GPU's
+    /dev/nvidiaN (all, or the ids asked for); the driver's libraries are the image's (or the
+    host's, mounted). None: another vendor's, or no node found."""
+    if request.driver != "nvidia":
+        return None
+    dev = Path(_DEV)
+    gpus = sorted((f for f in dev.glob("nvidia[0-9]*") if f.name[6:].isdigit()),
+                  key=lambda f: int(f.name[6:]))
+    if request.ids is not None:
+        gpus = [f for f in gpus if f.name[6:] in request.ids]
+    if not gpus:
+        return None
+    control = [dev / n for n in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
+                                 "nvidia-modeset")]
+    return [str(f) for f in [*control, *gpus] if f.exists()]
+
+
+def cgroup_parent(spec: RunSpec) -> tuple[str | None, Callable[[], None]]:
+    """Root on cgroup v2: a cgroup under the caller's own for `--cgroup-parent` (Podman's
+    cgroupfs default, /libpod_parent, is beside it, out from under every limit the caller
+    runs under). The caller's cgroup holds launcher, and a cgroup that gives controllers to
+    children may hold no process: launcher's processes move into its leaf first where the
+    limits need controllers (cgroups/placement.py's rule, never its place beside). Else the
+    caller's cgroup itself, where the OCI runtime refuses a limit it cannot enforce. The
+    parent's path, and what puts the caller's cgroup back."""
+    own = next((line[3:] for line in _read(Path("/proc/self/cgroup")).splitlines()
+                if line.startswith("0::")), None)
+    if rootless() or own is None or not Path(_CGROUP2, "cgroup.controllers").exists():
+        return None, lambda: None
+    # pids always (--pids-limit is always passed, -1 where none is asked), and whatever the
+    # caller's cgroup can pass on: crun enables them on every level down to the container's,
+    # which fails (EBUSY) at a level that holds a process, as the caller's does
+    wanted = ["pids", *(_CONTROLLERS[k] for k in spec.limits.given() if k in _CONTROLLERS),
+              *_read(Path(_CGROUP2 + own.rstrip("/"), "cgroup.controllers")).split()]
+    with contextlib.suppress(Exception):  # no placement: an empty child of the caller's
+        for p in place(dict.fromkeys(wanted)).placements:
+            if p.version != "v2" or p.mode == "beside" or p.caller is None:
+                continue
+            enabled = tuple(c for e, cs in p.enable if e == p.parent for c in cs)
+            try:
+                made = make_placed(p, f"launcher-podman-{os.getpid()}")
+            except OSError:
+                if p.leaf is not None:  # launcher's processes back, as make_run_cgroup does
+                    undo_leaf(p.parent, enabled, p.leaf)
+                raise
+
+            def undo(made: Path = made, p: Placement = p, enabled: tuple[str, ...] = enabled
+                     ) -> None:
+                _rmdirs(made)
+                if p.leaf is not None:
+                    undo_leaf(p.parent, enabled, p.leaf)
+            return f"{own.rstrip('/')}/{made.relative_to(p.caller)}", undo
+    mine = Path(_CGROUP2 + own.rstrip("/"))
+    others = set(_read(mine / "cgroup.procs").split()) - {str(x) for x in own_processes()}
+    if others and _read(mine / "cgroup.controllers").split() and own != "/":
+        # crun would enable them in it (EBUSY), then turn the caller's cgroup threaded
+        raise EngineError(f"podman: the container's cgroup cannot go under {own}, which holds "
+                          f"other processes (PID {', '.join(sorted(others, key=int)[:3])}); "
+                          f"start launcher as the only process of a cgroup (`systemd-run "
+                          f"--scope launcher run ...`)")
+    made = mine / f"launcher-podman-{os.getpid()}"
+    try:  # no controller enabled for it, but no process in it either (unlike the caller's)
+        made.mkdir(exist_ok=True)
+    except OSError:
+        return own, lambda: None
+    return f"{own.rstrip('/')}/{made.name}", lambda: _rmdirs(made)
+
+
+def _check_controllers(spec: RunSpec, parent: str | None) -> None:
+    """Refuse, in one line, a limit whose controller the container's cgroup cannot have: the
+    OCI runtime would fail on it, or enforce nothing."""
+    if parent is None:
+        return
+    have = set(_read(Path(_CGROUP2 + parent, "cgroup.controllers")).split())
+    lacking = [f"{k} ({_CONTROLLERS[k]})" for k in spec.limits.given()
+               if k in _CONTROLLERS and _CONTROLLERS[k] not in have]
+    if lacking:
+        raise EngineError(f"cannot enforce {', '.join(lacking)} with Podman here: the "
+                          f"container's cgroup under {parent} can have only "
+                          f"[{' '.join(sorted(have))}] (the cgroups above do not delegate "
+                          f"more); not started")
+
+
+def _rmdirs(made: Path) -> None:
+    """The cgroup made for the container's, once the container's (and conmon's) are gone."""
+    for _ in range(50):  # they may take a moment
+        for d in [*(x for x in made.glob("*") if x.is_dir()), made]:
+            _quiet(d.rmdir)
+        if not made.exists():
+            break
+        time.sleep(0.1)
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text()
+    except OSError:
+        return ""
+
+
 def start_argv(cid: str, supervised: bool) -> list[str]:
     """Attach and wait; signals reach the container only through `podman kill`."""
     return ["start", "--attach", "--sig-proxy=false", *(["--interactive"] if supervised
@@ -134,18 +266,47 @@ def start_argv(cid: str, supervised: bool) -> list[str]:
 
 
 def enforcement_of(spec: RunSpec, as_rootless: bool) -> Enforcement:
+    """Which of the spec's limits the kernel keeps: as root, all; rootless, the shm size (a
+    tmpfs) and the cgroup limits whose controllers this user may use (_rootless_lacks)."""
+    given = _given(spec)
+    lacking = _rootless_lacks(list(given)) if as_rootless else {}
+    return Enforcement({k: f"{v} (Podman{'' if k == 'shm' else ' cgroup'})"
+                        for k, v in given.items() if k not in lacking}, lacking)
+
+
+def _given(spec: RunSpec) -> dict[str, str]:
     lim = spec.limits
     given = {"pids": lim.pids and str(lim.pids),
              "memory": lim.memory and format_size(lim.memory),
              "cpus": lim.cpus and f"{lim.cpus:g}", "cpuset": lim.cpuset,
              "shm": lim.shm and format_size(lim.shm)}
-    given = {k: v for k, v in given.items() if v}
-    if as_rootless and not Path("/sys/fs/cgroup/cgroup.controllers").exists():
-        why = "rootless Podman sets no cgroup limits on cgroup v1"
-        return Enforcement({k: f"{v} (Podman)" for k, v in given.items() if k == "shm"},
-                           {k: why for k in given if k != "shm"})
-    return Enforcement({k: f"{v} (Podman{'' if k == 'shm' else ' cgroup'})"
-                        for k, v in given.items()})
+    return {k: v for k, v in given.items() if v}
+
+
+def _rootless_lacks(limits: list[str]) -> dict[str, str]:
+    """Each cgroup limit rootless Podman cannot have kept here, and why: on cgroup v1 every
+    one (Podman says "Resource limits are not supported and ignored on cgroups V1 rootless
+    systems" and starts the container unlimited); on v2 those whose controller is not
+    delegated to this user (systemd delegates memory, pids and cpu, not cpuset or io)."""
+    cgroup = [k for k in limits if k in _CONTROLLERS]
+    if not cgroup:
+        return {}
+    if not Path("/sys/fs/cgroup/cgroup.controllers").exists():
+        return dict.fromkeys(cgroup, _V1_ROOTLESS)
+    have = delegated_controllers()
+    seen = " ".join(sorted(have)) or "none"
+    return {k: f"no {_CONTROLLERS[k]} controller delegated to this user, who has "
+               f"{seen}; {_DELEGATE}" for k in cgroup if _CONTROLLERS[k] not in have}
+
+
+@functools.cache
+def delegated_controllers() -> frozenset[str]:
+    """The cgroup controllers rootless Podman may use (`podman info`: host.cgroupControllers,
+    on cgroup v2 those delegated to this user); none where Podman does not answer."""
+    with contextlib.suppress(EngineError, ValueError, KeyError, TypeError):
+        info = json.loads(podman("info", "--format", "json", timeout=60).stdout)
+        return frozenset(info["host"]["cgroupControllers"] or ())
+    return frozenset()
 
 
 def executable() -> str:
@@ -200,6 +361,9 @@ class PodmanEngine(Engine):
         return {"create": ["podman", *create_argv(spec)],
                 "start": ["podman", *start_argv("CONTAINER", spec.supervised)]}
 
+    def preview(self, spec: RunSpec) -> Enforcement:
+        return enforcement_of(spec, rootless())
+
     def leftovers(self) -> list[Leftover]:
         """Containers labelled with an owner launcher that ran here and is gone."""
         if shutil.which("podman") is None:
@@ -219,8 +383,16 @@ class PodmanEngine(Engine):
         """Create, init, attach and start; stream; remove in any case."""
         executable()  # missing: that line alone
         as_rootless = rootless()
-        cid = _create(spec, as_rootless)
         enforcement = enforcement_of(spec, as_rootless)
+        if spec.required_by and enforcement.advisory:  # nothing created
+            raise EngineError(enforcement.refusal(spec.required_by))
+        parent, put_back = cgroup_parent(spec)
+        try:
+            _check_controllers(spec, parent)
+            cid = _create(spec, as_rootless, parent)
+        except EngineError:
+            put_back()
+            raise
         stopping: list[int] = []  # the signals launcher was asked to stop with
 
         def stop(signum: int, _frame: object) -> None:
@@ -233,7 +405,8 @@ class PodmanEngine(Engine):
             # conmon starts here and stays in this folder: it writes a file `oom` into its
             # working directory on an OOM kill (conmon#504), so not the caller's but the
             # container's own, which goes with it
-            home = podman("inspect", "--format", "{{.StaticDir}}", cid).stdout.strip()
+            home = _conmon_dir(podman("inspect", "--format", "{{.StaticDir}}",
+                                      cid).stdout.strip())
             try:
                 podman("init", cid, cwd=home)
             except EngineError as exc:
@@ -260,17 +433,25 @@ class PodmanEngine(Engine):
                 if proc is not None:
                     proc.kill()
                 _quiet(lambda: podman("rm", "--force", "--ignore", cid, timeout=60))
+            put_back()  # the cgroup made for it, launcher's processes back
 
 
-def _create(spec: RunSpec, as_rootless: bool) -> str:
+def _create(spec: RunSpec, as_rootless: bool, parent: str | None = None) -> str:
     try:
-        return podman(*create_argv(spec, as_rootless)).stdout.strip()
+        return podman(*create_argv(spec, as_rootless, parent)).stdout.strip()
     except EngineError as exc:
         if "image not known" in str(exc):
             raise EngineError(f"image {spec.image!r} is not in Podman's image store; copy it "
                               f"from Docker's with `podman pull docker-daemon:{spec.image}` "
                               f"(or `launcher build` it, then copy)") from None
         raise EngineError(f"podman refused the container: {exc}") from None
+
+
+def _conmon_dir(static_dir: str) -> str:
+    """The container's own folder that this caller may enter: its StaticDir, or (rootless,
+    where `--userns=keep-id` gives StaticDir to a subordinate UID the caller cannot enter)
+    the folder above it, the caller's, which `--rm` removes with it."""
+    return static_dir if os.access(static_dir, os.X_OK) else str(Path(static_dir).parent)
 
 
 def _attach(cid: str, supervised: bool, cwd: str) -> subprocess.Popen[bytes]:
