@@ -117,7 +117,9 @@ def test_watch_samples_the_workload_and_its_children():
         assert w.threads >= int(st["Threads"]) + 1  # + the child sleep
         assert w.vm_size >= int(st["VmSize"].split()[0]) * 1024 > 0
         assert w.vm_data >= int(st["VmData"].split()[0]) * 1024 > 0
-        assert w.host_tasks >= w.threads and w.last_pid >= proc.pid and w.samples == 1
+        # the last PID given is at or after the child's, counted round pid_max (PIDs wrap)
+        assert w.host_tasks >= w.threads and w.samples == 1
+        assert _pid_distance(proc.pid, w.last_pid) < _PID_MAX // 2
         peak, vm = w.threads, w.vm_size
         small = subprocess.Popen(["sleep", "30"])
         try:
@@ -139,12 +141,27 @@ def test_watch_samples_often_first_then_seldom():
         assert w.interval() == interval
 
 
+_PID_MAX = int(open("/proc/sys/kernel/pid_max").read())  # noqa: SIM115
+
+
+def _pid_distance(earlier: int, later: int) -> int:
+    """How many PIDs were given from `earlier` to `later`, round pid_max: a busy host wraps
+    (32761 then 161), so a later PID may be a smaller number."""
+    return (later - earlier) % _PID_MAX
+
+
+def test_pid_distance_counts_round_the_wrap():
+    assert _pid_distance(32761, 32761 + 5) == 5
+    assert _pid_distance(_PID_MAX - 7, 161) == 168
+    assert _pid_distance(200, 100) > _PID_MAX // 2  # earlier, not later
+
+
 def test_loadavg_and_the_uids_tasks():
     tasks, last_pid = loadavg()
     with open("/proc/loadavg") as f:
         fields = f.read().split()
     assert abs(tasks - int(fields[3].split("/")[1])) < 50 and tasks > 0
-    assert last_pid > 0 and abs(last_pid - int(fields[4])) < 1000
+    assert last_pid > 0 and _pid_distance(last_pid, int(fields[4])) < 1000
     import psutil
 
     def psutils_count() -> int:
