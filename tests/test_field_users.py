@@ -159,7 +159,12 @@ def test_an_informed_override_runs_a_refused_workload_and_says_so(tmp_path: Path
     summary = json.loads((run_dir_of(ran.stderr) / "summary.json").read_text())
     assert summary["override"]["by"] == "--override"
     assert summary["override"]["verdict"] == "refuse"
-    assert summary["override"]["reasons"] == [f"{reason}."]
+    assert summary["override"]["reasons"] == [f"{reason}."]  # the plan's, not advice
+    p17 = _profile(tmp_path, "extends: base\nlimits:\n  pids: 17\n", "p17.yaml")
+    advised = launcher("run", "--runtime", "native", "-p", str(p17), "--framework", "tf",
+                       "--override", "--", sys.executable, "-c", "pass")
+    assert advised.returncode == 0, advised.stderr  # --fit would have fitted it: not a reason
+    assert "--fit" not in advised.stderr.split("overridden:")[-1]
     assert summary["diagnosis"].startswith("the pids limit was reached")
     assert summary["diagnosis"].endswith(f" Overridden: {said}.")
 
@@ -236,6 +241,9 @@ def test_oversubscription_is_one_line_and_fit_offers_pools_that_fit(tmp_path: Pa
     many = json.loads(runner.invoke(app, ["plan", "-p", "base", "--processes", "16", "--json",
                                           *host]).stdout)  # auto pools: one thread each
     assert not [r for r in many["verdict"]["reasons"] if "oversub" in r]  # none smaller
+    least = plan("--processes", "16", "--fit")["fit"]  # one thread each is still too many
+    assert least.endswith("its CPU pools shrink from 4 to 1 threads, the least a pool can be; "
+                          "16 processes still take turns on 8 CPUs (--processes 8 would not)")
 
 
 GROWING = ("import threading, time\n"

@@ -79,11 +79,14 @@ def _fit_to_cpus(r: Resolved) -> Fit | None:
     pool, share = max(t["intra_op"], t["omp"]), max(1, cpus // procs)
     if procs < 2 or pool <= share:
         return None
-    values = {"threads.intra_op": share} | ({"threads.omp": share} if t["omp"] > share else {})
+    own_omp = r.profile.get("threads.omp", "auto") != "auto"  # else it follows intra_op
+    values = {"threads.intra_op": share} | ({"threads.omp": share} if own_omp else {})
     trial = r.with_values(values, "--fit")
+    fits = (f"so {procs} processes x {share} fit the {cpus} CPUs" if procs * share <= cpus else
+            f"the least a pool can be; {procs} processes still take turns on {cpus} CPUs "
+            f"(--processes {cpus} would not)")
     return Fit(values, r.caps.estimate["total"], trial.caps.estimate["total"],
-               f"its CPU pools shrink from {pool} to {share} threads, so {procs} processes x "
-               f"{share} fit the {cpus} CPUs")
+               f"its CPU pools shrink from {pool} to {share} threads, {fits}")
 
 
 def _pids_fit(r: Resolved, headroom: float) -> bool:

@@ -5,6 +5,7 @@ start stays small: the rest is imported where it is used."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -129,6 +130,7 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
                          inherit_shell=engine.inherits_environment, framework=fw,
                          processes=req.processes, overrides=dict(req.env), gpus=req.gpus,
                          clamp=True, extra_threads=workload.extra_threads if workload else 0)
+    plain = r  # before a refusal's advice to fit, which an override makes moot
     r, fitted = fit_or_advise(r, apply=req.fit)
     run_id = _run_id(req, workload.name if workload else command[0])
     run_dir = runs_dir() / run_id
@@ -144,6 +146,10 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
     overridden = None
     if not req.dry_run:  # a refusal before any warning: nothing else matters then
         overridden = _check_verdict(r, plan_command(req, workload), _override_by(req, r))
+        if overridden is not None and fitted is None:
+            r = plain
+            overridden = dataclasses.replace(overridden,
+                                             reasons=tuple(plain.caps.verdict.reasons))
     if chose and req.image and engine.runs_host_processes:  # after every argument was checked
         tell.warn(f"--image {req.image} is not used: {chose}{_why_no_container()}")
     elif chose and lacked_image:  # a container engine answers: its missing image is news
