@@ -303,3 +303,21 @@ def test_jobs_plan_detailed_exitcode(tmp_path: Path) -> None:
     assert refused.exit_code == 5, refused.output
     assert refused.stderr.startswith("error: refused: 1 process x 400MiB = 400MiB exceed")
     assert runner.invoke(app, [*args, "-p", str(tight)]).exit_code == 1  # a refusal: an error
+
+
+def test_an_oom_ends_with_its_fix_and_report_shows_the_kernels_peak(tmp_path: Path) -> None:
+    import sys
+
+    from tests.docker_helpers import in_process, launcher, run_dir_of
+
+    prof = _profile(tmp_path, "extends: base\nlimits:\n  memory: 60MiB\n", "m60.yaml")
+    grow = "import time\nx = []\nfor i in range(40):\n    x.append(bytearray(10 << 20))\n"
+    ran = launcher("run", "--runtime", "native", "-p", str(prof), "--", sys.executable, "-c",
+                   grow, cwd=tmp_path)
+    assert ran.returncode == 137, ran.stderr
+    assert ("rose by 1 (peak 60MiB); raise limits.memory above the peak it needs (`launcher "
+            "run --write-profile FILE` measures it), or make it need less (fewer processes, a "
+            "smaller batch).") in ran.stderr
+    report = in_process("report", str(run_dir_of(ran.stderr))).stdout
+    row = next(x for x in report.splitlines() if x.strip().startswith("memory (kernel)"))
+    assert row.split()[2:] == ["60MiB", "60MiB", "0B", "100.0%"]

@@ -34,6 +34,12 @@ def report(run_dir: Path, as_json: bool, plot: bool = False, profile: str | None
                      "-" if not v["limit"] else fmt(v["limit"]),
                      "-" if v["headroom"] is None else fmt(v["headroom"]),
                      "-" if v["percent"] is None else f"{v['percent']}%"))
+    kernel = summary.get("memory_peak_kernel")  # what the memory limit is checked against
+    if kernel:
+        limit = (summary["peaks"].get("rss_bytes") or {}).get("limit")
+        rows.append(("memory (kernel)", _signed_size(kernel), _signed_size(limit) if limit
+                     else "-", _signed_size(limit - kernel) if limit else "-",
+                     f"{kernel * 100 / limit:.1f}%" if limit else "-"))
     print(table(rows))
     if summary.get("gpus"):
         print(table(gpu_rows(summary["gpus"])))
