@@ -321,3 +321,43 @@ def test_an_oom_ends_with_its_fix_and_report_shows_the_kernels_peak(tmp_path: Pa
     report = in_process("report", str(run_dir_of(ran.stderr))).stdout
     row = next(x for x in report.splitlines() if x.strip().startswith("memory (kernel)"))
     assert row.split()[2:] == ["60MiB", "60MiB", "0B", "100.0%"]
+
+
+def test_a_measured_profile_is_per_process() -> None:
+    """Two processes measured together: each one's memory and threads, the supervisor and the
+    workload's own threads left out (the estimate adds them again)."""
+    from launcher.caps.load import load_and_resolve
+    from launcher.usecases.measured_profile import measured_sections
+
+    r = load_and_resolve("base", processes=2, host_root=HOSTS / "v2-unlimited", clamp=True,
+                         extra_threads=1)
+    summary = {"run_id": "r1", "memory_peak_kernel": 400 << 20,
+               "peaks": {"pids_current": {"kernel_peak": 22}, "rss_bytes": {"peak": 1 << 30}},
+               "growth": {}}
+    sections, notes = measured_sections(summary, r)
+    assert sections["workers"] == {"memory": "250MiB", "threads": 10}  # 200MiB + 25%; 20 / 2
+    assert notes[0] == ("workers.memory: the run cgroup's memory peak (kernel) 400MiB / 2 "
+                        "processes + 25% = 250MiB.")
+    assert notes[1] == ("workers.threads: the run cgroup's pids.peak (kernel) 22, less the "
+                        "supervisor and its own 1 over 2 processes = 10.")
+
+
+def test_the_cpus_fit_is_not_offered_for_a_memory_refusal(tmp_path: Path) -> None:
+    import json
+
+    prof = _profile(tmp_path, "extends: base\nlimits:\n  memory: 1GiB\nthreads:\n  intra_op: 4\n"
+                              "workers:\n  memory: 900MiB\n", "mem.yaml")
+    got = json.loads(runner.invoke(app, ["plan", "-p", str(prof), "--processes", "4", "--json",
+                                         "--host-root", str(HOSTS / "v2-unlimited")]).stdout)
+    assert got["verdict"]["level"] == "refuse"
+    assert not [r for r in got["verdict"]["reasons"] if r.startswith("--fit runs it")]
+
+
+def test_a_run_of_a_process_per_gpu_profile_warns_that_each_sees_all() -> None:
+    result = runner.invoke(app, ["run", "-p", "rig-6600", "--host-root",
+                                 str(HOSTS / "rig-6600"), "--dry-run", "--", "true"])
+    assert ("warning: each of the 12 processes is budgeted for 1 of the 12 GPUs (the profile "
+            "runs a process per GPU); in one run every process sees all 12") in result.stderr
+    five = runner.invoke(app, ["run", "-p", "docker-5gpu", "--host-root",
+                               str(HOSTS / "docker-5gpu"), "--dry-run", "--", "true"])
+    assert "budgeted for 1 of" not in five.stderr

@@ -8,6 +8,7 @@ scripts/test.sh does); the real tests skip where Podman is absent, and fail in C
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import socket
@@ -179,20 +180,55 @@ def test_rootless_on_cgroup_v1_says_the_limits_are_advisory(monkeypatch):
     assert e.advisory["pids"].startswith("rootless Podman sets no cgroup limits on cgroup v1")
 
 
+def _with_host_info(monkeypatch, host: dict | None) -> None:
+    """`podman info`'s answer (None: Podman does not answer), asked afresh."""
+    def answer(*a, **k):  # type: ignore[no-untyped-def]
+        if host is None:
+            raise podman_engine.EngineError("podman info failed")
+        return subprocess.CompletedProcess(a, 0, json.dumps({"host": host}), "")
+
+    monkeypatch.setattr(podman_engine, "podman", answer)
+    podman_engine._host_info.cache_clear()
+    monkeypatch.setattr(podman_engine, "_host_info", functools.cache(
+        podman_engine._host_info.__wrapped__))
+
+
 def test_rootless_on_cgroup_v2_names_the_controllers_not_delegated(monkeypatch):
     spec = _spec(limits=Limits(pids=50, memory=64 << 20, cpus=1.0, cpuset="0"))
     monkeypatch.setattr(podman_engine, "Path", lambda _p: Path("/"))  # cgroup v2
-    info = json.dumps({"host": {"cgroupControllers": ["cpu", "memory", "pids"]}})
-    monkeypatch.setattr(podman_engine, "podman", lambda *a, **k: subprocess.CompletedProcess(
-        a, 0, info, ""))
-    podman_engine.delegated_controllers.cache_clear()
-    try:
-        e = enforcement_of(spec, as_rootless=True)
-    finally:
-        podman_engine.delegated_controllers.cache_clear()
+    _with_host_info(monkeypatch, {"cgroupManager": "systemd",
+                                  "cgroupControllers": ["cpu", "memory", "pids"]})
+    e = enforcement_of(spec, as_rootless=True)
     assert set(e.enforced) == {"pids", "memory", "cpus"} and list(e.advisory) == ["cpuset"]
     assert e.advisory["cpuset"].startswith(
         "no cpuset controller delegated to this user, who has cpu memory pids; ")
+    _with_host_info(monkeypatch, {"cgroupManager": "cgroupfs",  # no systemd user session
+                                  "cgroupControllers": ["cpu", "memory", "pids"]})
+    assert set(enforcement_of(spec, as_rootless=True).advisory) == {"pids", "memory", "cpus",
+                                                                     "cpuset"}
+    _with_host_info(monkeypatch, None)  # Podman does not answer: unknown, not "none"
+    unknown = enforcement_of(spec, as_rootless=True).advisory
+    assert unknown["pids"].startswith("`podman info` did not answer")
+
+
+def test_root_on_a_systemd_host_leaves_the_cgroup_parent_to_podman(monkeypatch, tmp_path):
+    """Podman's systemd cgroup manager takes only a slice as --cgroup-parent; with cgroupfs
+    the parent is a child of the caller's cgroup (here a tree with no controller to place)."""
+    (tmp_path / "user.slice").mkdir()
+    (tmp_path / "cgroup.controllers").write_text("")
+    monkeypatch.setattr(podman_engine, "rootless", lambda: False)
+    monkeypatch.setattr(podman_engine, "_CGROUP2", str(tmp_path))
+    real = podman_engine._read
+    monkeypatch.setattr(podman_engine, "_read", lambda p: "0::/user.slice\n" if str(p) ==
+                        "/proc/self/cgroup" else real(p))
+    monkeypatch.setattr(podman_engine, "place", lambda wanted: 1 / 0)  # no placement here
+    _with_host_info(monkeypatch, {"cgroupManager": "systemd", "cgroupControllers": ["pids"]})
+    assert podman_engine.cgroup_parent(_spec(limits=Limits(pids=40)))[0] is None
+    _with_host_info(monkeypatch, {"cgroupManager": "cgroupfs", "cgroupControllers": ["pids"]})
+    parent, put_back = podman_engine.cgroup_parent(_spec(limits=Limits(pids=40)))
+    assert parent == f"/user.slice/launcher-podman-{os.getpid()}"
+    put_back()
+    assert not (tmp_path / "user.slice" / f"launcher-podman-{os.getpid()}").exists()
 
 
 def test_the_dry_run_and_limits_require_use_what_rootless_podman_keeps(monkeypatch):

@@ -135,6 +135,8 @@ def compute_caps(
     if by_layout:
         gpus_per_process = 1
     seen = selection.count if gpus_per_process is None else min(gpus_per_process, selection.count)
+    gpu["per_process"] = seen  # the GPUs each process is budgeted for
+    gpu["by_layout"] = by_layout  # one each because the profile runs a process per GPU
     est = calibrated(fw, settings, cpus=fw_cpus, gpus=seen, facts=facts, installed=installed)
     if get("workers.threads") is not None:  # this workload's own peak, measured
         measured = get("workers.threads")

@@ -42,8 +42,8 @@ class Fit:
 def fit_to_budget(r: Resolved, headroom: float = HEADROOM) -> Fit | None:
     """None when the run already fits (its pids, its stacks, its CPUs), or when nothing tried
     fits (the refusal stands)."""
-    if _fits(r, headroom):
-        return _fit_to_cpus(r)
+    if _fits(r, headroom):  # the CPUs' fit only where nothing else refuses (memory, GPUs)
+        return _fit_to_cpus(r) if r.caps.verdict.level != "refuse" else None
     total = r.caps.estimate["total"]
     for values, cost in _candidates(r, headroom):
         trial = r.with_values(values, "--fit")

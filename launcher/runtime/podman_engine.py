@@ -188,6 +188,8 @@ def cgroup_parent(spec: RunSpec) -> tuple[str | None, Callable[[], None]]:
                 if line.startswith("0::")), None)
     if rootless() or own is None or not Path(_CGROUP2, "cgroup.controllers").exists():
         return None, lambda: None
+    if _host_info().get("cgroupManager") != "cgroupfs":  # systemd takes slices only
+        return None, lambda: None
     # pids always (--pids-limit is always passed, -1 where none is asked), and whatever the
     # caller's cgroup can pass on: crun enables them on every level down to the container's,
     # which fails (EBUSY) at a level that holds a process, as the caller's does
@@ -293,20 +295,35 @@ def _rootless_lacks(limits: list[str]) -> dict[str, str]:
         return {}
     if not Path("/sys/fs/cgroup/cgroup.controllers").exists():
         return dict.fromkeys(cgroup, _V1_ROOTLESS)
-    have = delegated_controllers()
+    info = _host_info()
+    if "cgroupControllers" not in info:
+        return dict.fromkeys(cgroup, "`podman info` did not answer, so which controllers this "
+                                     "user may use is unknown")
+    have = frozenset(info["cgroupControllers"] or ())
+    if info.get("cgroupManager") != "systemd":  # a user may create no cgroup of its own
+        return dict.fromkeys(cgroup, "rootless Podman without a systemd user session "
+                                     "(cgroup manager cgroupfs) sets no cgroup limits; log in "
+                                     "through systemd (loginctl enable-linger USER)")
     seen = " ".join(sorted(have)) or "none"
     return {k: f"no {_CONTROLLERS[k]} controller delegated to this user, who has "
                f"{seen}; {_DELEGATE}" for k in cgroup if _CONTROLLERS[k] not in have}
 
 
-@functools.cache
 def delegated_controllers() -> frozenset[str]:
-    """The cgroup controllers rootless Podman may use (`podman info`: host.cgroupControllers,
-    on cgroup v2 those delegated to this user); none where Podman does not answer."""
+    """The cgroup controllers Podman may use (`podman info`: host.cgroupControllers; rootless
+    on cgroup v2, those delegated to this user); none where Podman does not answer."""
+    return frozenset(_host_info().get("cgroupControllers") or ())
+
+
+@functools.cache
+def _host_info() -> dict[str, Any]:
+    """`podman info`'s host section (cgroupManager, cgroupControllers); {} where Podman does
+    not answer (asked once: a failure is not retried within one launcher)."""
     with contextlib.suppress(EngineError, ValueError, KeyError, TypeError):
         info = json.loads(podman("info", "--format", "json", timeout=60).stdout)
-        return frozenset(info["host"]["cgroupControllers"] or ())
-    return frozenset()
+        host = info["host"]
+        return host if isinstance(host, dict) else {}
+    return {}
 
 
 def executable() -> str:
@@ -390,7 +407,7 @@ class PodmanEngine(Engine):
         try:
             _check_controllers(spec, parent)
             cid = _create(spec, as_rootless, parent)
-        except EngineError:
+        except BaseException:  # nothing created: launcher's cgroup back as it was
             put_back()
             raise
         stopping: list[int] = []  # the signals launcher was asked to stop with

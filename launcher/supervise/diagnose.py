@@ -163,4 +163,5 @@ def _signal_words(signum: int, name: str) -> str:
         return f"the workload was killed by {name}."
     return (f"the workload was killed by {name}: it crashed in native code (a framework, a "
             f"driver, an extension) with no limit hit; run it with PYTHONFAULTHANDLER=1 to see "
-            f"where, and match the framework's build to the driver.")
+            f"where (a framework built for another CUDA or ROCm than the driver's is a common "
+            f"cause).")

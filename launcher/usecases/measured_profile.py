@@ -24,11 +24,14 @@ def measured_sections(summary: dict[str, Any], r: Resolved) -> tuple[dict[str, A
     notes: list[str] = []
     workers: dict[str, Any] = {}
     memory, memory_from = _memory_peak(summary)
-    if memory:
-        workers["memory"] = mib_up(int(memory * HEADROOM))
-        notes.append(f"workers.memory: {memory_from} {format_size(memory)} + 25% = "
+    procs = r.caps.processes
+    if memory:  # one process's peak (the schema's), with headroom
+        each = -(-memory // procs)
+        workers["memory"] = mib_up(int(each * HEADROOM))
+        per = f" / {procs} processes" if procs > 1 else ""
+        notes.append(f"workers.memory: {memory_from} {format_size(memory)}{per} + 25% = "
                      f"{workers['memory']}.")
-    threads, threads_from = _threads_peak(summary, r.caps.processes)
+    threads, threads_from = _threads_peak(summary, procs, int(r.caps.estimate.get("extra", 0)))
     if threads:
         workers["threads"] = threads
         notes.append(f"workers.threads: {threads_from}.")
@@ -50,17 +53,20 @@ def _memory_peak(summary: dict[str, Any]) -> tuple[int | None, str]:
     return rss, "the peak RSS of its processes (sampled; no cgroup of its own counted memory)"
 
 
-def _threads_peak(summary: dict[str, Any], processes: int) -> tuple[int | None, str]:
-    """One process's peak: the run's, less the supervisor, shared by its processes."""
+def _threads_peak(summary: dict[str, Any], processes: int,
+                  extra: int) -> tuple[int | None, str]:
+    """One process's peak: the run's, less the supervisor and the workload's own threads
+    (the estimate adds both again), shared by its processes."""
     pids = summary["peaks"].get("pids_current") or {}
     kernel = pids.get("kernel_peak")
     peak = kernel or (summary["peaks"].get("threads") or {}).get("peak")
     if not peak:
         return None, ""
-    each = max(1, -(-(peak - 1) // processes))
+    each = max(1, -(-(peak - 1 - extra) // processes))
     how = "the run cgroup's pids.peak (kernel)" if kernel else "the sampled threads peak"
+    own = f" and its own {extra}" if extra else ""
     per = f" over {processes} processes" if processes > 1 else ""
-    return each, f"{how} {peak}, less the supervisor{per} = {each}"
+    return each, f"{how} {peak}, less the supervisor{own}{per} = {each}"
 
 
 def _growth_notes(growth: dict[str, Any]) -> list[str]:

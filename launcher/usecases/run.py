@@ -158,6 +158,12 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
         tell.note(chose)
     if fitted:
         tell.say(fitted)
+    if r.caps.gpu.get("by_layout"):  # a budget that holds only where each sees its own
+        n = r.caps.gpu["count"]
+        tell.warn(f"each of the {r.caps.processes} processes is budgeted for 1 of the {n} "
+                  f"GPUs (the profile runs a process per GPU); in one run every process sees "
+                  f"all {n}: give each its own (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES), or "
+                  f"run it as `launcher render` or `launcher jobs` do, one GPU each")
     if req.dry_run:
         if r.selection.shortfall:
             tell.warn(f"{r.selection.shortfall} (a real run refuses)")
@@ -225,7 +231,8 @@ def _check_verdict(r: Resolved, plan: str, override_by: str | None) -> Override 
         reasons = [x for x in reasons if not x.startswith(GPU_SHORT)]
         reasons.append(f"{short[0].upper()}{short[1:]}.")
     if override_by is None or short:
-        fix = "" if short else " --override runs it anyway, where you know better"
+        fix = (f" ({override_by} adds no GPUs)" if override_by else "") if short else \
+            " --override runs it anyway, where you know better"
         raise Refused("refused: " + " ".join(reasons) + f"{fix} (see `{plan}`)")
     return Override(by=override_by, level="refuse", reasons=tuple(reasons), plan=plan)
 
@@ -450,7 +457,8 @@ def _user_workload_help(w: Workload) -> str:
 def _check_on_path(word: str, path: str | None, cwd: str | None) -> None:
     """A command run on this host that is not there: one line and 127, before anything."""
     if "/" in word:
-        found = os.access(os.path.join(cwd or os.getcwd(), word), os.X_OK)
+        path = os.path.join(cwd or os.getcwd(), word)
+        found = os.path.isfile(path) and os.access(path, os.X_OK)
     else:
         found = shutil.which(word, path=path) is not None
     if not found:
