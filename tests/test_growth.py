@@ -474,8 +474,10 @@ def test_a_job_chunk_stopped_before_its_limit_is_tried_again_in_a_fresh_process(
 BRIEF = ROOT / "tests/fixtures/brief_bomb.py"
 
 
-def brief_failure(tmp_path: Path, prefix: tuple[str, ...], uid: int = 0) -> tuple[str, str]:
-    """(the supervisor's own sentence, launcher's) for the brief bomb under `prefix`."""
+def brief_failure(tmp_path: Path, prefix: tuple[str, ...], seen: str,
+                  uid: int = 0) -> tuple[str, str]:
+    """(the supervisor's own sentence, launcher's) for the brief bomb under `prefix`; `seen`:
+    the supervisor's reason should a sample catch the peak after all (a busy host)."""
     import os
     import shutil
     import tempfile
@@ -501,13 +503,17 @@ def brief_failure(tmp_path: Path, prefix: tuple[str, ...], uid: int = 0) -> tupl
     words = FailureText()
     words.feed(proc.stdout + proc.stderr)
     record = growth_record([], {"failure_text": words.found}, ended, status=ended["status"])
-    assert proc.returncode == 11 and ended["reason"] == "exit", ended
+    assert proc.returncode == 11, ended
+    if ended["reason"] != "exit":  # a busy host's slow thread start let a sample see the peak
+        assert ended["reason"] == seen, ended  # then named by the supervisor itself
+        pytest.skip(f"the supervisor's samples saw the peak this time ({ended['reason']}: "
+                    f"{ended['diagnosis']}); the brief case did not happen")
     return ended["diagnosis"], record["diagnosis"]
 
 
 @pytest.mark.skipif(__import__("os").geteuid() != 0, reason="needs root (setpriv)")
 def test_a_brief_rlimit_nproc_failure_is_named_as_the_likeliest(tmp_path):
-    own, said = brief_failure(tmp_path, ("prlimit", "--nproc=60:60"), uid=65534)
+    own, said = brief_failure(tmp_path, ("prlimit", "--nproc=60:60"), "nproc", uid=65534)
     assert own == "the workload exited with its own status 11."  # no sample saw the peak
     assert said.startswith("the workload exited with its own status 11; likeliest (not "
                            "counted: the peak was shorter than a sample), RLIMIT_NPROC 60 for "
@@ -517,7 +523,7 @@ def test_a_brief_rlimit_nproc_failure_is_named_as_the_likeliest(tmp_path):
 
 
 def test_a_brief_rlimit_as_failure_is_named_as_the_likeliest(tmp_path):
-    own, said = brief_failure(tmp_path, ("prlimit", f"--as={1_500_000 * 1024}"))
+    own, said = brief_failure(tmp_path, ("prlimit", f"--as={1_500_000 * 1024}"), "as")
     assert own == "the workload exited with its own status 11."
     assert "likeliest (not counted: the peak was shorter than a sample), RLIMIT_AS 1.4GiB, " \
            "with each thread reserving a 8MiB stack" in said, said
