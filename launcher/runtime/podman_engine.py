@@ -71,6 +71,7 @@ _V1_ROOTLESS = ("rootless Podman sets no cgroup limits on cgroup v1 and starts t
 _DELEGATE = "a systemd drop-in for user@.service with Delegate= adds it"
 _CDI_DIRS = ("/etc/cdi", "/var/run/cdi")  # where Podman reads CDI specs
 _DEV = "/dev"
+_PROC_GPUS = "/proc/driver/nvidia/gpus"  # one folder per GPU, named by its PCI bus id
 _CGROUP2 = "/sys/fs/cgroup"
 _CONTROLLERS = {"pids": "pids", "memory": "memory", "cpus": "cpu", "cpuset": "cpuset"}
 
@@ -167,13 +168,29 @@ def device_nodes(request: DeviceRequest) -> list[str] | None:
     dev = Path(_DEV)
     gpus = sorted((f for f in dev.glob("nvidia[0-9]*") if f.name[6:].isdigit()),
                   key=lambda f: int(f.name[6:]))
-    if request.ids is not None:
-        gpus = [f for f in gpus if f.name[6:] in request.ids]
+    if request.ids is not None:  # a GPU's index (NVML's, in PCI order) is not its minor
+        minors = _minors()
+        wanted = {minors.get(i, i) for i in request.ids}
+        gpus = [f for f in gpus if f.name[6:] in wanted]
     if not gpus:
         return None
     control = [dev / n for n in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
                                  "nvidia-modeset")]
     return [str(f) for f in [*control, *gpus] if f.exists()]
+
+
+def _minors() -> dict[str, str]:
+    """Each GPU's index (its place in PCI bus order, as nvidia-smi and CUDA_DEVICE_ORDER=
+    PCI_BUS_ID count) -> its /dev/nvidiaN minor, from the driver's own
+    /proc/driver/nvidia/gpus/BUS/information ("Device Minor: N"); {} where it is not there."""
+    out = {}
+    with contextlib.suppress(OSError):
+        for i, d in enumerate(sorted(Path(_PROC_GPUS).iterdir())):
+            for line in _read(d / "information").splitlines():
+                key, _, value = line.partition(":")
+                if key.strip() == "Device Minor" and value.strip().isdigit():
+                    out[str(i)] = value.strip()
+    return out
 
 
 def cgroup_parent(spec: RunSpec) -> tuple[str | None, Callable[[], None]]:
