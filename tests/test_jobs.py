@@ -135,9 +135,12 @@ def _kill_mid_run_and_rerun(tmp_path: Path, runtime: str, extra: list[str]) -> N
     log = tmp_path / "marks/finished.log"
     kill_9_after(argv, log, 8, within=120)
     killed = time.time()
-    while _pgrep(f"worker.py 0.4 {tag}") and time.time() - killed < 10:
+    # a container's worker ends when Docker closes its stdin (the lifeline) and the supervisor
+    # stops it: on a busy host (CI beside other work) that took more than 10 s
+    grace = 10 if runtime == "native" else 30
+    while _pgrep(f"worker.py 0.4 {tag}") and time.time() - killed < grace:
         time.sleep(0.2)
-    assert _pgrep(f"worker.py 0.4 {tag}") == [], "a worker outlived launcher by 10 s"
+    assert _pgrep(f"worker.py 0.4 {tag}") == [], f"a worker outlived launcher by {grace} s"
     before = {r["id"]: r for r in ledger_rows(tmp_path / "out")}
     done_before = {i for i, r in before.items() if r["state"] == "done"}
     assert 0 < len(done_before) < 30
