@@ -24,6 +24,8 @@ base_id=$(docker image inspect -f '{{.Id}}' launcher-base:bookworm)
 # user-mode Linux: a pure cgroup v2 kernel for the lab (tests/test_cgroup2_lab.py)
 command -v linux >/dev/null || { apt-get update -q && \
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q user-mode-linux; }
+# a one-node Slurm cluster for the Slurm backend (tests/test_slurm.py; about 10 s on a fresh machine)
+bash scripts/slurm-up.sh
 wait "$venv" || { echo "installing the venv failed" >&2; exit 1; }
 .venv/bin/ruff check .
 .venv/bin/mkdocs build --strict --site-dir "${TMPDIR:-/tmp}/launcher-site"

@@ -150,7 +150,7 @@ def test_fake_backend_runs_a_job_through_the_ledger(fakes, tmp_path):
     got = sorted((tmp_path / "out/inline").glob("*.txt"))
     assert [p.read_text() for p in got] == ["0 4\n", "4 8\n", "8 10\n"]
     bad = runner.invoke(app, ["jobs", "run", str(spec), "-p", "base", "--backend", "inlin"])
-    assert bad.exit_code == 1 and "--backend must be one of local, ray, inline" in bad.stderr
+    assert bad.exit_code == 1 and "--backend must be one of local, ray, slurm, inline" in bad.stderr
 
 
 def _hello(proc) -> str:  # type: ignore[no-untyped-def]

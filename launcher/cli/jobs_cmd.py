@@ -17,7 +17,7 @@ from launcher.cli.output import (
     table,
     verdict_status,
 )
-from launcher.errors import Refused
+from launcher.errors import LauncherError, Refused
 from launcher.units import format_size
 
 
@@ -64,7 +64,7 @@ def plan(spec: Path, *, profile: str | None, framework: str | None,
 def run(spec: Path, *, profile: str | None, framework: str | None, max_concurrent: int | None,
         env: list[str] | None, runtime: str, image: str | None, backend: str,
         address: str | None, as_json: bool, host_root: Path | None,
-        gpus: str | None = None) -> int:
+        gpus: str | None = None, backend_options: list[str] | None = None) -> int:
     from launcher.cli.jobs_progress import Progress
     from launcher.usecases.jobs_run import JobRun, summary_lines
     from launcher.usecases.jobs_run import run as run_job
@@ -72,7 +72,8 @@ def run(spec: Path, *, profile: str | None, framework: str | None, max_concurren
     got = run_job(JobRun(spec=spec, profile=profile, framework=framework,
                          max_concurrent=max_concurrent, env=parse_env_pairs(env),
                          runtime=runtime, image=image, backend=backend, address=address,
-                         host_root=host_root, gpus=gpus),
+                         host_root=host_root, gpus=gpus,
+                         backend_options=_pairs("--backend-option", backend_options)),
                   progress=Progress, on_event=show_event)
     if as_json:
         print_json(got.summary)
@@ -80,6 +81,16 @@ def run(spec: Path, *, profile: str | None, framework: str | None, max_concurren
         for line in summary_lines(got.summary):
             print(line)
     return got.status
+
+
+def _pairs(flag: str, given: list[str] | None) -> dict[str, str]:
+    out = {}
+    for pair in given or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise LauncherError(f"{flag}: expected KEY=VALUE (got {pair!r})")
+        out[key] = value
+    return out
 
 
 def status(target: Path, as_json: bool) -> int:

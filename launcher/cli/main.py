@@ -376,6 +376,9 @@ def jobs_run(
                           "others: a cluster's nodes).")] = "local",
     address: Annotated[str | None, typer.Option(
         "--address", envvar="RAY_ADDRESS", help="Ray cluster address (--backend ray).")] = None,
+    backend_option: Annotated[list[str] | None, typer.Option(
+        "--backend-option", metavar="KEY=VALUE", help="An option the backend declares, e.g. "
+        "for slurm: partition, account, time, sbatch_args (repeat it).")] = None,
     json: Json = False,
     host_root: HostRoot = None,
 ) -> None:
@@ -387,7 +390,7 @@ def jobs_run(
     _run(lambda: jobs_cmd.run(spec, profile=profile, framework=framework,
                               max_concurrent=max_concurrent, env=env, runtime=runtime,
                               image=image, backend=backend, address=address, as_json=json,
-                              host_root=host_root, gpus=gpus))
+                              host_root=host_root, gpus=gpus, backend_options=backend_option))
 
 
 @jobs_app.command("render")

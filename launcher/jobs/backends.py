@@ -43,4 +43,10 @@ def get_backend(name: str, p: Prepared, folder: Path, items: list[str] | None,
     if name not in _registry:
         raise LauncherError(f"--backend must be one of {', '.join(_registry.names())} "
                             f"(got {name!r})")
-    return _registry.get(name)(p, folder, items, options)  # type: ignore[no-any-return]
+    cls = _registry.get(name)
+    declared = getattr(cls, "options", {})  # KEY -> its words: what --backend-option takes
+    unknown = sorted(set(options.get("backend_options") or {}) - set(declared))
+    if unknown:
+        takes = f"takes {', '.join(declared)}" if declared else "takes no --backend-option"
+        raise LauncherError(f"--backend-option {unknown[0]}: --backend {name} {takes}")
+    return cls(p, folder, items, options)  # type: ignore[no-any-return]

@@ -36,6 +36,7 @@ class JobRun:
     address: str | None = None
     host_root: Path | None = None
     gpus: str | None = None
+    backend_options: dict[str, str] | None = None  # the backend's own (--backend-option)
 
 
 def rerun_command(job: JobRun) -> str:
@@ -53,6 +54,8 @@ def rerun_command(job: JobRun) -> str:
             argv += [flag, str(value)]
     for name, value in (job.env or {}).items():
         argv += ["--env", f"{name}={value}"]
+    for key, value in (job.backend_options or {}).items():
+        argv += ["--backend-option", f"{key}={value}"]
     return shlex.join(argv)
 
 
@@ -98,7 +101,8 @@ def run_job(job: JobRun, progress: Callable[[int, int], Any],
             with contextlib.suppress(LauncherError):
                 tidy_leftovers(get_engine(job.runtime))
         be = get_backend(job.backend, p, folder, read_items(p.spec),
-                         {"runtime": job.runtime, "image": job.image, "address": job.address})
+                         {"runtime": job.runtime, "image": job.image, "address": job.address,
+                          "backend_options": job.backend_options or {}})
         slots = be.slots()
         say(f"job {p.spec.name}: {be.concurrency_note()}; {counts['pending']} chunks pending, "
             f"{counts['done']} done; ledger in {folder}")

@@ -1,0 +1,177 @@
+"""The Slurm backend: the same job, ledger, pull queue and OOM split, with each chunk a Slurm
+job (`sbatch`) that runs on whichever node Slurm gives it. The job asks for the chunk's caps:
+`--mem` the measured peak (workers.memory; Slurm's `task/cgroup` enforces it, and its OOM kill
+is split like any other), `--cpus-per-task` the pools' size, one GPU where the profile has them;
+on its node the chunk runs under launcher's supervisor with the caps resolved there, against the
+job's cgroup. Each chunk is its own job rather than an array task: the pull queue hands out
+chunks as slots free, and a split chunk's halves are new work an array could not hold.
+
+Its jobs are named `launcher-JOB`; a launcher killed with -9 leaves them to finish on their
+own, and the next `launcher jobs run` of that job cancels what is still queued or running
+under the name (`scancel --name launcher-JOB`), takes the chunks back and runs them again.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shlex
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from launcher.errors import LauncherError
+from launcher.jobs.execute import Outcome
+from launcher.jobs.job import Prepared
+from launcher.jobs.ledger import Chunk
+from launcher.jobs.runner import Slot
+from launcher.runtime.engines import get_engine
+
+# The options this backend takes (`jobs run --backend-option KEY=VALUE`), with their words.
+OPTIONS = {"partition": "the Slurm partition (sbatch --partition)",
+           "account": "the account charged (sbatch --account)",
+           "time": "each chunk's time limit (sbatch --time, e.g. 30:00)",
+           "sbatch_args": "more sbatch arguments, split as a shell would (e.g. '--qos=low')"}
+DONE = {"COMPLETED", "FAILED", "OUT_OF_MEMORY", "CANCELLED", "TIMEOUT", "NODE_FAIL",
+        "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
+POLL_S = 0.5
+
+
+def _slurm(*argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise LauncherError(f"{argv[0]} failed: {exc}") from None
+
+
+def job_state(job_id: str) -> tuple[str | None, str]:
+    """(JobState, ExitCode) from `scontrol -o show job`; (None, "") once Slurm forgot it."""
+    done = _slurm("scontrol", "-o", "show", "job", job_id)
+    if done.returncode != 0:
+        return None, ""
+    fields = dict(w.split("=", 1) for w in done.stdout.split() if "=" in w)
+    return fields.get("JobState"), fields.get("ExitCode", "")
+
+
+class SlurmExecutor:
+    def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
+                 options: dict[str, str]) -> None:
+        self.p, self.folder, self.items = p, folder, items
+        self.jobs: dict[int, str] = {}
+        self.lock = threading.Lock()
+        r = p.resolved
+        self.gpus = 1 if p.plan.gpus[0] is not None else 0
+        self.name = f"launcher-{p.spec.name}"
+        self.sbatch = ["sbatch", "--parsable", f"--job-name={self.name}",
+                       f"--cpus-per-task={max(1, r.caps.threads['omp'])}", "--nodes=1",
+                       "--ntasks=1", f"--chdir={p.spec.path.resolve().parent}"]
+        if p.plan.peak_bytes:
+            self.sbatch.append(f"--mem={-(-int(p.plan.peak_bytes) // 2**20)}M")
+        if self.gpus:
+            self.sbatch.append("--gres=gpu:1")
+        for key in ("partition", "account", "time"):
+            if options.get(key):
+                self.sbatch.append(f"--{key}={options[key]}")
+        self.sbatch += shlex.split(options.get("sbatch_args") or "")
+        self.base = {"recipe": r.recipe(), "overrides": r.overrides, "spec": p.spec.to_json(),
+                     "folder": str(folder), "cwd": str(p.spec.path.resolve().parent),
+                     "gpus": self.gpus}
+        self.spool = folder / "slurm"
+        self.spool.mkdir(parents=True, exist_ok=True)
+
+    def submit(self, chunk: Chunk) -> tuple[str, Path]:
+        stem = self.spool / f"{chunk.id:05d}-{time.time_ns()}"
+        payload = {**self.base, "chunk": dataclasses.asdict(chunk),
+                   "items": self.items[chunk.start:chunk.end] if self.items else None}
+        Path(f"{stem}.json").write_text(json.dumps(payload))
+        outcome = Path(f"{stem}.outcome.json")
+        wrap = shlex.join([sys.executable, "-m", "launcher.jobs.slurm_task", f"{stem}.json",
+                           str(outcome)])
+        done = _slurm(*self.sbatch, f"--output={stem}.log", f"--wrap={wrap}")
+        if done.returncode != 0:
+            raise LauncherError(f"sbatch refused chunk {chunk.id}: "
+                                f"{(done.stderr or done.stdout).strip()[:300]}")
+        return done.stdout.strip().split(";")[0], outcome
+
+    def execute(self, chunk: Chunk, gpu: int | None, stopping: threading.Event) -> Outcome:
+        job_id, outcome = self.submit(chunk)
+        with self.lock:
+            self.jobs[chunk.id] = job_id
+        try:
+            state, code = job_state(job_id)
+            while state is not None and state not in DONE:
+                if stopping.is_set():
+                    _slurm("scancel", job_id)
+                    return Outcome(143, "stopped with the job", interrupted=True)
+                time.sleep(POLL_S)
+                state, code = job_state(job_id)
+            return _outcome(job_id, state, code, outcome)
+        finally:
+            with self.lock:
+                self.jobs.pop(chunk.id, None)
+
+    def stop_all(self, sig: int = 15) -> None:
+        with self.lock:
+            ids = list(self.jobs.values())
+        if ids:
+            _slurm("scancel", *ids)
+
+
+def _outcome(job_id: str, state: str | None, code: str, outcome: Path) -> Outcome:
+    """The chunk's own outcome (its supervisor's words), else Slurm's: a job its memory limit
+    killed is an OOM kill, split as any other."""
+    for _ in range(20):  # a shared folder may show the file a moment after the job ended
+        if outcome.exists():
+            o = Outcome(**json.loads(outcome.read_text()))
+            if state == "OUT_OF_MEMORY" and not o.oom:
+                o = dataclasses.replace(o, oom=True)
+            return o
+        if state != "COMPLETED":
+            break
+        time.sleep(0.1)
+    if state == "OUT_OF_MEMORY":
+        return Outcome(137, f"Slurm's job memory limit killed it (job {job_id}: "
+                            f"OUT_OF_MEMORY)", oom=True)
+    return Outcome(1, f"the Slurm job {job_id} ended {state or 'unseen'} (exit code {code or '?'})"
+                      f" before the chunk wrote its outcome; its log: the job's --output file")
+
+
+class SlurmBackend:
+    name = "slurm"
+    on_this_host = False  # chunks run on the cluster's nodes
+    options = OPTIONS
+
+    def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
+                 options: dict[str, Any]) -> None:
+        runtime = options.get("runtime")
+        if runtime is not None and not get_engine(runtime).runs_host_processes:
+            raise LauncherError(f"--backend slurm runs each chunk natively in its Slurm job "
+                                f"under launcher's supervisor; --runtime {runtime} is for "
+                                f"--backend local")
+        if shutil.which("sbatch") is None:
+            raise LauncherError("--backend slurm needs Slurm's sbatch on PATH (Debian: "
+                                "apt-get install slurm-client; scripts/slurm-up.sh starts a "
+                                "one-node cluster)")
+        given = dict(options.get("backend_options") or {})  # checked against OPTIONS
+        self.concurrency = max(1, p.plan.concurrency)
+        self._executor = SlurmExecutor(p, folder, items, given)
+        # what a killed launcher left under the job's name: cancelled, its chunks run again
+        _slurm("scancel", f"--name={self._executor.name}")
+
+    def slots(self) -> list[Slot]:
+        return [Slot(f"slurm{i}", None) for i in range(self.concurrency)]
+
+    def executor(self) -> SlurmExecutor:
+        return self._executor
+
+    def concurrency_note(self) -> str:
+        return (f"Slurm: up to {self.concurrency} jobs at once (`{self._executor.name}`, each "
+                f"{' '.join(self._executor.sbatch[3:6])})")
+
+    def close(self) -> None:
+        self._executor.stop_all()
