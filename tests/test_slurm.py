@@ -136,3 +136,24 @@ def test_backend_options_are_the_backends_own(tmp_path) -> None:
         assert wrong.exit_code == 1
         assert ("--backend-option queue: --backend slurm takes partition, account, time, "
                 "sbatch_args") in wrong.stderr
+
+
+def test_the_sbatch_render_is_accepted_and_runs_each_chunk(slurm, tmp_path) -> None:
+    spec, prof = _job(tmp_path, items=40, chunk=10, memory="100MiB")
+    out = tmp_path / "render"
+    rendered = _run("jobs", "render", str(spec), "-p", str(prof), "--target", "slurm",
+                    "--out", str(out))
+    assert rendered.returncode == 0, rendered.stderr
+    script = next(out.glob("*.sbatch"))
+    text = script.read_text()
+    assert "#SBATCH --array=0-3%2" in text and "#SBATCH --mem=100M" in text
+    test_only = subprocess.run(["sbatch", "--test-only", str(script)], capture_output=True,
+                               text=True)
+    assert test_only.returncode == 0, test_only.stderr
+    job = subprocess.run(["sbatch", "--parsable", str(script)], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    wait_until(lambda: len(list(out.glob("chunk-*.outcome.json"))) == 4, 120,
+               what=f"the 4 tasks of Slurm job {job}")
+    outcomes = [json.loads(p.read_text()) for p in sorted(out.glob("chunk-*.outcome.json"))]
+    assert [o["status"] for o in outcomes] == [0, 0, 0, 0]
+    assert len(list((out / "results").glob("chunks/*/out/marker.json"))) == 4

@@ -29,6 +29,7 @@ from launcher.jobs.execute import Outcome
 from launcher.jobs.job import Prepared
 from launcher.jobs.ledger import Chunk
 from launcher.jobs.runner import Slot
+from launcher.render.targets import JobRenderOptions, RenderedJob
 from launcher.runtime.engines import get_engine
 
 # The options this backend takes (`jobs run --backend-option KEY=VALUE`), with their words.
@@ -58,29 +59,37 @@ def job_state(job_id: str) -> tuple[str | None, str]:
     return fields.get("JobState"), fields.get("ExitCode", "")
 
 
+def payload_base(p: Prepared, folder: Path, gpus: int) -> dict[str, Any]:
+    """What every chunk's task needs: the recipe its caps are resolved from on the node."""
+    r = p.resolved
+    return {"recipe": r.recipe(), "overrides": r.overrides, "spec": p.spec.to_json(),
+            "folder": str(folder), "cwd": str(p.spec.path.resolve().parent), "gpus": gpus}
+
+
+def sbatch_options(p: Prepared, gpus: int, options: dict[str, str]) -> list[str]:
+    """The chunk's caps as sbatch options: its CPUs, its memory, its GPU, and the user's."""
+    out = [f"--cpus-per-task={max(1, p.resolved.caps.threads['omp'])}", "--nodes=1",
+           "--ntasks=1", f"--chdir={p.spec.path.resolve().parent}"]
+    if p.plan.peak_bytes:
+        out.append(f"--mem={-(-int(p.plan.peak_bytes) // 2**20)}M")
+    if gpus:
+        out.append("--gres=gpu:1")
+    out += [f"--{key}={options[key]}" for key in ("partition", "account", "time")
+            if options.get(key)]
+    return out + shlex.split(options.get("sbatch_args") or "")
+
+
 class SlurmExecutor:
     def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
                  options: dict[str, str]) -> None:
         self.p, self.folder, self.items = p, folder, items
         self.jobs: dict[int, str] = {}
         self.lock = threading.Lock()
-        r = p.resolved
         self.gpus = 1 if p.plan.gpus[0] is not None else 0
         self.name = f"launcher-{p.spec.name}"
         self.sbatch = ["sbatch", "--parsable", f"--job-name={self.name}",
-                       f"--cpus-per-task={max(1, r.caps.threads['omp'])}", "--nodes=1",
-                       "--ntasks=1", f"--chdir={p.spec.path.resolve().parent}"]
-        if p.plan.peak_bytes:
-            self.sbatch.append(f"--mem={-(-int(p.plan.peak_bytes) // 2**20)}M")
-        if self.gpus:
-            self.sbatch.append("--gres=gpu:1")
-        for key in ("partition", "account", "time"):
-            if options.get(key):
-                self.sbatch.append(f"--{key}={options[key]}")
-        self.sbatch += shlex.split(options.get("sbatch_args") or "")
-        self.base = {"recipe": r.recipe(), "overrides": r.overrides, "spec": p.spec.to_json(),
-                     "folder": str(folder), "cwd": str(p.spec.path.resolve().parent),
-                     "gpus": self.gpus}
+                       *sbatch_options(p, self.gpus, options)]
+        self.base = payload_base(p, folder, self.gpus)
         self.spool = folder / "slurm"
         self.spool.mkdir(parents=True, exist_ok=True)
 
@@ -175,3 +184,57 @@ class SlurmBackend:
 
     def close(self) -> None:
         self._executor.stop_all()
+
+
+def _directive(option: str) -> str:
+    """An #SBATCH line's option: sbatch reads these lines itself, not a shell, so a value
+    with a space or a quote could not be said there."""
+    if any(c.isspace() or c in "'\"\\" for c in option):
+        raise LauncherError(f"jobs render --target slurm: {option!r} cannot go on an #SBATCH "
+                            f"line (a space or a quote); use a folder whose path has none")
+    return option
+
+
+class SlurmTarget:
+    """`launcher jobs render --target slurm --out DIR`: the job as one sbatch array script,
+    a task per chunk (at most the plan's concurrency at once), each task the chunk's caps and
+    its payload beside the script; no driver, so no OOM split (a killed task fails; `jobs run
+    --backend slurm` splits)."""
+
+    name = "slurm"
+    description = "an sbatch array script, a task per chunk"
+
+    def check(self, options: JobRenderOptions) -> None:
+        return None
+
+    def render(self, job: Any, options: JobRenderOptions) -> RenderedJob:
+        p: Prepared = job
+        out = options.out.resolve()
+        gpus = 1 if p.plan.gpus and p.plan.gpus[0] is not None else 0
+        base = payload_base(p, out / "results", gpus)
+        files = {}
+        for i, (start, end) in enumerate(p.plan.chunks):
+            chunk = Chunk(i, start, end)
+            files[f"chunk-{i:05d}.json"] = json.dumps(
+                {**base, "chunk": dataclasses.asdict(chunk), "items": None})
+        name = f"launcher-{p.spec.name}"
+        task = shlex.join([sys.executable, "-m", "launcher.jobs.slurm_task"])
+        at_once = p.plan.job_concurrency
+        lines = ["#!/bin/bash",
+                 f"# Rendered by launcher for job {json.dumps(p.spec.name)}: "
+                 f"{len(p.plan.chunks)} chunks, at most {at_once} at once; `sbatch` this file.",
+                 *(f"#SBATCH {_directive(o)}" for o in (
+                     f"--job-name={name}", f"--array=0-{len(p.plan.chunks) - 1}%{at_once}",
+                     f"--output={out / 'slurm-%A_%a.log'}", *sbatch_options(p, gpus, {}))),
+                 "set -eu",
+                 f"chunk={shlex.quote(str(out))}/chunk-$(printf %05d \"$SLURM_ARRAY_TASK_ID\")",
+                 f'exec {task} "$chunk.json" "$chunk.outcome.json"']
+        script = f"{name}.sbatch"
+        files[script] = "\n".join(lines) + "\n"
+        return RenderedJob(files=files, lines=[
+            f"wrote {out / script} and {len(p.plan.chunks)} chunk payloads: "
+            f"`sbatch {shlex.quote(str(out / script))}`; results in {out / 'results'}"],
+            data={"script": str(out / script), "chunks": len(p.plan.chunks)})
+
+
+TARGET = SlurmTarget()
