@@ -39,7 +39,7 @@ OPTIONS = {"partition": "the Slurm partition (sbatch --partition)",
            "sbatch_args": "more sbatch arguments, split as a shell would (e.g. '--qos=low')"}
 DONE = {"COMPLETED", "FAILED", "OUT_OF_MEMORY", "CANCELLED", "TIMEOUT", "NODE_FAIL",
         "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
-POLL_S = 0.5
+POLL_S = 0.2
 
 
 def _slurm(*argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
