@@ -6,17 +6,21 @@ Usage (from the repository root):
     .venv/bin/python scripts/mutation.py launcher/units.py --list-survivors
     .venv/bin/python scripts/mutation.py launcher/units.py --tests tests/test_units.py
     .venv/bin/python scripts/mutation.py --jobs 4 --json > mutation.json
+    .venv/bin/python scripts/mutation.py --operators statement,return,string,float,swap,loop \
+        --sample 15 --seed 1 --jobs 1                        # a seeded sample of the new ones
 
 How it works. The tree (launcher/, tests/, profiles/, ... without .git, .venv and build
 outputs) is copied once into a temporary folder, then once more per job. Each mutant is one
-small change (`<` to `<=`, `and` to `or`, 7 to 8, a condition negated, `min` to `max`, ...)
-patched into the source text of one module of a job's copy at the changed node's offsets, so
-the rest of the file stays byte-identical; the tests mapped to that module (`TESTS` below)
-run there with `python -m pytest -x`, with PYTHONPATH and the working directory set to the
-copy, and the module and its .pyc are restored afterwards. A mutant is killed when pytest
-fails or times out (5x the clean run, at least 60 s), and survives when it passes. Processes a
-run leaves behind (launcher's supervisors start sessions of their own) are killed by id. The
-working tree itself is never written.
+small change (`<` to `<=`, `and` to `or`, 7 to 8, a condition negated, `min` to `max`, a
+statement deleted, a return value replaced by None, a string or float constant changed, two
+arguments swapped, `break` for `continue`; OPERATORS below names each kind) patched into the
+source text of one module of a job's copy at the changed node's offsets, so the rest of the
+file stays byte-identical; the tests mapped to that module (`TESTS` below) run there with
+`python -m pytest -x`, with PYTHONPATH and the working directory set to the copy, and the
+module and its .pyc are restored afterwards. A mutant is killed when pytest fails or times out
+(5x the clean run, at least 60 s), and survives when it passes. Processes a run leaves behind
+(launcher's supervisors start sessions of their own) are killed by id. The working tree itself
+is never written.
 
 The copy is what gets imported: PYTHONPATH comes before the editable install's .pth entry
 (which points at the original tree), the tests start `python -m launcher` with PYTHONPATH set
@@ -48,6 +52,7 @@ import itertools
 import json
 import os
 import queue
+import random
 import re
 import shutil
 import signal
@@ -75,24 +80,40 @@ TESTS: dict[str, list[str]] = {
     "launcher/units.py": ["tests/test_mutants_units.py", "tests/test_units.py",
                           "tests/test_wording.py", "tests/test_caps.py",
                           "tests/test_profiles.py"],
-    "launcher/caps/verdict.py": ["tests/test_verdict_bounds.py", "tests/test_fit.py",
+    "launcher/caps/verdict.py": ["tests/test_mutants_guards.py", "tests/test_verdict_bounds.py",
+                                 "tests/test_fit.py",
                                  "tests/test_caps.py", "tests/test_cli.py",
                                  "tests/test_plan_golden.py", "tests/test_run_cli.py"],
-    "launcher/probe/cgroup.py": ["tests/test_mutants_cgroup_probe.py", "tests/test_probe.py",
+    "launcher/probe/cgroup.py": ["tests/test_mutants_guards.py",
+                                 "tests/test_mutants_cgroup_probe.py", "tests/test_probe.py",
                                  "tests/test_cgroup_placement.py", "tests/test_caps.py",
                                  "tests/test_cli.py"],
-    "launcher/supervise/diagnose.py": ["tests/test_thread_causes.py", "tests/test_native.py"],
-    "launcher/caps/fit.py": ["tests/test_verdict_bounds.py", "tests/test_fit.py",
+    "launcher/supervise/diagnose.py": ["tests/test_mutants_guards.py",
+                                       "tests/test_thread_causes.py", "tests/test_native.py"],
+    "launcher/caps/fit.py": ["tests/test_mutants_guards.py", "tests/test_verdict_bounds.py",
+                             "tests/test_fit.py",
                              "tests/test_caps.py"],
-    "launcher/cgroups/placement.py": ["tests/test_mutants_placement.py",
+    "launcher/cgroups/placement.py": ["tests/test_mutants_guards.py",
+                                      "tests/test_mutants_placement.py",
                                       "tests/test_cgroup_placement.py"],
     # issue 21's: the thread-failure causes, the stacks against the address space
     "launcher/supervise/causes.py": ["tests/test_thread_causes.py"],
-    "launcher/supervise/evidence.py": ["tests/test_stacks_evidence.py",
+    "launcher/supervise/evidence.py": ["tests/test_mutants_guards.py",
+                                       "tests/test_stacks_evidence.py",
                                        "tests/test_thread_causes.py"],
     "launcher/caps/stacks.py": ["tests/test_stacks_evidence.py", "tests/test_verdict_bounds.py",
                                 "tests/test_fit.py"],
+    # the growth watch (telemetry): the cycles, the trend, the census, the likeliest limit
+    **{f"launcher/telemetry/{name}.py": ["tests/test_mutants_guards.py", "tests/test_growth.py"]
+       for name in ("growth", "cycles", "growth_watch", "census", "failures", "growth_verdict")},
 }
+# The core modules (--core; the default run is every module in TESTS): the seven the docs'
+# figures are of, and the growth watch's.
+CORE = ["launcher/caps/budget.py", "launcher/units.py", "launcher/caps/verdict.py",
+        "launcher/probe/cgroup.py", "launcher/supervise/diagnose.py", "launcher/caps/fit.py",
+        "launcher/cgroups/placement.py",
+        *(f"launcher/telemetry/{name}.py" for name in ("growth", "cycles", "growth_watch",
+                                                       "census", "failures", "growth_verdict"))]
 # Tests never run here (pytest -k): they share host state between parallel copies.
 DESELECT = {
     "test_kernel_": "write the host's real cgroup2 tree (and toggle hugetlb at its root)",
@@ -114,6 +135,25 @@ COMPARE = {ast.Lt: ("<", "<="), ast.LtE: ("<=", "<"), ast.Gt: (">", ">="),
            ast.IsNot: ("is not", "is")}
 BINARY = {ast.Add: ("+", "-"), ast.Sub: ("-", "+"), ast.Mult: ("*", "//"),
           ast.FloorDiv: ("//", "*"), ast.Div: ("/", "*"), ast.Mod: ("%", "//")}
+# the kinds of mutant (--operators picks some): name -> what it changes
+OPERATORS = {
+    "compare": "a comparison: < to <=, == to !=, in to not in, is to is not, ...",
+    "binary": "an arithmetic operator (augmented too): + to -, * to //, / to *, % to //",
+    "boolean": "and to or, or to and",
+    "number": "an int constant n to n+1 (0 to 1, 1 to 0); True to False and back",
+    "minmax": "min to max, max to min",
+    "not": "a `not` removed",
+    "condition": "an if, while or conditional expression's test negated",
+    "statement": "a statement deleted (an expression, assignment, raise, del: `pass` instead;"
+                 " not a docstring, nor a field declared without a value)",
+    "return": "a return value replaced by None",
+    "string": "a string constant changed ('XX' around it; docstrings are left alone)",
+    "float": "a float constant x to x+1",
+    "swap": "two neighbouring positional arguments of a call swapped (not min's or max's, nor"
+            " two equal constants)",
+    "loop": "break to continue, continue to break",
+}
+DELETABLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Raise, ast.Delete)
 
 
 @dataclass(frozen=True)
@@ -123,6 +163,7 @@ class Mutant:
     original: str  # the changed text, as written
     mutated: str
     edits: tuple[tuple[int, int, str], ...]  # (start, end, replacement), byte offsets
+    operator: str = ""  # its kind, a key of OPERATORS
 
     def apply(self, source: bytes) -> bytes:
         for start, end, text in sorted(self.edits, reverse=True):
@@ -214,17 +255,33 @@ def _operator_edit(src: _Source, left: ast.AST, right: ast.AST,
     return gap_start + found.start(), gap_start + found.end(), found.group(), new
 
 
-def find_mutants(module: str, text: str) -> list[Mutant]:
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the bare string statements (docstrings, and strings standing alone as notes)
+    and of their strings: neither is deleted nor changed."""
+    return {i for n in ast.walk(tree) if isinstance(n, ast.Expr)
+            and isinstance(n.value, ast.Constant) and isinstance(n.value.value, str)
+            for i in (id(n), id(n.value))}
+
+
+def find_mutants(module: str, text: str, operators: set[str] | None = None) -> list[Mutant]:
     src = _Source(text)
     tree = ast.parse(text)
+    notes = _docstrings(tree)
     out: list[Mutant] = []
 
-    def add(edits: list[tuple[int, int, str]], original: str, mutated: str) -> None:
+    def add(edits: list[tuple[int, int, str]], original: str, mutated: str,
+            operator: str) -> None:
+        if operators is not None and operator not in operators:
+            return
         first = src.line_of(min(s for s, _, _ in edits))
         last = src.line_of(max(e for _, e, _ in edits) - 1)
         if any(n in src.pragma for n in range(first, last + 1)):
             return
-        out.append(Mutant(module, first, original, mutated, tuple(edits)))
+        out.append(Mutant(module, first, original, mutated, tuple(edits), operator))
+
+    def replace(node: ast.AST, new: str, operator: str) -> None:
+        start, end = src.start(node), src.end(node)
+        add([(start, end, new)], src.text(start, end), new, operator)
 
     for node in _nodes(tree):
         if isinstance(node, ast.Compare):
@@ -232,16 +289,16 @@ def find_mutants(module: str, text: str) -> list[Mutant]:
             for i, op in enumerate(node.ops):
                 edit = _operator_edit(src, operands[i], operands[i + 1], COMPARE[type(op)])
                 if edit:
-                    add([(edit[0], edit[1], edit[3])], edit[2], edit[3])
+                    add([(edit[0], edit[1], edit[3])], edit[2], edit[3], "compare")
         elif isinstance(node, ast.BinOp) and type(node.op) in BINARY:
             edit = _operator_edit(src, node.left, node.right, BINARY[type(node.op)])
             if edit:
-                add([(edit[0], edit[1], edit[3])], edit[2], edit[3])
+                add([(edit[0], edit[1], edit[3])], edit[2], edit[3], "binary")
         elif isinstance(node, ast.AugAssign) and type(node.op) in BINARY:
             old, new = BINARY[type(node.op)]
             edit = _operator_edit(src, node.target, node.value, (old + "=", new + "="))
             if edit:
-                add([(edit[0], edit[1], edit[3])], edit[2], edit[3])
+                add([(edit[0], edit[1], edit[3])], edit[2], edit[3], "binary")
         elif isinstance(node, ast.BoolOp):
             word, other = ("and", "or") if isinstance(node.op, ast.And) else ("or", "and")
             edits = []
@@ -251,32 +308,61 @@ def find_mutants(module: str, text: str) -> list[Mutant]:
                     break
                 edits.append((edit[0], edit[1], other))
             else:
-                add(edits, word, other)
+                add(edits, word, other, "boolean")
         elif isinstance(node, ast.Constant) and src.segment(node) is not None:
             value = node.value
+            seg = src.segment(node) or ""
             if isinstance(value, bool):
                 add([(src.start(node), src.end(node), str(not value))], str(value),
-                    str(not value))
+                    str(not value), "number")
             elif isinstance(value, int):
-                seg = src.segment(node) or ""
                 for new in dict.fromkeys([value + 1, *([1] if value == 0 else []),
                                           *([0] if value == 1 else [])]):
-                    add([(src.start(node), src.end(node), str(new))], seg, str(new))
+                    add([(src.start(node), src.end(node), str(new))], seg, str(new), "number")
+            elif isinstance(value, float):
+                replace(node, repr(value + 1.0), "float")
+            elif isinstance(value, str) and id(node) not in notes:
+                replace(node, repr(f"XX{value}XX"), "string")
         elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
               and node.func.id in ("min", "max")):
             new = "max" if node.func.id == "min" else "min"
-            add([(src.start(node.func), src.end(node.func), new)], node.func.id, new)
+            add([(src.start(node.func), src.end(node.func), new)], node.func.id, new, "minmax")
         elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
             seg = src.segment(node)
             if seg is not None:
                 rest = re.sub(r"^not\b\s*", "", seg)
-                add([(src.start(node), src.end(node), rest)], seg, rest)
+                add([(src.start(node), src.end(node), rest)], seg, rest, "not")
+        elif isinstance(node, ast.Break):
+            replace(node, "continue", "loop")
+        elif isinstance(node, ast.Continue):
+            replace(node, "break", "loop")
+        elif (isinstance(node, ast.Return) and node.value is not None
+              and not (isinstance(node.value, ast.Constant) and node.value.value is None)):
+            replace(node.value, "None", "return")
         if isinstance(node, (ast.If, ast.While, ast.IfExp)):
             test = node.test
             seg = src.segment(test)
             if seg is not None and not (isinstance(test, ast.UnaryOp)
                                         and isinstance(test.op, ast.Not)):
-                add([(src.start(test), src.end(test), f"not ({seg})")], seg, f"not ({seg})")
+                add([(src.start(test), src.end(test), f"not ({seg})")], seg, f"not ({seg})",
+                    "condition")
+        if (isinstance(node, DELETABLE) and id(node) not in notes
+                and not (isinstance(node, ast.AnnAssign) and node.value is None)):
+            replace(node, "pass", "statement")
+        if isinstance(node, ast.Call) and not (isinstance(node.func, ast.Name)
+                                               and node.func.id in ("min", "max")):
+            # (min and max are symmetric: their arguments swapped is the same call)
+            positional = [a for a in node.args if not isinstance(a, ast.Starred)]
+            if len(positional) == len(node.args):
+                for left, right in itertools.pairwise(node.args):
+                    one, two = src.segment(left), src.segment(right)
+                    if one is None or two is None or one == two or (
+                            isinstance(left, ast.Constant) and isinstance(right, ast.Constant)
+                            and left.value == right.value):
+                        continue  # the same value either way (False and 0.0 included)
+                    add([(src.start(left), src.end(left), two),
+                         (src.start(right), src.end(right), one)],
+                        f"{one}, {two}", f"{two}, {one}", "swap")
 
     unique: dict[tuple[tuple[int, int, str], ...], Mutant] = {}
     for m in out:  # each must parse and change the tree
@@ -396,13 +482,24 @@ def _tail(output: str, lines: int = 25) -> str:
     return "\n".join(output.rstrip().splitlines()[-lines:])
 
 
-def run(modules: list[str], tests_for: dict[str, list[str]], jobs: int) -> dict[str, object]:
+def select(module: str, mutants: list[Mutant], sample: int | None, seed: int) -> list[Mutant]:
+    """At most `sample` of a module's mutants, the same ones for the same seed and source."""
+    if sample is None or len(mutants) <= sample:
+        return mutants
+    chosen = random.Random(f"{seed}:{module}").sample(mutants, sample)
+    return sorted(chosen, key=lambda m: (m.line, m.edits))
+
+
+def run(modules: list[str], tests_for: dict[str, list[str]], jobs: int,
+        operators: set[str] | None = None, sample: int | None = None,
+        seed: int = 0) -> dict[str, object]:
     began = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="mut-") as temp:
         base = Path(temp) / "base"
         shutil.copytree(ROOT, base, symlinks=True, ignore=IGNORE)  # one snapshot for all
         originals = {m: (base / m).read_bytes() for m in modules}
-        mutants = {m: find_mutants(m, originals[m].decode()) for m in modules}
+        mutants = {m: select(m, find_mutants(m, originals[m].decode(), operators), sample, seed)
+                   for m in modules}
         total = sum(len(v) for v in mutants.values())
         _progress(f"mutation: {total} mutants in {len(modules)} modules, {jobs} jobs")
         workers: queue.Queue[Worker] = queue.Queue()
@@ -419,8 +516,11 @@ def run(modules: list[str], tests_for: dict[str, list[str]], jobs: int) -> dict[
 
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             # 1. the unmutated tests pass in a copy, and time them
-            runs = pool.map(lambda m: on_worker(lambda w: w.pytest(tests_for[m], 1800.0)), modules)
-            clean = dict(zip(modules, runs, strict=True))
+            # (once per list of tests: modules mapped to the same tests share the clean run)
+            lists = list(dict.fromkeys(tuple(tests_for[m]) for m in modules))
+            runs = dict(zip(lists, pool.map(
+                lambda t: on_worker(lambda w: w.pytest(list(t), 1800.0)), lists), strict=True))
+            clean = {m: runs[tuple(tests_for[m])] for m in modules}
             for m, (status, secs, output) in clean.items():
                 _progress(f"clean: {m}: {status} in {secs:.1f}s")
                 if status != "passed":
@@ -457,6 +557,7 @@ def run(modules: list[str], tests_for: dict[str, list[str]], jobs: int) -> dict[
                     status, status), secs)
                 done += 1
                 _progress(f"[{done}/{total}] {result.status:8} {mutant.module}:{mutant.line}: "
+                          f"{mutant.operator}: "
                           f"{_short(mutant.original)} -> {_short(mutant.mutated)} "
                           f"({secs:.1f}s)")
                 return result
@@ -471,6 +572,7 @@ def run(modules: list[str], tests_for: dict[str, list[str]], jobs: int) -> dict[
             s.survived += 1
             source = originals[r.mutant.module].decode().splitlines()[r.mutant.line - 1]
             s.survivors.append({"path": r.mutant.module, "line": r.mutant.line,
+                                "operator": r.mutant.operator,
                                 "original": r.mutant.original, "mutated": r.mutant.mutated,
                                 "source": source.strip()})
         else:
@@ -478,6 +580,8 @@ def run(modules: list[str], tests_for: dict[str, list[str]], jobs: int) -> dict[
             s.timeout += r.status == "timeout"
     killed = sum(s.killed for s in scores.values())
     return {
+        "operators": sorted(operators or OPERATORS),
+        "sample": sample, "seed": seed if sample is not None else None,
         "modules": {m: {**asdict(s), "score": round(s.score, 1),
                         "tests": tests_for[m], "timeout_s": round(timeouts[m], 1)}
                     for m, s in scores.items()},
@@ -512,7 +616,7 @@ def _table(result: dict[str, object], survivors: bool) -> str:
     if survivors:
         for s in modules.values():
             for x in s["survivors"]:  # type: ignore[attr-defined]
-                rows.append(f"{x['path']}:{x['line']}: {_short(x['original'])} -> "
+                rows.append(f"{x['path']}:{x['line']}: {x['operator']}: {_short(x['original'])} -> "
                             f"{_short(x['mutated'])}\n    {x['source']}")
     return "\n".join(rows)
 
@@ -529,8 +633,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     parser.add_argument("--list-survivors", action="store_true",
                         help="list each surviving mutant with its source line")
+    parser.add_argument("--core", action="store_true",
+                        help=f"the {len(CORE)} core modules (CORE) instead of every one in TESTS")
+    parser.add_argument("--operators", metavar="NAME,...",
+                        help=f"only these kinds of mutant (default: all): {', '.join(OPERATORS)}")
+    parser.add_argument("--sample", type=int, metavar="N",
+                        help="at most N mutants per module, drawn at random with --seed")
+    parser.add_argument("--seed", type=int, default=0,
+                        help="the seed of --sample's draw (default: 0)")
     args = parser.parse_args(argv)
-    modules = [str(Path(m)) for m in args.modules] or list(TESTS)
+    operators = set(args.operators.split(",")) if args.operators else None
+    if operators is not None and operators - set(OPERATORS):
+        parser.error(f"unknown operator {sorted(operators - set(OPERATORS))[0]}; "
+                     f"known: {', '.join(OPERATORS)}")
+    if args.sample is not None and args.sample < 1:
+        parser.error("--sample must be at least 1")
+    modules = [str(Path(m)) for m in args.modules] or (CORE if args.core else list(TESTS))
     if args.jobs < 1:
         parser.error("--jobs must be at least 1")
     for m in modules:
@@ -548,7 +666,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(f"{m}: none of its test files exist")
         tests_for[m] = present
     try:
-        result = run(modules, tests_for, args.jobs)
+        result = run(modules, tests_for, args.jobs, operators, args.sample, args.seed)
     except CleanRunFailed as exc:
         print(f"mutation: {exc}", file=sys.stderr)
         return 1

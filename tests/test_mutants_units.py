@@ -72,3 +72,16 @@ def test_format_rlimit_unlimited_sizes_and_counts():
     assert format_rlimit("nofile", 1024) == "1024"
     assert format_rlimit("stack", 8 << 20) == "8MiB"
     assert format_rlimit("memlock", 65536) == "64KiB"
+
+
+# The words of each refusal of a size (the profile's errors quote them)
+
+
+@pytest.mark.parametrize(("value", "why"), [
+    (True, "expected a size such as 512k or 8MiB"), (None, "expected a size such as 512k or 8MiB"),
+    ("lots", "expected a size such as 512k or 8MiB"), (0, "must be positive"),
+    (1.5, "a size in bytes must be whole; add a unit such as 7.7GiB")])
+def test_each_refusal_of_a_size_says_why_in_its_own_words(value, why):
+    with pytest.raises(ValueError) as err:
+        parse_size(value)
+    assert str(err.value) == why

@@ -46,7 +46,7 @@ def fit_to_budget(r: Resolved, headroom: float = HEADROOM) -> Fit | None:
         return _fit_to_cpus(r) if r.caps.verdict.level != "refuse" else None
     total = r.caps.estimate["total"]
     for values, cost in _candidates(r, headroom):
-        trial = r.with_values(values, "--fit")
+        trial = r.with_values(values, "--fit")  # pragma: no mutate (a trial's origin is unread)
         if _fits(trial, headroom):
             return Fit(values, total, trial.caps.estimate["total"], cost)
     return None
@@ -59,7 +59,7 @@ def why_nothing_fits(r: Resolved, headroom: float = HEADROOM) -> str:
         return (f"--fit: nothing smaller to try ({r.framework}'s pools are at their smallest "
                 f"here); {_need(r, headroom)}.")
     values, _ = candidates[-1]
-    smallest = r.with_values(values, "--fit")
+    smallest = r.with_values(values, "--fit")  # pragma: no mutate (a trial's origin is unread)
     keys = ", ".join(f"{k} {_shown(k, v)}" for k, v in values.items())
     return f"--fit: nothing fits: even {keys} {_need(smallest, headroom)}."
 
@@ -81,7 +81,7 @@ def _fit_to_cpus(r: Resolved) -> Fit | None:
         return None
     own_omp = r.profile.get("threads.omp", "auto") != "auto"  # else it follows intra_op
     values = {"threads.intra_op": share} | ({"threads.omp": share} if own_omp else {})
-    trial = r.with_values(values, "--fit")
+    trial = r.with_values(values, "--fit")  # pragma: no mutate (a trial's origin is unread)
     fits = (f"so {procs} processes x {share} fit the {cpus} CPUs" if procs * share <= cpus else
             f"the least a pool can be; {procs} processes still take turns on {cpus} CPUs "
             f"(--processes {cpus} would not)")

@@ -1,0 +1,340 @@
+"""Guards that scripts/mutation.py's statement, return, string, float, swap and loop operators
+showed missing: the never-crash fallbacks (a chain, a file or /proc/loadavg that cannot be
+read), the strictest ancestor's CPU quota under a leaf's `max`, the source named for a cpuset
+carried over several levels, the order of `--fit`'s two figures, and sizes shown as sizes.
+Host trees are written under tmp_path; nothing here reads the real host's cgroups."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from launcher.caps.fit import Fit, _shown, fit_to_budget
+from launcher.caps.resolve import resolve
+from launcher.cgroups.placement import Carried, _enable_path, _read_set, carried_limits
+from launcher.errors import HostError
+from launcher.probe import probe_host
+from launcher.probe.cgroup import Chain, cpu_quota_at, read_cpu_quota
+from launcher.probe.limits import read_tasks
+from launcher.profiles import load_profile
+from launcher.supervise import diagnose, evidence
+from launcher.supervise.diagnose import Counters, read_counters
+from tests.host_trees import LIMITED, host
+
+# The never-crash fallbacks
+
+
+def test_counters_of_a_chain_that_cannot_be_read_are_the_hosts_alone(tmp_path, monkeypatch):
+    """find_chains raising (a malformed mountinfo, a cgroup gone): the supervisor still gets
+    its counters, the kernel's OOM kills among them, and no cgroup's."""
+    root = host(tmp_path, {"proc/vmstat": "nr_free_pages 10\noom_kill 3\n"})
+
+    def broken(_root):  # type: ignore[no-untyped-def]
+        raise HostError("proc/self/mountinfo: malformed line")
+
+    monkeypatch.setattr(diagnose, "find_chains", broken)
+    c = read_counters(root)
+    assert isinstance(c, Counters)
+    assert c.host_oom_kills == 3
+    assert (c.pids_max, c.pids_events, c.oom_kills, c.memory_limit) == (None, {}, None, None)
+
+
+def test_a_set_file_that_cannot_be_read_is_an_empty_set(tmp_path):
+    assert _read_set(tmp_path / "missing") == set()
+    assert _read_set(tmp_path) == set()  # a directory: IsADirectoryError
+    (tmp_path / "cgroup.controllers").write_text("cpu  pids\nmemory\n")
+    assert _read_set(tmp_path / "cgroup.controllers") == {"cpu", "pids", "memory"}
+
+
+def test_the_path_to_enable_a_controller_through_unreadable_control_files(tmp_path):
+    """A level whose cgroup.subtree_control cannot be read has enabled nothing: it is
+    written; the level that offers the controller ends the path."""
+    cg = host(tmp_path, {"top/cgroup.type": "domain\n", "top/cgroup.controllers": "pids\n",
+                         "top/mid/cgroup.type": "domain\n",
+                         "top/mid/leaf/cgroup.type": "domain\n"})
+    dirs = (cg / "top/mid/leaf", cg / "top/mid", cg / "top")
+    assert _enable_path("pids", dirs, 1, lambda _p: True, emptied=False) == [2, 1]
+
+
+def test_an_unreadable_proc_loadavg_is_zeros_and_a_readable_one_its_fields(monkeypatch):
+    def unreadable(*_a, **_k):  # type: ignore[no-untyped-def]
+        raise PermissionError("/proc/loadavg")
+
+    monkeypatch.setattr(evidence, "open", unreadable, raising=False)
+    assert evidence.loadavg() == (0, 0)
+    monkeypatch.setattr(evidence, "open", lambda *_a, **_k: io.StringIO("0.1 0.2\n"),
+                        raising=False)
+    assert evidence.loadavg() == (0, 0)  # too few fields
+    monkeypatch.setattr(evidence, "open",
+                        lambda *_a, **_k: io.StringIO("0.50 0.40 0.30 2/345 6789\n"),
+                        raising=False)
+    assert evidence.loadavg() == (345, 6789)
+
+
+def test_a_tree_without_proc_loadavg_has_no_task_count(tmp_path):
+    assert read_tasks(host(tmp_path, {"proc/": ""})) is None
+    assert read_tasks(host(tmp_path, {"proc/loadavg": "0.5 0.4 0.3 2/345 6789\n"})) == 345
+
+
+# The strictest ancestor's CPU quota
+
+
+def _cpu_chain(tmp_path, levels: dict[str, str | None]) -> Chain:  # type: ignore[no-untyped-def]
+    """A v2 chain, leaf first: each level's cpu.max (None: no such file)."""
+    dirs = []
+    for name, text in levels.items():
+        d = tmp_path / name
+        d.mkdir(parents=True, exist_ok=True)
+        if text is not None:
+            (d / "cpu.max").write_text(text)
+        dirs.append(d)
+    return Chain("v2", tuple(dirs))
+
+
+def test_a_v2_leaf_at_max_under_an_ancestors_quota_gets_the_ancestors(tmp_path):
+    chain = _cpu_chain(tmp_path, {"a/b/leaf": "max 100000\n", "a/b": "max 100000\n",
+                                  "a": "150000 100000\n", ".": None})
+    assert read_cpu_quota(chain) == 1.5
+    assert cpu_quota_at(chain) == (1.5, tmp_path / "a")
+
+
+def test_a_v2_leaf_without_cpu_max_under_an_ancestors_quota_gets_the_ancestors(tmp_path):
+    chain = _cpu_chain(tmp_path, {"a/leaf": None, "a": "50000 100000\n"})
+    assert cpu_quota_at(chain) == (0.5, tmp_path / "a")
+
+
+def test_the_strictest_of_several_quotas_is_kept_wherever_it_is(tmp_path):
+    chain = _cpu_chain(tmp_path, {"a/b/leaf": "300000 100000\n", "a/b": "max\n",
+                                  "a": "100000 100000\n", ".": "200000 100000\n"})
+    assert cpu_quota_at(chain) == (1.0, tmp_path / "a")
+
+
+def test_v1_quotas_of_minus_one_are_skipped_for_an_ancestors(tmp_path):
+    for name, quota in (("a/leaf", "-1"), ("a", "25000")):
+        host(tmp_path, {f"{name}/cpu.cfs_quota_us": f"{quota}\n",
+                        f"{name}/cpu.cfs_period_us": "100000\n"})
+    chain = Chain("v1", (tmp_path / "a/leaf", tmp_path / "a"))
+    assert cpu_quota_at(chain) == (0.25, tmp_path / "a")
+
+
+# The cpuset carried over several levels
+
+
+def test_a_cpuset_carried_over_several_levels_names_the_nearest_that_sets_it(tmp_path):
+    """The value is the caller's effective cpuset (what the kernel made of every level's);
+    its source is the nearest level that sets one, not a farther one."""
+    host(tmp_path, {"leaf/cpuset.cpus": "", "leaf/cpuset.cpus.effective": "2-3\n",
+                    "mid/cpuset.cpus": "0-3\n", "top/cpuset.cpus": "0-7\n",
+                    "top/pids.max": "90\n", "mid/pids.max": "max\n"})
+    left = [tmp_path / "leaf", tmp_path / "mid", tmp_path / "top"]
+    carried = {c.file: c for c in carried_limits(left)}
+    assert carried["cpuset.cpus"] == Carried("cpuset.cpus", "2-3", tmp_path / "mid")
+    assert carried["pids.max"] == Carried("pids.max", "90", tmp_path / "top")
+    assert "cpuset.mems" not in carried
+
+
+# --fit's line
+
+
+def test_fits_line_shows_the_peak_before_then_after_and_sizes_as_sizes():
+    fit = Fit({"limits.stack": 2 << 20, "threads.omp_stack": 1 << 20, "threads.intra_op": 3},
+              was=40, now=12, cost="thread stacks shrink")
+    assert fit.describe() == ("limits.stack 2MiB, threads.omp_stack 1MiB, threads.intra_op 3 "
+                              "(threads at the peak ~40 -> ~12): thread stacks shrink")
+    assert _shown("threads.omp_stack", 512 << 10) == "512KiB"
+    assert _shown("limits.stack", 8 << 20) == "8MiB"
+    assert _shown("limits.cpuset", "0-1") == "0-1 (CPUs 0-1)"
+    assert _shown("limits.cpuset", "0") == "0 (CPU 0)"
+
+
+def test_a_fit_records_the_estimate_before_as_was_and_the_fitted_as_now(tmp_path):
+    facts = probe_host(LIMITED, environ={})
+    prof = tmp_path / "t.yaml"
+    prof.write_text("extends: base\nframework: torch\nthreads: {intra_op: 8}\n"
+                    "limits: {pids: 10}\nworkers: {processes: 2}\n")
+    r = resolve(load_profile(prof), facts)
+    fit = fit_to_budget(r)
+    assert fit is not None
+    now = r.with_values(fit.values, "--fit").caps.estimate["total"]
+    assert (fit.was, fit.now) == (r.caps.estimate["total"], now)
+    assert fit.was > fit.now
+    assert f"(threads at the peak ~{fit.was} -> ~{fit.now}): " in fit.describe()
+
+
+@pytest.mark.parametrize("value", [0, 1])
+def test_fit_values_that_are_not_sizes_are_shown_as_written(value):
+    assert _shown("threads.intra_op", value) == str(value)
+
+
+# The growth watch: a census read from a /proc tree that changes under it, the likeliest limit
+
+
+def test_a_census_skips_processes_and_threads_gone_while_it_reads(tmp_path):
+    from launcher.telemetry.census import names_of
+
+    host(tmp_path, {"10/task/10/comm": "python\n", "10/task/11/comm": "pt_main_thread\n",
+                    "10/task/12/": "",  # ended while we looked: no comm
+                    "10/task/13/comm": "pt_main_thread\n", "12/task/12/comm": "worker\n"})
+    names, mains = names_of([10, 11, 12], proc=str(tmp_path))  # 11 is gone
+    assert names == {"python": 1, "pt_main_thread": 2, "worker": 1}
+    assert mains == {"python", "worker"}
+
+
+def test_the_frameworks_loaded_are_read_from_maps_and_an_unreadable_one_is_none(tmp_path):
+    from launcher.telemetry.census import _libraries, loaded
+
+    libs = _libraries()
+    assert len(libs) >= 2
+    (a, a_lib, a_unnamed, a_fix), (b, b_lib, _, _) = libs[0], libs[1]
+    host(tmp_path, {"5/maps": f"7f00 r-xp /x/{b_lib.decode()}\n7f01 r-xp /y/{a_lib.decode()}\n"})
+    found = loaded(5, proc=str(tmp_path))
+    assert found[a] == {"unnamed": a_unnamed, "fix": a_fix}
+    assert list(loaded(5, proc=str(tmp_path), first=b)) == [b, a]
+    assert list(loaded(5, proc=str(tmp_path), first=a)) == [a, b]
+    assert loaded(6, proc=str(tmp_path)) == {}
+
+
+def test_each_limit_the_likeliest_names_in_full():
+    from launcher.telemetry.failures import likeliest
+
+    at = {"nproc": 60, "uid": 1234, "uid_tasks_outside": 10, "pids_max": 40, "threads_max": 30,
+          "data": 100 << 20, "stack": 1 << 20, "threads_seen": 3, "vm_data_seen": 20 << 20}
+    head = "likeliest (not counted: the peak was shorter than a sample), "
+    assert likeliest({"thread": "x"}, at) == (
+        f"{head}kernel.threads-max 30 (raise it with sysctl, or lower the thread caps): the "
+        f"workload printed 'x'")
+    assert likeliest({"thread": "x"}, {**at, "threads_max": None}) == (
+        f"{head}pids.max 40 (raise limits.pids or lower the thread caps): the workload "
+        f"printed 'x'")
+    assert likeliest({"thread": "x"}, {**at, "threads_max": None, "pids_max": None}) == (
+        f"{head}RLIMIT_NPROC 60 for UID 1234 (about 50 threads for the workload; raise "
+        f"limits.nproc or lower the thread caps): the workload printed 'x'")
+    assert likeliest({"memory": "MemoryError", "files": "f"}, at) == (
+        f"{head}RLIMIT_DATA 100MiB, with each thread reserving a 1MiB stack (set limits.stack "
+        f"and threads.omp_stack smaller, or raise ulimit -d): the workload printed "
+        f"'MemoryError'")
+    assert likeliest({"thread": "x"}, {"address_space": 64 << 20, "stack": 2 << 20}) == (
+        f"{head}RLIMIT_AS 64MiB, with each thread reserving a 2MiB stack (set limits.stack and "
+        f"threads.omp_stack smaller, or raise ulimit -v): the workload printed 'x'")
+    assert likeliest({"files": "Too many open files"}, at) is None
+    assert likeliest({"thread": "x"}, {"nproc": 9, "nproc_exempt": True}) is None
+
+
+
+def _fit_of(tmp_path, text: str):  # type: ignore[no-untyped-def]
+    prof = tmp_path / "t.yaml"
+    prof.write_text("extends: base\nframework: torch\n" + text)
+    r = resolve(load_profile(prof), probe_host(LIMITED, environ={}))  # 2 CPUs (quota 1.5)
+    return r, fit_to_budget(r)
+
+
+def test_processes_taking_turns_on_the_cpus_are_fitted_with_pools_of_their_share(tmp_path):
+    """The CPUs' fit: intra_op to each process's share, OpenMP's too where the profile sets
+    it (else it follows intra_op)."""
+    r, fit = _fit_of(tmp_path, "workers: {processes: 2}\nthreads: {intra_op: 4}\n")
+    assert fit is not None and fit.values == {"threads.intra_op": 1}
+    assert (fit.was, fit.now) == (r.caps.estimate["total"], 5) and fit.was > 5
+    assert fit.cost == "its CPU pools shrink from 4 to 1 threads, so 2 processes x 1 fit the 2 CPUs"
+    r, fit = _fit_of(tmp_path, "workers: {processes: 4}\nthreads: {intra_op: 3, omp: 2}\n")
+    assert fit is not None and fit.values == {"threads.intra_op": 1, "threads.omp": 1}
+    assert fit.cost == ("its CPU pools shrink from 3 to 1 threads, the least a pool can be; 4 "
+                        "processes still take turns on 2 CPUs (--processes 2 would not)")
+    r, fit = _fit_of(tmp_path, "workers: {processes: 2}\nthreads: {intra_op: 2, omp: 3}\n")
+    assert fit is not None and fit.cost.startswith("its CPU pools shrink from 3 to 1 threads")
+    assert _fit_of(tmp_path, "workers: {processes: 2}\n")[1] is None  # pools of 1 already
+
+
+def test_a_census_of_this_process_counts_its_own_threads():
+    import os
+    import threading
+
+    from launcher.telemetry.census import census
+
+    counted = census([os.getpid()])
+    assert sum(n for names in counted.values() for n in names.values()) == len(
+        os.listdir(f"/proc/{os.getpid()}/task")) >= threading.active_count()
+
+
+def test_growth_options_built_without_a_profile_name_the_flag_that_stops():
+    from launcher.telemetry.growth_watch import GrowthOptions
+
+    options = GrowthOptions(stop=True)
+    assert (options.stop_by, options.window, options.pattern) == ("--stop-before-limit", 30.0,
+                                                                  None)
+
+
+class _Rows:
+    """A sampler's rows, one a sample (the growth watch's view of launcher's Sampler)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, object]] = []
+
+    def sample(self, extra: dict[str, object] | None = None) -> None:
+        self.rows.append({"t": float(len(self.rows)), "threads": 3, **(extra or {})})
+
+
+def test_a_units_boundaries_closer_than_the_debounce_are_one(monkeypatch):
+    """A step counter printing many lines at once marks one cycle, not one per line; a
+    boundary later than MIN_BOUNDARY_S is another."""
+    from launcher.telemetry import growth_watch
+    from launcher.telemetry.growth_watch import MIN_BOUNDARY_S, GrowthOptions, GrowthWatch
+
+    clock = [1000.0]
+    monkeypatch.setattr(growth_watch.time, "monotonic", lambda: clock[0])
+    said: list[str] = []
+    watch = GrowthWatch(GrowthOptions(), said.append)
+    rows = _Rows()
+    watch.attach(rows, None)
+    watch.output("stdout", b"step 1\nstep 2\nstep 3\n")
+    assert [r["cycle"]["n"] for r in rows.rows] == [1]  # type: ignore[index]
+    clock[0] += MIN_BOUNDARY_S * 2
+    watch.output("stdout", b"step 4\n")
+    assert [r["cycle"]["n"] for r in rows.rows] == [1, 4]  # type: ignore[index]
+    assert not watch.broken and said == []
+
+
+def test_the_declared_pools_are_every_frameworks_and_every_gpu_vendors():
+    from launcher.frameworks import get, names
+    from launcher.telemetry.census import declared
+    from launcher.vendors import all_vendors
+
+    pools = declared()
+    expected = [p for n in names() for p in get(n).thread_pools]
+    expected += [p for v in all_vendors() for p in v.thread_pools]
+    assert any(v.thread_pools for v in all_vendors())
+    assert list(pools) == expected
+
+
+@pytest.mark.parametrize(("reason", "key", "said"), [
+    ("threads-max", "threads", "threads grew +7 per fold; kernel.threads-max was reached in "
+                               "fold 5; a higher limit only delays it: join or close"),
+    ("nproc", "threads", "threads grew +7 per fold; RLIMIT_NPROC was reached in fold 5; a "
+                         "higher limit only delays it: join or close"),
+    ("as", "vm_size_bytes", "VmSize grew +64MiB per fold; RLIMIT_AS 520MiB was reached in "
+                            "fold 8; a higher limit only delays it: free what each cycle keeps"),
+    ("data", "vm_data_bytes", "VmData grew +64MiB per fold; RLIMIT_DATA 520MiB was reached in "
+                              "fold 8; a higher limit only delays it: free what each cycle "
+                              "keeps")])
+def test_each_limit_a_growth_died_of_is_named_with_its_series(reason, key, said):
+    from launcher.telemetry.growth_verdict import growth_record
+    from tests.test_growth import rows_of
+
+    if key == "threads":
+        rows = rows_of([3, 16, 23, 30, 37], excess=8)
+    else:
+        rows = rows_of([(100 + 64 * i) << 20 for i in range(8)], key=key, limit=520 << 20,
+                       excess=1 << 20)
+    record = growth_record(rows, {"failure_text": {}}, {"reason": reason, "diagnosis": "d."},
+                           status=134)
+    assert record["diagnosis"].startswith(said), record["diagnosis"]
+
+
+def test_processes_taking_turns_on_the_cpus_warn_in_the_verdict(tmp_path):
+    from launcher.caps.verdict import oversubscribed
+
+    r, _ = _fit_of(tmp_path, "workers: {processes: 2}\nthreads: {intra_op: 4}\n")
+    assert r.caps.verdict.level == "warn"
+    assert r.caps.verdict.reasons == [oversubscribed(2, 4, 2)]
+    assert oversubscribed(2, 4, 2).startswith("2 processes x 4 compute threads = 8 on 2 CPU(s): "
+                                              "oversubscribed 4x, so they take turns")
