@@ -280,19 +280,20 @@ def _start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_d
     _report_lowered_ulimits(r, tell)
     fresh = not run_dir.exists()
     sink = _sink(on_output)
-    try:
+
+    def supervised() -> int:
         _make_run_dir(run_dir)
-        status = _supervised_run(engine=engine, spec=spec, r=r, run_dir=run_dir,
-                                 command=command, interval=req.interval, fresh=fresh,
-                                 sink=sink, tell=tell, growth=growth, overridden=overridden)
-    except ImageNotFound:
+        return _supervised_run(engine=engine, spec=spec, r=r, run_dir=run_dir,
+                               command=command, interval=req.interval, fresh=fresh,
+                               sink=sink, tell=tell, growth=growth, overridden=overridden)
+
+    try:
+        status = supervised()
+    except ImageNotFound:  # an image named with --image that is not here: pulled, then run
         if not req.image:
             raise
         _pull(engine, req.image, tell)
-        _make_run_dir(run_dir)
-        status = _supervised_run(engine=engine, spec=spec, r=r, run_dir=run_dir,
-                                 command=command, interval=req.interval, fresh=fresh,
-                                 sink=sink, tell=tell, growth=growth, overridden=overridden)
+        status = supervised()
     leftovers.join(timeout=2)
     return status
 
