@@ -83,7 +83,8 @@ def _growth_notes(growth: dict[str, Any]) -> list[str]:
                        f"{unit}s {trend.first}-{trend.last}.")
     if not out:
         cycles = growth.get("cycles_count") or 0
-        out.append(f"growth: none measured ({cycles} {unit}s)" if cycles else
+        plural = "s" if cycles > 1 else ""
+        out.append(f"growth: none measured ({cycles} {unit}{plural})" if cycles else
                    "growth: no cycles marked (the output named none; --cycle REGEX marks them)")
     return out
 
