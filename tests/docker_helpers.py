@@ -84,11 +84,11 @@ def podman_missing(image: str = BASE) -> str | None:
 
 def in_process(*args: str, cwd: Path | str | None = None,
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess:  # type: ignore[type-arg]
-    """`launcher ARGS` run in this process (the typer app through CliRunner), as launcher()
+    """`launcher ARGS` run in this process (the click group through CliRunner), as launcher()
     returns it: for commands whose output is under test and no process boundary is (plan,
     render, doctor, jobs plan/status/render, report, profiles); a run's signals, cgroups and
     exit file need a real process."""
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from launcher.cli.main import app
 

@@ -1,4 +1,4 @@
-"""The CLI through typer's runner (in-process) and as a real process for start-up behaviour."""
+"""The CLI through click's runner (in-process) and as a real process for start-up behaviour."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from launcher.cli.main import app
 from tests.conftest import HOSTS, ROOT
@@ -32,7 +32,7 @@ def test_help_lists_commands():
     sub = runner.invoke(app, ["profiles", "--help"])
     assert _commands(sub.stdout) == ["list", "show", "validate"]
     jobs = runner.invoke(app, ["jobs", "--help"])
-    assert _commands(jobs.stdout) == ["plan", "run", "render", "ray-node", "status"]
+    assert _commands(jobs.stdout) == ["plan", "run", "render", "status", "ray-node"]
 
 
 def test_help_imports_no_heavy_module():
@@ -169,11 +169,10 @@ def test_the_readme_synopsis_lists_only_options_each_command_has():
     import re
 
     import click
-    import typer.main
 
     from tests.conftest import ROOT
 
-    root = typer.main.get_command(app)
+    root = app
     rows = [x for x in (ROOT / "docs" / "commands.md").read_text().splitlines()
             if x.startswith("| `launcher ")]
     checked = 0
@@ -181,9 +180,9 @@ def test_the_readme_synopsis_lists_only_options_each_command_has():
         for synopsis in re.findall(r"`(launcher [^`]+)`", row.split(" | ")[0]):
             words = synopsis.split()[1:]
             group: click.Command = root
-            while words and isinstance(group, click.Group) and words[0] in group.commands \
-                    and isinstance(group.commands[words[0]], click.Group):
-                group = group.commands[words.pop(0)]
+            while words and isinstance(group, click.Group) \
+                    and isinstance(group.get_command(None, words[0]), click.Group):
+                group = group.get_command(None, words.pop(0))
             bare: list[str] = []
             for part in " ".join(words).split(" / "):
                 name, _, rest = part.partition(" ")
@@ -192,7 +191,8 @@ def test_the_readme_synopsis_lists_only_options_each_command_has():
                     bare.append(name)
                     continue
                 for each in [*bare, name]:
-                    cmd = group.commands[each] if isinstance(group, click.Group) else group
+                    cmd = group.get_command(None, each) if isinstance(group, click.Group) \
+                        else group
                     have = {o for p in cmd.params for o in (*p.opts, *p.secondary_opts)}
                     assert options <= have, (synopsis, each, sorted(options - have))
                     checked += 1

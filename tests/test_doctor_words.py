@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from launcher.cli.doctor_cmd import _pids
 from launcher.cli.main import app

@@ -138,7 +138,7 @@ def test_a_run_gives_every_refusal_at_once_before_asking_for_a_framework(tmp_pat
     the profile asks for); `pip install jax` is asked for only of a run that would start."""
     import importlib.util
 
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from launcher.cli.main import app
 

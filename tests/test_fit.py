@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from launcher.caps.fit import HEADROOM, fit_to_budget
 from launcher.caps.resolve import resolve

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import os
 
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from launcher.cli.main import app
 from tests.conftest import ROOT

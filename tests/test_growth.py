@@ -410,7 +410,7 @@ def test_flat_and_sawtooth_runs_say_no_growth(tmp_path, args):
 
 
 def test_the_report_shows_cycles_trend_census_and_a_what_if(tmp_path):
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from launcher.cli.main import app
 

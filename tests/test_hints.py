@@ -13,7 +13,7 @@ import sys
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from launcher.cli.main import app
 from launcher.usecases import build as build_usecase

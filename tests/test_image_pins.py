@@ -80,7 +80,7 @@ def test_every_image_is_pinned_or_refused_with_its_reason(fw, vendor):
 
 
 def test_an_unsupported_image_is_refused_before_anything_is_written(tmp_path):
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from launcher.cli.main import app
 

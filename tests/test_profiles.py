@@ -54,7 +54,7 @@ def _plan(name: str, cwd: Path, in_process: bool) -> tuple[int, str, str]:
         proc = subprocess.run([sys.executable, "-m", "launcher", *args], capture_output=True,
                               text=True, cwd=cwd, env={**os.environ, "PYTHONPATH": str(ROOT)})
         return proc.returncode, proc.stdout, proc.stderr
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from launcher.cli.main import app
 
@@ -226,7 +226,7 @@ def test_a_parsed_profile_is_kept_and_an_edit_is_seen(tmp_path, monkeypatch):
 def test_validate_takes_a_profile_name_as_profile_does():
     """`launcher profiles validate gtx1650` checks the profile every other command would load
     by that name (a new user's first try); a name nothing has is one line, exit 1."""
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from launcher.cli.main import app
 

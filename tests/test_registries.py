@@ -10,7 +10,7 @@ import threading
 
 import pytest
 import yaml
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from launcher.cli.main import app
 

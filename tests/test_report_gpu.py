@@ -12,7 +12,7 @@ from typing import Any
 
 import matplotlib
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from launcher.cli.main import app
 from launcher.telemetry import plot as plot_module
@@ -216,7 +216,7 @@ def test_run_summary_names_gpus_from_the_host_facts(tmp_path: Path):
 def test_report_of_a_run_whose_launcher_was_killed(tmp_path: Path):
     """kill -9 of launcher leaves telemetry.jsonl but no summary.json: report still shows the
     peaks, and says why there is no summary."""
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from launcher.cli.main import app
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from launcher.cli.main import app
 from tests.conftest import GOLDEN, HOSTS, ROOT, check_golden
@@ -169,12 +169,10 @@ def test_after_a_double_dash_every_word_is_the_commands():
 
 
 def test_no_workload_flag_shadows_a_launcher_option():
-    import typer.main
-
     from launcher.cli.run_args import launcher_options
     from launcher.workloads.catalog import registered
 
-    ours = set(launcher_options(typer.main.get_command(app).commands["run"]))
+    ours = set(launcher_options(app.get_command(None, "run")))
     assert {"--profile", "-p", "--write-profile", "--dry-run", "-e"} <= ours
     for w in registered().values():
         theirs = set(w.parser()._option_string_actions)  # type: ignore[union-attr]

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import psutil
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from launcher.cli.main import app
 from launcher.telemetry.plot import plot

@@ -3,7 +3,7 @@ front, singular units, no `0 items/s`, one rounding of a size printed and writte
 
 from __future__ import annotations
 
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from launcher.cli.jobs_progress import rate_text
 from launcher.cli.main import app

@@ -12,7 +12,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from launcher.cli.main import app
 from launcher.telemetry.sampler import KEYS

@@ -3,54 +3,39 @@ peak memory at several chunk sizes, fit it, and write a profile with what was me
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
-from pathlib import Path
 from typing import Any
 
-from launcher.cli.output import parse_env_pairs, print_json, show_event
+from launcher.cli.declare import JSON, command
+from launcher.cli.output import print_json, show_event
 from launcher.errors import LauncherError
+from launcher.flags import argv_of
 from launcher.units import format_size, term
+from launcher.usecases.bench_memory import BenchRequest
 
 
-def parse_sizes(text: str) -> list[int]:
-    try:
-        sizes = [int(x) for x in text.split(",") if x.strip()]
-    except ValueError:
-        raise LauncherError(f"--sizes: expected item counts such as 500,1000,2000 "
-                            f"(got {text!r})") from None
-    if len(sizes) < 2 or any(s < 1 for s in sizes):
-        raise LauncherError(f"--sizes: give at least two positive item counts (got {text!r})")
-    return sizes
-
-
-def bench(spec: Path, *, profile: str | None, sizes_text: str, predict: int | None,
-          concurrent: int | None, write_profile: Path | None, env: list[str] | None,
-          as_json: bool, host_root: Path | None, gpus: str | None = None) -> int:
-    from launcher.usecases.bench_memory import BenchRequest, shown
+def bench(req: BenchRequest, *, as_json: bool) -> int:
     from launcher.usecases.bench_memory import bench as measure
+    from launcher.usecases.bench_memory import shown
 
-    sizes = parse_sizes(sizes_text)
-    got = measure(BenchRequest(spec=spec, sizes=tuple(sizes), profile=profile, predict=predict,
-                               concurrent=concurrent, write_profile=write_profile,
-                               env=parse_env_pairs(env), host_root=host_root, gpus=gpus),
-                  on_event=show_event)
+    got = measure(req, on_event=show_event)
     result = got.data
     if as_json:
         print_json(result)
     else:
-        for line in _lines(result, predict, got.machine):
+        for line in _lines(result, req.predict, got.machine):
             print(line)
-    if write_profile is None:
+    if req.write_profile is None:
         return 0
     if not got.written:
-        again = _again(spec, sizes, result, profile=profile, gpus=gpus,
-                       write_profile=write_profile)
+        again = _again(req, result)
         raise LauncherError(f"--write-profile: not written: {_beyond(result)}; measure at it: "
                             f"`{again}`")
     if not as_json:
-        print(f"wrote {write_profile} (workers.memory, jobs.chunk_size and the fit; no "
+        print(f"wrote {req.write_profile} (workers.memory, jobs.chunk_size and the fit; no "
               f"max_concurrent: the machine that runs the job sets it): `launcher jobs plan "
-              f"{shlex.quote(str(spec))} --profile {shlex.quote(shown(write_profile))}`")
+              f"{shlex.quote(str(req.spec))} --profile {shlex.quote(shown(req.write_profile))}`")
     return 0
 
 
@@ -96,13 +81,13 @@ def _beyond(result: dict[str, Any]) -> str:
             f"its peak")
 
 
-def _again(spec: Path, sizes: list[int], result: dict[str, Any], *, profile: str | None,
-           gpus: str | None, write_profile: Path) -> str:
+def _again(req: BenchRequest, result: dict[str, Any]) -> str:
     """The same bench-memory with the spec's chunk size among the sizes."""
-    wanted = sorted({*sizes, int(result["spec_chunk_size"])})
-    argv = ["launcher", "bench-memory", str(spec), "--sizes", ",".join(map(str, wanted))]
-    if profile:
-        argv += ["--profile", profile]
-    if gpus:
-        argv += ["--gpus", gpus]
-    return shlex.join([*argv, "--write-profile", str(write_profile)])
+    wanted = tuple(sorted({*req.sizes, int(result["spec_chunk_size"])}))
+    return shlex.join(["launcher", "bench-memory",
+                       *argv_of(dataclasses.replace(req, sizes=wanted))])
+
+
+COMMAND = command("bench-memory", BenchRequest, bench, own=(JSON,), help="""Measure a job's real
+worker (framework and GPU init included) at several chunk sizes, each in its own capped cgroup;
+fit peak = base + per_item x size and report its error.""")

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import re
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from launcher.cli.declare import command
 from launcher.cli.output import show_event
+from launcher.usecases.build import BuildRequest
 
 if TYPE_CHECKING:
     from launcher.usecases.build import BuildEvent
@@ -46,10 +47,7 @@ class Progress:
             self.stream.flush()
 
 
-def build(*, profile: str, framework: str | None, base_image: str | None, tag: str | None,
-          ca_cert: Path | None, host_root: Path | None, no_cache: bool = False,
-          push: bool = False) -> int:
-    from launcher.usecases.build import BuildRequest
+def build(req: BuildRequest) -> int:
     from launcher.usecases.build import build as build_image
 
     progress = Progress()
@@ -59,10 +57,12 @@ def build(*, profile: str, framework: str | None, base_image: str | None, tag: s
         show_event(event)
 
     try:
-        build_image(BuildRequest(profile=profile, framework=framework, base_image=base_image,
-                                 tag=tag, ca_cert=ca_cert, host_root=host_root,
-                                 no_cache=no_cache, push=push),
-                    on_progress=progress, on_event=step)
+        build_image(req, on_progress=progress, on_event=step)
     finally:
         progress.end()
     return 0
+
+
+COMMAND = command("build", BuildRequest, build, help="""Build an image that carries the
+profile's caps in its entrypoint (it applies them even under a bare `docker run` or on RunPod),
+with live progress.""")

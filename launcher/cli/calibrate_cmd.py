@@ -3,16 +3,17 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+from launcher.cli.declare import JSON, command
 from launcher.cli.output import print_json, table
+from launcher.usecases.calibrate import CalibrateRequest
 
 
-def calibrate(frameworks: list[str] | None, cpus: str | None, as_json: bool,
-              no_gpu: bool = False) -> int:
-    from launcher.usecases.calibrate import CalibrateRequest
+def calibrate(req: CalibrateRequest, *, as_json: bool) -> int:
     from launcher.usecases.calibrate import calibrate as measure
 
-    got = measure(CalibrateRequest(frameworks=tuple(frameworks or ()), cpus=cpus,
-                                   no_gpu=no_gpu, show_progress=not as_json))
+    got = measure(dataclasses.replace(req, show_progress=not as_json))
     if as_json:
         print_json({"file": str(got.file), "entries": got.entries})
         return 0
@@ -28,3 +29,9 @@ def calibrate(frameworks: list[str] | None, cpus: str | None, as_json: bool,
           f"the probe, whose few steps never grow some pools a real program does (those stay "
           f"in every estimate)")
     return 0
+
+
+COMMAND = command("calibrate", CalibrateRequest, calibrate, own=(JSON,), help="""Measure each
+framework's peak thread count on this host (start, import, compiled training steps) at several
+CPU counts, with no GPU visible and with one GPU visible where the host has one, for `plan` and
+`run` to budget with.""")

@@ -3,11 +3,12 @@ for people, or JSON."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from launcher.cli.declare import JSON, command
 from launcher.cli.output import print_json, table
 from launcher.units import format_size
+from launcher.usecases.doctor import DoctorRequest
 
 if TYPE_CHECKING:
     from launcher.usecases.doctor import HostFacts
@@ -22,16 +23,13 @@ def _lim(v: int | None) -> str:
     return "unlimited" if v is None else str(v)
 
 
-def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
-           capture: Path | None = None, clean: bool = False) -> int:
-    from launcher.usecases.doctor import DoctorRequest
+def doctor(req: DoctorRequest, *, as_json: bool) -> int:
     from launcher.usecases.doctor import doctor as diagnose
 
-    got = diagnose(DoctorRequest(profile=profile_ref, host_root=host_root, capture=capture,
-                                 clean=clean))
+    got = diagnose(req)
     if got.captured is not None:
-        print(f"captured {len(got.captured)} files into {capture}; read them back with "
-              f"`launcher doctor --host-root {capture}`")
+        print(f"captured {len(got.captured)} files into {req.capture}; read them back with "
+              f"`launcher doctor --host-root {req.capture}`")
         return 0
     report, facts = got.report, got.facts
     assert facts is not None
@@ -93,15 +91,15 @@ def doctor(as_json: bool, profile_ref: str | None, host_root: Path | None,
         for w in report["warnings"]:
             print(f"  - {w}")
     if report["leftovers"]:
-        print("left behind by killed runs:" if not clean else "removed:")
+        print("left behind by killed runs:" if not req.clean else "removed:")
         for x in report["leftovers"]:
-            failed = f": {x['state']}" if clean and x["state"] != "removed" else ""
+            failed = f": {x['state']}" if req.clean and x["state"] != "removed" else ""
             print(f"  - {x['engine']} {x['kind']} {x['id']} ({x['detail']}){failed}")
-        if not clean:
+        if not req.clean:
             print("  remove them with `launcher doctor --clean`")
-    elif clean:
+    elif req.clean:
         print("nothing left behind by earlier runs")
-    if profile_ref:
+    if req.profile:
         from launcher.cli.plan_cmd import print_verdict
 
         print_verdict(report["plan"])
@@ -124,3 +122,8 @@ def _known(v: int | None) -> str:
 
 def _size(v: int | None) -> str:
     return "unlimited" if v is None else format_size(v)
+
+
+COMMAND = command("doctor", DoctorRequest, doctor, own=(JSON,), help="""Report this host's real
+limits (cgroup, rlimits, kernel, GPUs), the one that will bite first, stale thread variables
+inherited from the shell, and anything killed runs left.""")

@@ -1,6 +1,6 @@
-"""The `launcher` command's entry point: `launcher run ...` goes to its click command alone
-(cli/run_command.py: no typer import, no other command built, ~25 ms of every run); every
-other command line to the typer app (cli/main.py)."""
+"""The `launcher` command's entry point: `launcher run ...` goes to its command alone
+(cli/run_command.py: no group, no other command built); every other command line to the
+group (cli/main.py)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ def main() -> None:
         from launcher.cli.run_command import run
 
         run.main(args=sys.argv[2:], prog_name="launcher run")  # exits
-    from launcher.cli.main import main as typer_main
+    from launcher.cli.main import main as group_main
 
-    typer_main()
+    group_main()
 
 
 if __name__ == "__main__":

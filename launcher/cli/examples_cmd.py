@@ -6,13 +6,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from launcher.cli.declare import JSON, command
 from launcher.cli.output import print_json
+from launcher.flags import Declared, Flag
 
 
-def examples(out: Path | None, names: list[str], as_json: bool, force: bool = False) -> int:
+def examples(*, names: tuple[str, ...], out: Path | None, force: bool, as_json: bool) -> int:
     from launcher.usecases.examples import about, chosen, write
 
-    items = chosen(names)
+    items = chosen(list(names))
     if out is None:
         if as_json:
             print_json([{"name": n, "about": about(p)} for n, p in items.items()])
@@ -27,3 +29,15 @@ def examples(out: Path | None, names: list[str], as_json: bool, force: bool = Fa
     if as_json:
         print_json({"out": str(out), "written": [str(t) for t in written]})
     return 0
+
+
+COMMAND = command("examples", None, examples, own=(
+    Declared("names", Flag((), "Only these (default: all).", metavar="[NAME]...", repeat=True),
+             ()),
+    Declared("out", Flag(("--out", "-o"), "Write them into DIR (each example a folder; the "
+                         "recipe a file).", kind="path", metavar="DIR"), None),
+    Declared("force", Flag(("--force",), "Replace what is already in DIR under the same names.",
+                           kind="bool"), False),
+    JSON), help="""List the example jobs and the base image recipe shipped with launcher, or
+write them out (`launcher examples --out . score-survivors`; `launcher examples --out .
+base-image.sh` then `bash base-image.sh` builds launcher-base:bookworm with no registry).""")

@@ -3,34 +3,31 @@ cases (launcher/usecases/jobs_*.py), their results in words or JSON."""
 
 from __future__ import annotations
 
-import shlex
 import sys
-from pathlib import Path
 from typing import Any
 
+from launcher.cli.declare import DETAILED, JSON, command
 from launcher.cli.output import (
     VERDICT_STATUS,
-    parse_env_pairs,
     print_json,
     say,
     show_event,
     table,
     verdict_status,
 )
-from launcher.errors import LauncherError, Refused
+from launcher.errors import Refused
 from launcher.units import format_size
+from launcher.usecases.jobs_plan import JobsPlanRequest
+from launcher.usecases.jobs_render import JobsRenderRequest
+from launcher.usecases.jobs_run import JobRun
+from launcher.usecases.jobs_status import JobsStatusRequest
 
 
-def plan(spec: Path, *, profile: str | None, framework: str | None,
-         max_concurrent: int | None, env: list[str] | None, as_json: bool,
-         host_root: Path | None, gpus: str | None = None, detailed: bool = False) -> int:
-    from launcher.usecases.jobs_plan import JobsPlanRequest
+def plan(req: JobsPlanRequest, *, as_json: bool, detailed: bool = False) -> int:
     from launcher.usecases.jobs_plan import plan as plan_job
 
     try:
-        got = plan_job(JobsPlanRequest(spec=spec, profile=profile, framework=framework,
-                                       max_concurrent=max_concurrent, env=parse_env_pairs(env),
-                                       host_root=host_root, gpus=gpus))
+        got = plan_job(req)
     except Refused as exc:
         if not detailed:
             raise
@@ -61,20 +58,12 @@ def plan(spec: Path, *, profile: str | None, framework: str | None,
     return status
 
 
-def run(spec: Path, *, profile: str | None, framework: str | None, max_concurrent: int | None,
-        env: list[str] | None, runtime: str, image: str | None, backend: str,
-        address: str | None, as_json: bool, host_root: Path | None,
-        gpus: str | None = None, backend_options: list[str] | None = None) -> int:
+def run(req: JobRun, *, as_json: bool) -> int:
     from launcher.cli.jobs_progress import Progress
-    from launcher.usecases.jobs_run import JobRun, summary_lines
     from launcher.usecases.jobs_run import run as run_job
+    from launcher.usecases.jobs_run import summary_lines
 
-    got = run_job(JobRun(spec=spec, profile=profile, framework=framework,
-                         max_concurrent=max_concurrent, env=parse_env_pairs(env),
-                         runtime=runtime, image=image, backend=backend, address=address,
-                         host_root=host_root, gpus=gpus,
-                         backend_options=_pairs("--backend-option", backend_options)),
-                  progress=Progress, on_event=show_event)
+    got = run_job(req, progress=Progress, on_event=show_event)
     if as_json:
         print_json(got.summary)
     elif got.summary.get("ran", True):  # a job with nothing left said so in one line
@@ -83,21 +72,10 @@ def run(spec: Path, *, profile: str | None, framework: str | None, max_concurren
     return got.status
 
 
-def _pairs(flag: str, given: list[str] | None) -> dict[str, str]:
-    out = {}
-    for pair in given or ():
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise LauncherError(f"{flag}: expected KEY=VALUE (got {pair!r})")
-        out[key] = value
-    return out
-
-
-def status(target: Path, as_json: bool) -> int:
-    from launcher.usecases.jobs_status import JobsStatusRequest
+def status(req: JobsStatusRequest, *, as_json: bool) -> int:
     from launcher.usecases.jobs_status import status as job_status
 
-    got = job_status(JobsStatusRequest(target=target))
+    got = job_status(req)
     if as_json:
         print_json(got.data)
         return 0
@@ -144,19 +122,12 @@ def _status_lines(data: dict[str, Any], info: dict[str, Any], holder: str | None
     return out
 
 
-def render(spec: Path, *, target: str, out: Path, profile: str | None, image: str | None,
-           max_concurrent: int | None, gpus: str | None, workdir: str,
-           host_root: Path | None, as_json: bool, claim: str | None = None,
-           claim_size: str | None = None, base_image: str | None = None) -> int:
-    """The job rendered by the target `target` (a registry's entry: launcher/render/targets.py)
-    into `out`, said as the target words it."""
-    from launcher.usecases.jobs_render import JobsRenderRequest
+def render(req: JobsRenderRequest, *, as_json: bool) -> int:
+    """The job rendered by the target it names (a registry's entry: launcher/render/targets.py)
+    into its folder, said as the target words it."""
     from launcher.usecases.jobs_render import render as render_job
 
-    done = render_job(JobsRenderRequest(
-        spec=spec, target=target, out=out, profile=profile, image=image,
-        max_concurrent=max_concurrent, gpus=gpus, workdir=workdir, host_root=host_root,
-        claim=claim, claim_size=claim_size, base_image=base_image))
+    done = render_job(req)
     if as_json:
         print_json(done.data)
         return 0
@@ -165,17 +136,17 @@ def render(spec: Path, *, target: str, out: Path, profile: str | None, image: st
     return 0
 
 
-def ray_node(profile: str, address: str | None, gpus: str | None, host_root: Path | None,
-             as_json: bool) -> int:
-    """The `ray start` command that declares this node's GPUs, memory and cap."""
-    from launcher.usecases.jobs_ray_node import RayNodeRequest
-    from launcher.usecases.jobs_ray_node import ray_node as node
-
-    got = node(RayNodeRequest(profile=profile, address=address, gpus=gpus,
-                              host_root=host_root))
-    if as_json:
-        print_json({"command": got.command, "cap": got.cap, "binding": got.binding})
-        return 0
-    print(shlex.join(got.command))
-    say(f"cap {got.cap} chunks on this node ({got.binding})")
-    return 0
+PLAN = command("plan", JobsPlanRequest, plan, own=(DETAILED, JSON), help="""How the job is cut
+and how many chunks run at once, and which bound decides: GPU slots, memory (usable x safety /
+workers.memory), the profile's cap, the pids budget.""")
+RUN = command("run", JobRun, run, own=(JSON,), help="""Run the chunks not finished yet: each in a
+fresh process or container under the caps, one GPU and its own memory limit each; an
+OOM-killed chunk is split in half and retried. Rerun the same command after Ctrl-C, kill -9 or
+a reboot to go on. A backend's own options are marked with its name.""")
+RENDER = command("render", JobsRenderRequest, render, own=(JSON,), help="""Write the job for a
+cluster, as the target names it ({targets}): k8s, a Kubernetes Indexed Job (completions =
+chunks, parallelism = the cap, GPU and memory limits, results on a PersistentVolumeClaim) and
+the Dockerfile of its image; slurm, an sbatch array script. A target's own options are marked
+with its name.""")
+STATUS = command("status", JobsStatusRequest, status, own=(JSON,), help="Chunks done, pending, "
+                 "running (where, for how long), failed (why) and split.")

@@ -2,23 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from launcher.cli.output import parse_env_pairs, print_json, table, verdict_status
+from launcher.cli.declare import DETAILED, JSON, command
+from launcher.cli.output import print_json, table, verdict_status
 from launcher.units import format_rlimit, format_size
+from launcher.usecases.plan import PlanRequest
 
 
-def plan(profile_ref: str, *, framework: str | None = None, processes: int | None = None,
-         env_pairs: list[str] | None = None, gpus: str | None = None,
-         workload: str | None = None, as_json: bool = False, host_root: Path | None = None,
-         fit: bool = False, detailed: bool = False) -> int:
-    from launcher.usecases.plan import PlanRequest
+def plan(req: PlanRequest, *, as_json: bool = False, detailed: bool = False) -> int:
     from launcher.usecases.plan import plan as resolve_plan
 
-    got = resolve_plan(PlanRequest(profile=profile_ref, framework=framework,
-                                   processes=processes, env=parse_env_pairs(env_pairs),
-                                   gpus=gpus, workload=workload, host_root=host_root, fit=fit))
+    got = resolve_plan(req)
     data = got.data
     if as_json:
         print_json(data)
@@ -67,3 +62,9 @@ def print_verdict(data: dict[str, Any]) -> None:
     print(f"verdict: {v['level'].upper()}")
     for r in v["reasons"]:
         print(f"  - {r}")
+
+
+COMMAND = command("plan", PlanRequest, plan, own=(DETAILED, JSON), help="""Resolve a profile
+against this host: every variable with its source, the ulimits and container limits, the
+thread estimate, and a verdict (ok, warn, refuse). When the threads would not fit the pids
+budget, it names the largest pool size that does (--fit applies it).""")

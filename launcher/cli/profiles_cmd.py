@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
+from launcher.cli.declare import JSON, command
 from launcher.cli.output import print_json, table
+from launcher.flags import Declared, Flag
 from launcher.units import format_size
 
 
-def list_profiles(as_json: bool) -> int:
+def list_profiles(*, as_json: bool) -> int:
     from launcher.usecases.profiles import list_profiles as found
 
     rows = found()
@@ -22,7 +25,7 @@ def list_profiles(as_json: bool) -> int:
     return 0
 
 
-def show(name: str, as_json: bool) -> int:
+def show(*, name: str, as_json: bool) -> int:
     from launcher.usecases.profiles import display_path
     from launcher.usecases.profiles import show as merged
 
@@ -53,10 +56,10 @@ def _fmt(v: object, key: str = "") -> str:
     return repr(v) if isinstance(v, str) and (not v or v.strip() != v) else str(v)
 
 
-def validate(files: list[Path], *, as_json: bool = False) -> int:
+def validate(*, files: tuple[Path, ...], as_json: bool = False) -> int:
     from launcher.usecases.profiles import validate as check
 
-    checked = check(files)
+    checked = check(list(files))
     bad = sum(c.error is not None for c in checked)
     if as_json:
         print_json([{"file": str(c.file), "ok": c.error is None, "error": c.error}
@@ -69,3 +72,17 @@ def validate(files: list[Path], *, as_json: bool = False) -> int:
         for line in c.error.splitlines():
             print(f"error: {line}", file=sys.stderr)
     return 1 if bad else 0
+
+
+LIST = command("list", None, list_profiles, own=(JSON,), help="List the profiles found (user "
+               "folders first, then the shipped ones).")
+SHOW = command("show", None, show, own=(Declared("name", Flag((), metavar="NAME"),
+                                                 dataclasses.MISSING), JSON),
+               help="Show a profile after `extends` is merged, with the file and line of every "
+                    "value.")
+VALIDATE = command("validate", None, validate, own=(
+    Declared("files", Flag((), "Profile files, or names as --profile takes them.", kind="path",
+                           metavar="PROFILE...", repeat=True), dataclasses.MISSING), JSON),
+    help="""Check profiles; print one line per error, exit 1 if any is invalid.
+
+--json: a list of {"file", "ok", "error"} (error: the same one-line message, or null).""")

@@ -6,26 +6,16 @@ from __future__ import annotations
 import json
 import shlex
 import sys
-from pathlib import Path
 
-from launcher.cli.output import parse_env_pairs
+from launcher.cli.declare import JSON, command
+from launcher.usecases.render import RenderRequest
 
 
-def render(*, profile: str, framework: str | None, out: Path, base_image: str | None,
-           ca_cert: Path | None, tag: str | None, gpus: str | None, env: list[str] | None,
-           host_root: Path | None, as_json: bool, command: str | None = None,
-           workload: str | None = None, volumes: list[str] | None = None,
-           workdir: str | None = None, user: str | None = None, ports: list[str] | None = None,
-           force: bool = False) -> int:
-    from launcher.usecases.render import RenderRequest, target_of
+def render(req: RenderRequest, *, as_json: bool) -> int:
     from launcher.usecases.render import render as render_usecase
 
-    target = target_of(command=command, workload=workload, volumes=volumes or [],
-                       workdir=workdir, user=user, ports=ports or [])
-    done = render_usecase(RenderRequest(
-        profile=profile, framework=framework, out=out, base_image=base_image, ca_cert=ca_cert,
-        tag=tag, gpus=gpus, env=parse_env_pairs(env), host_root=host_root, target=target,
-        force=force))
+    done = render_usecase(req)
+    out = req.out
     for note in done.notes:
         print(f"note: {note}", file=sys.stderr)
     if as_json:
@@ -38,3 +28,9 @@ def render(*, profile: str, framework: str | None, out: Path, base_image: str | 
     same = f" or `{done.build}`" if done.build else ""
     print(f"build it with `{shlex.join(['docker', 'build', '-t', done.image, str(out)])}`{same}")
     return 0
+
+
+COMMAND = command("render", RenderRequest, render, own=(JSON,), help="""Write the Dockerfile,
+entrypoint, compose.yaml (one service per GPU where the profile runs a process per GPU, else one
+seeing them all; each with its CPUs and memory), the RunPod template and the caps into a folder
+you can read, commit and `docker build`.""")

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import dataclasses
 from typing import Any
 
+from launcher.cli.declare import JSON, command
 from launcher.cli.output import print_json, table
 from launcher.errors import LauncherError
 from launcher.units import format_size
+from launcher.usecases.report import ReportRequest
 
 
-def report(run_dir: Path, as_json: bool, plot: bool = False, profile: str | None = None) -> int:
-    from launcher.usecases.report import WORDS, ReportRequest
+def report(req: ReportRequest, *, as_json: bool) -> int:
+    from launcher.usecases.report import WORDS
     from launcher.usecases.report import report as read_report
 
-    got = read_report(ReportRequest(run_dir=run_dir, plot=plot and not as_json,
-                                    profile=profile))
+    profile = req.profile
+    got = read_report(dataclasses.replace(req, plot=req.plot and not as_json))
     summary = got.summary
     if as_json:
         print_json({**summary, "what_if": got.what_if} if profile else summary)
@@ -61,7 +63,7 @@ def report(run_dir: Path, as_json: bool, plot: bool = False, profile: str | None
         raise LauncherError(f"no telemetry.png: {got.why_no_plot}")
     why = got.why_no_plot
     print(f"plot: {got.png}" if got.png else f"plot: none ({why})" if why else
-          f"plot: none yet (`launcher report {run_dir} --plot`)")
+          f"plot: none yet (`launcher report {req.run_dir} --plot`)")
     return 0
 
 
@@ -95,3 +97,9 @@ def gpu_rows(gpus: list[dict[str, Any]]) -> list[tuple[str, ...]]:
                      "-" if g["memory_percent"] is None else f"{g['memory_percent']}%",
                      str(g["samples"])))
     return rows
+
+
+COMMAND = command("report", ReportRequest, report, own=(JSON,), help="""Print a run's summary:
+peaks against limits, estimated against observed threads, headroom, growth per cycle with its
+projection and thread census, exit status and diagnosis. With --profile, what the run would
+have met under another profile's limits.""")

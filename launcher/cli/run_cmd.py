@@ -7,69 +7,28 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from launcher.cli.output import parse_env_pairs, print_json, show_event
+from launcher.cli.output import print_json, show_event
 from launcher.errors import LauncherError
 from launcher.units import format_rlimit, format_size
 
 if TYPE_CHECKING:
-    from launcher.usecases.run import DryRun, RunSpec
+    from launcher.usecases.run import DryRun, RunRequest, RunSpec
 
 
-@dataclass(kw_only=True)
-class RunOptions:
-    """`launcher run`'s flags, as click gives them."""
-
-    command: list[str]
-    profile: str = "auto"
-    framework: str | None = None
-    processes: int | None = None
-    runtime: str = "auto"
-    image: str | None = None
-    gpus: str | None = None
-    env: list[str] = field(default_factory=list)
-    volumes: list[str] = field(default_factory=list)
-    workdir: str | None = None
-    user: str | None = None
-    mount_cwd: bool = True
-    name: str | None = None
-    resume: str | None = None
-    dry_run: bool = False
-    as_json: bool = False
-    interval: float = 1.0
-    host_root: Path | None = None
-    write_profile: Path | None = None
-    fit: bool = False
-    require_limits: bool = False
-    override: bool = False
-    cycle: str | None = None
-    stop_before_limit: bool = False
-
-
-def run(o: RunOptions) -> int:
-    from launcher.usecases.run import RunRequest
+def run(req: RunRequest, *, as_json: bool) -> int:
     from launcher.usecases.run import run as run_usecase
 
-    if o.as_json and not o.dry_run:
+    if as_json and not req.dry_run:
         raise LauncherError("--json describes a dry run (--dry-run --json); a run's summary is "
                             "runs/RUN-ID/summary.json, and `launcher report RUN_DIR --json` "
                             "prints it")
-    req = RunRequest(
-        command=tuple(o.command), profile=o.profile, framework=o.framework,
-        processes=o.processes, runtime=o.runtime, image=o.image, gpus=o.gpus,
-        env=parse_env_pairs(o.env) if o.command else {}, volumes=tuple(o.volumes),
-        workdir=o.workdir, user=o.user, mount_cwd=o.mount_cwd, name=o.name, resume=o.resume,
-        dry_run=o.dry_run, interval=o.interval, host_root=o.host_root,
-        write_profile=o.write_profile, fit=o.fit, require_limits=o.require_limits,
-        override=o.override, cycle=o.cycle, stop_before_limit=o.stop_before_limit)
     result = run_usecase(req, on_event=show_event, on_output=_print_output)
     if result.help is not None:
         print(result.help)
     if result.dry_run is not None:
-        _print_dry_run(result.dry_run, as_json=o.as_json)
+        _print_dry_run(result.dry_run, as_json=as_json)
     return result.status
 
 

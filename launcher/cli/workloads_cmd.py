@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from launcher.cli.declare import JSON, command
 from launcher.cli.output import print_json, table
 
 
-def list_workloads(as_json: bool) -> int:
+def list_workloads(*, as_json: bool) -> int:
     from launcher.usecases.workloads import catalog
 
     items = catalog()
@@ -18,3 +19,7 @@ def list_workloads(as_json: bool) -> int:
         if flags:
             print(table([(flag, text) for flag, text in flags.items()], indent="    "))
     return 0
+
+
+COMMAND = command("workloads", None, list_workloads, own=(JSON,), help="List the workloads "
+                  "`launcher run` knows: built-in and user YAML ones.")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from launcher.errors import LauncherError
+from launcher.flags import Flag
 from launcher.jobs.job import Prepared
 from launcher.jobs.runner import Executor, Slot
 from launcher.registry import Registry
@@ -31,22 +32,31 @@ _registry: Registry[Any] = Registry("backend", group="launcher.backends",
                                     default="Backend")
 
 
-def on_this_host(name: str) -> bool:
+def _known(name: str) -> Any:
     if name not in _registry:
         raise LauncherError(f"--backend must be one of {', '.join(_registry.names())} "
                             f"(got {name!r})")
-    return bool(_registry.get(name).on_this_host)
+    return _registry.get(name)
+
+
+def on_this_host(name: str) -> bool:
+    return bool(_known(name).on_this_host)
+
+
+def flags_of(name: str) -> dict[str, Flag]:
+    """The flags backend `name` declares (`flags`: its options' dest -> Flag)."""
+    return dict(getattr(_known(name), "flags", {}))
 
 
 def get_backend(name: str, p: Prepared, folder: Path, items: list[str] | None,
                 options: dict[str, Any]) -> Backend:
-    if name not in _registry:
-        raise LauncherError(f"--backend must be one of {', '.join(_registry.names())} "
-                            f"(got {name!r})")
-    cls = _registry.get(name)
-    declared = getattr(cls, "options", {})  # KEY -> its words: what --backend-option takes
-    unknown = sorted(set(options.get("backend_options") or {}) - set(declared))
-    if unknown:
-        takes = f"takes {', '.join(declared)}" if declared else "takes no --backend-option"
-        raise LauncherError(f"--backend-option {unknown[0]}: --backend {name} {takes}")
+    """Backend `name` for the job; `options` holds runtime, image and the backends' own
+    flags that were given, each of which must be this backend's."""
+    cls = _known(name)
+    mine = flags_of(name)
+    for other in _registry.names():
+        for dest, f in flags_of(other).items():
+            if dest in options and dest not in mine:
+                raise LauncherError(f"{f.opts[0]} is an option of --backend {other} (this job "
+                                    f"runs on --backend {name})")
     return cls(p, folder, items, options)  # type: ignore[no-any-return]

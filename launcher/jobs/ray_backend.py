@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import LauncherError
+from launcher.flags import Flag
 from launcher.jobs.execute import Outcome
 from launcher.jobs.job import Prepared
 from launcher.jobs.ledger import Chunk
@@ -87,6 +88,8 @@ class RayExecutor:
 class RayBackend:
     name = "ray"
     on_this_host = False  # chunks run on the cluster's nodes
+    flags = {"address": Flag(("--address",), "Ray cluster address, HOST:PORT (--backend ray).",
+                             envvar="RAY_ADDRESS")}
 
     def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
                  options: dict[str, Any]) -> None:

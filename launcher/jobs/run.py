@@ -5,6 +5,7 @@ summary."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shlex
 import time
 from collections.abc import Callable
@@ -12,9 +13,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from launcher.defaults import LOCAL, NATIVE
 from launcher.errors import LauncherError
+from launcher.flags import (
+    ENV,
+    FRAMEWORK,
+    GPUS,
+    HOST_ROOT,
+    JOB_PROFILE,
+    MAX_CONCURRENT,
+    SPEC,
+    Flag,
+    argv_of,
+    flag,
+    plugin_flags,
+)
 from launcher.jobs import summary as summ
-from launcher.jobs.backends import get_backend, on_this_host
+from launcher.jobs.backends import flags_of, get_backend, on_this_host
 from launcher.jobs.job import GpuWatch, open_ledger, prepare, read_items, write_summary
 from launcher.jobs.runner import PullQueue, lock_job
 from launcher.runtime.engines import get_engine, names, tidy_leftovers
@@ -23,39 +38,32 @@ from launcher.runtime.owner import owner
 
 @dataclass(frozen=True, kw_only=True)
 class JobRun:
-    """What `launcher jobs run` was asked for."""
+    """What `launcher jobs run` was asked for: its flags, declared here once."""
 
-    spec: Path
-    profile: str | None = None
-    framework: str | None = None
-    max_concurrent: int | None = None
-    env: dict[str, str] | None = None
-    runtime: str = "native"
-    image: str | None = None
-    backend: str = "local"
-    address: str | None = None
-    host_root: Path | None = None
-    gpus: str | None = None
-    backend_options: dict[str, str] | None = None  # the backend's own (--backend-option)
+    spec: Path = flag(SPEC, dataclasses.MISSING)
+    profile: str | None = flag(JOB_PROFILE)
+    framework: str | None = flag(FRAMEWORK)
+    max_concurrent: int | None = flag(MAX_CONCURRENT)
+    gpus: str | None = flag(GPUS)
+    env: dict[str, str] = flag(ENV, {})
+    runtime: str = flag(Flag(("--runtime",), "{runtimes}: native runs a fresh process per "
+                             "chunk, the others a container per chunk"), NATIVE)
+    image: str | None = flag(Flag(("--image",), "Image for a container runtime (default: the "
+                                  "spec's, else launcher/PROFILE:FRAMEWORK)."))
+    backend: str = flag(Flag(("--backend",), "Where the chunks run: {backends} (local: this "
+                             "machine; the others: a cluster's nodes)."), LOCAL)
+    host_root: Path | None = flag(HOST_ROOT)
+    backend_options: dict[str, Any] = plugin_flags("launcher.backends")  # the backends' own
 
 
 def rerun_command(job: JobRun) -> str:
     """`launcher jobs run` as this run was asked for, its paths absolute: pasted in any folder,
     it goes on with the same job (`jobs status` shows it when no launcher holds the job)."""
-    argv = ["launcher", "jobs", "run", str(job.spec.resolve())]
-    options = {"--profile": _profile_arg(job.profile), "--framework": job.framework,
-               "--max-concurrent": job.max_concurrent, "--gpus": job.gpus,
-               "--runtime": None if job.runtime == "native" else job.runtime,
-               "--image": job.image, "--backend": None if job.backend == "local" else job.backend,
-               "--address": job.address,
-               "--host-root": job.host_root.resolve() if job.host_root else None}
-    for flag, value in options.items():
-        if value is not None:
-            argv += [flag, str(value)]
-    for name, value in (job.env or {}).items():
-        argv += ["--env", f"{name}={value}"]
-    for key, value in (job.backend_options or {}).items():
-        argv += ["--backend-option", f"{key}={value}"]
+    job = dataclasses.replace(job, spec=job.spec.resolve(), profile=_profile_arg(job.profile))
+    argv = ["launcher", "jobs", "run", *argv_of(job)]
+    declared = flags_of(job.backend)
+    for key, value in job.backend_options.items():
+        argv += [declared[key].opts[0], str(value)]
     return shlex.join(argv)
 
 
@@ -101,8 +109,7 @@ def run_job(job: JobRun, progress: Callable[[int, int], Any],
             with contextlib.suppress(LauncherError):
                 tidy_leftovers(get_engine(job.runtime))
         be = get_backend(job.backend, p, folder, read_items(p.spec),
-                         {"runtime": job.runtime, "image": job.image, "address": job.address,
-                          "backend_options": job.backend_options or {}})
+                         {"runtime": job.runtime, "image": job.image, **job.backend_options})
         slots = be.slots()
         say(f"job {p.spec.name}: {be.concurrency_note()}; {counts['pending']} chunks pending, "
             f"{counts['done']} done; ledger in {folder}")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import LauncherError
+from launcher.flags import Flag
 from launcher.jobs.execute import Outcome
 from launcher.jobs.job import Prepared
 from launcher.jobs.ledger import Chunk
@@ -32,11 +33,12 @@ from launcher.jobs.runner import Slot
 from launcher.render.targets import JobRenderOptions, RenderedJob
 from launcher.runtime.engines import get_engine
 
-# The options this backend takes (`jobs run --backend-option KEY=VALUE`), with their words.
-OPTIONS = {"partition": "the Slurm partition (sbatch --partition)",
-           "account": "the account charged (sbatch --account)",
-           "time": "each chunk's time limit (sbatch --time, e.g. 30:00)",
-           "sbatch_args": "more sbatch arguments, split as a shell would (e.g. '--qos=low')"}
+# The options this backend takes on `jobs run` (--backend slurm), declared here alone.
+FLAGS = {"partition": Flag(("--partition",), "The Slurm partition (sbatch --partition)."),
+         "account": Flag(("--account",), "The account charged (sbatch --account)."),
+         "time": Flag(("--time",), "Each chunk's time limit (sbatch --time, e.g. 30:00)."),
+         "sbatch_args": Flag(("--sbatch-args",), "More sbatch arguments, split as a shell "
+                             "would (e.g. '--qos=low').")}
 DONE = {"COMPLETED", "FAILED", "OUT_OF_MEMORY", "CANCELLED", "TIMEOUT", "NODE_FAIL",
         "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
 POLL_S = 0.2
@@ -153,7 +155,7 @@ def _outcome(job_id: str, state: str | None, code: str, outcome: Path) -> Outcom
 class SlurmBackend:
     name = "slurm"
     on_this_host = False  # chunks run on the cluster's nodes
-    options = OPTIONS
+    flags = FLAGS
 
     def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
                  options: dict[str, Any]) -> None:
@@ -166,7 +168,7 @@ class SlurmBackend:
             raise LauncherError("--backend slurm needs Slurm's sbatch on PATH (Debian: "
                                 "apt-get install slurm-client; scripts/slurm-up.sh starts a "
                                 "one-node cluster)")
-        given = dict(options.get("backend_options") or {})  # checked against OPTIONS
+        given = {k: str(v) for k, v in options.items() if k in FLAGS}
         self.concurrency = max(1, p.plan.concurrency)
         self._executor = SlurmExecutor(p, folder, items, given)
         # what a killed launcher left under the job's name: cancelled, its chunks run again

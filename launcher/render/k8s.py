@@ -21,6 +21,7 @@ from typing import Any
 
 from launcher import contract as c
 from launcher.contract import ITEMS_DIR as ITEMS
+from launcher.flags import Flag
 from launcher.render.images import check_image_ref, pushed
 from launcher.render.targets import JobRenderOptions, PreparedJob, RenderedJob
 from launcher.render.yamltext import yaml_dumper
@@ -257,6 +258,14 @@ class KubernetesTarget:
 
     name = "k8s"
     description = "a Kubernetes Indexed Job"
+    flags = {
+        "claim": Flag(("--claim",), "An existing PersistentVolumeClaim for the results "
+                                    "(default: the render writes one, JOB-results)."),
+        "claim_size": Flag(("--claim-size",), "Size of the claim the render writes (default "
+                                              "10GiB)."),
+        "base_image": Flag(("--base-image",), "launcher's image the job's image starts FROM "
+                           "(default launcher/PROFILE:FRAMEWORK, from `launcher build`)."),
+    }
 
     def check(self, options: JobRenderOptions) -> None:
         from launcher.errors import LauncherError
@@ -266,10 +275,11 @@ class KubernetesTarget:
                                 "REGISTRY/NAME:TAG (pushed; build launcher's with `launcher "
                                 "build --push --image REGISTRY/NAME:TAG`)")
         check_image(options.image)
-        if options.claim is not None and not _DNS.match(options.claim):
+        claim = options.own.get("claim")
+        if claim is not None and not _DNS.match(claim):
             raise LauncherError(f"--claim: a claim's name is lowercase letters, digits, '-' "
-                                f"and '.' (got {options.claim!r})")
-        if options.claim is not None and options.claim_size is not None:
+                                f"and '.' (got {claim!r})")
+        if claim is not None and options.own.get("claim_size") is not None:
             raise LauncherError("--claim names an existing claim; --claim-size sizes the one "
                                 "the render writes: give one of them")
 
@@ -281,9 +291,10 @@ class KubernetesTarget:
         self.check(options)
         assert options.image is not None  # checked
         r, workdir, out = job.resolved, options.workdir, options.out
-        base = options.base_image or default_tag(r.profile.name, r.framework)
-        j = indexed_job(job, options.image, workdir, options.claim,
-                        claim_quantity(options.claim_size))
+        own = options.own
+        base = own.get("base_image") or default_tag(r.profile.name, r.framework)
+        j = indexed_job(job, options.image, workdir, own.get("claim"),
+                        claim_quantity(own.get("claim_size")))
         name = k8s_name(job.spec.name)
         path, dockerfile = out / f"{name}.yaml", out / f"{name}.Dockerfile"
         context = job.spec.path.resolve().parent
@@ -299,7 +310,7 @@ class KubernetesTarget:
                 "claim": claim_name(j), "kubernetes": f"{MIN_VERSION} or later"}
         lines = [f"wrote {path}: an Indexed Job of {j.chunks} chunks, {j.parallelism} at once "
                  f"({_across(job)}), results on the claim {claim_name(j)}"
-                 + ("" if options.claim else f" (written too, {j.claim_size}, ReadWriteMany)")
+                 + ("" if own.get("claim") else f" (written too, {j.claim_size}, ReadWriteMany)")
                  + f"; Kubernetes {MIN_VERSION} or later",
                  f"wrote {dockerfile}: {j.image} is {base} with the job's folder in {workdir}; "
                  f"build and push it: {build}",

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from launcher.errors import LauncherError
+from launcher.flags import Flag
 from launcher.registry import Registry, UnknownEntry
 
 if TYPE_CHECKING:  # not at import: `launcher --help` lists the names without the caps
@@ -29,9 +30,7 @@ class JobRenderOptions:
     out: Path  # the folder the files go into
     image: str | None  # what the cluster pulls (--image, else the spec's)
     workdir: str = "/workspace"
-    claim: str | None = None
-    claim_size: str | None = None
-    base_image: str | None = None
+    own: dict[str, Any] = field(default_factory=dict)  # the target's own flags, where given
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -44,6 +43,7 @@ class RenderedJob:
 class RenderTarget(Protocol):
     name: str
     description: str
+    flags: dict[str, Flag]  # its own options of `jobs render` (dest -> Flag); may be absent
 
     def check(self, options: JobRenderOptions) -> None:
         """The options alone, before the spec and the host are read."""

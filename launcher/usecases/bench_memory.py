@@ -4,10 +4,13 @@ was measured."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from launcher.errors import LauncherError
+from launcher.flags import ENV, GPUS, HOST_ROOT, JOB_PROFILE, Flag, flag
 from launcher.profiles.writer import shown
 from launcher.units import format_size
 from launcher.usecases.events import OnEvent, Teller
@@ -17,15 +20,22 @@ __all__ = ["BenchRequest", "BenchResult", "bench", "shown"]
 
 @dataclass(frozen=True, kw_only=True)
 class BenchRequest:
-    spec: Path
-    sizes: tuple[int, ...]  # chunk sizes, at least two
-    profile: str | None = None
-    predict: int | None = None  # also predict the peak at this many items
-    concurrent: int | None = None  # also run this many workers at once
-    write_profile: Path | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    host_root: Path | None = None
-    gpus: str | None = None
+    spec: Path = flag(Flag((), "The job spec (YAML) whose worker to measure.", kind="path",
+                           metavar="SPEC"), dataclasses.MISSING)
+    sizes: tuple[int, ...] = flag(Flag(("--sizes",), "Chunk sizes to run the worker at, e.g. "
+                                       "500,1000,2000.", kind="ints"), dataclasses.MISSING)
+    profile: str | None = flag(JOB_PROFILE)
+    predict: int | None = flag(Flag(("--predict",), "Also predict the peak at this many items.",
+                                    kind="int", minimum=1))
+    concurrent: int | None = flag(Flag(("--concurrent",), "Also run this many workers at once "
+                                       "(peaks are not additive).", kind="int", minimum=2))
+    write_profile: Path | None = flag(Flag(
+        ("--write-profile",), "Write a profile (FILE.yaml) extending --profile with "
+        "workers.memory and jobs.chunk_size (no jobs.max_concurrent: `jobs plan` works it out "
+        "on the machine that runs the job).", kind="path"))
+    gpus: str | None = flag(GPUS)
+    env: dict[str, str] = flag(ENV, {})
+    host_root: Path | None = flag(HOST_ROOT)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +51,9 @@ def bench(req: BenchRequest, *, on_event: OnEvent | None = None) -> BenchResult:
 
     tell = Teller(on_event)
     sizes = list(req.sizes)
+    if len(sizes) < 2 or any(s < 1 for s in sizes):
+        raise LauncherError(f"--sizes: give at least two positive item counts (got "
+                            f"{','.join(map(str, sizes))!r})")
     p = prepare(req.spec, profile=req.profile, env=dict(req.env), host_root=req.host_root,
                 gpus=req.gpus, running=True)
     if req.write_profile is not None:

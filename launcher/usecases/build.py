@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from launcher.errors import EngineError
+from launcher.flags import BASE_IMAGE, CA_CERT, FRAMEWORK, HOST_ROOT, PROFILE, TAG, Flag, flag
 from launcher.render.images import build_command, default_tag
 from launcher.runtime.engine import BuildEvent, Engine
 from launcher.runtime.engines import first_that
@@ -31,14 +32,15 @@ _PULL_FAILED = re.compile(r"registry|pull access denied|lookup |dial tcp|no such
 
 @dataclass(frozen=True, kw_only=True)
 class BuildRequest:
-    profile: str = "auto"
-    framework: str | None = None
-    base_image: str | None = None
-    tag: str | None = None
-    ca_cert: Path | None = None
-    host_root: Path | None = None
-    no_cache: bool = False
-    push: bool = False
+    profile: str = flag(PROFILE, "auto")
+    framework: str | None = flag(FRAMEWORK)
+    base_image: str | None = flag(BASE_IMAGE)
+    tag: str | None = flag(TAG)
+    ca_cert: Path | None = flag(CA_CERT)
+    host_root: Path | None = flag(HOST_ROOT)
+    no_cache: bool = flag(Flag(("--no-cache",), "Rebuild every layer.", kind="bool"), False)
+    push: bool = flag(Flag(("--push",), "Push the image to its registry after the build (name "
+                           "it with --image REGISTRY/NAME:TAG).", kind="bool"), False)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -13,13 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import LauncherError
+from launcher.flags import Flag, flag
 
 
 @dataclass(frozen=True, kw_only=True)
 class CalibrateRequest:
-    frameworks: tuple[str, ...] = ()  # none: every one installed
-    cpus: str | None = None  # CPU counts, e.g. "1,2"
-    no_gpu: bool = False  # measure with no GPU visible only
+    frameworks: tuple[str, ...] = flag(Flag(
+        ("--framework", "-f"), "A framework to measure (default: every one installed). "
+        "Repeatable.", metavar="{frameworks}", repeat=True), ())
+    cpus: str | None = flag(Flag(("--cpus",), "CPU counts to measure at, e.g. 1,2 (default: "
+                                              "1, 2, 4 ... all)."))
+    no_gpu: bool = flag(Flag(("--no-gpu",), "Measure with no GPU visible only (by default a "
+                             "host with a GPU is measured again with one visible: the GPU "
+                             "side).", kind="bool"), False)
     show_progress: bool = True  # the measuring process's lines on stderr
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import LauncherError
+from launcher.flags import VISIBLE_HOST_ROOT, Flag, flag
 from launcher.probe import HostFacts
 
 __all__ = ["DoctorRequest", "DoctorResult", "HostFacts", "doctor"]
@@ -16,10 +17,13 @@ __all__ = ["DoctorRequest", "DoctorResult", "HostFacts", "doctor"]
 
 @dataclass(frozen=True, kw_only=True)
 class DoctorRequest:
-    profile: str | None = None  # also judge this profile here
-    host_root: Path | None = None  # a captured tree instead of this host
-    capture: Path | None = None  # copy the files the probe reads into this folder instead
-    clean: bool = False  # remove what killed runs left behind
+    profile: str | None = flag(Flag(("--profile", "-p"), "Also judge this profile here."))
+    capture: Path | None = flag(Flag(
+        ("--capture",), "Copy the files the probe reads into DIR (for a bug report or a test "
+        "fixture; read it back with --host-root DIR).", kind="path", metavar="DIR"))
+    clean: bool = flag(Flag(("--clean",), "Remove what killed launcher runs left behind "
+                                          "(containers, run cgroups).", kind="bool"), False)
+    host_root: Path | None = flag(VISIBLE_HOST_ROOT)
 
 
 @dataclass(frozen=True, kw_only=True)

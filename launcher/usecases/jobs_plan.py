@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from launcher.flags import ENV, FRAMEWORK, GPUS, HOST_ROOT, JOB_PROFILE, MAX_CONCURRENT, SPEC, flag
 from launcher.jobs.job import Prepared, prepare
 from launcher.jobs.summary import lines as summary_lines
 from launcher.jobs.summary import run_line
@@ -16,13 +18,13 @@ __all__ = ["JobsPlanRequest", "JobsPlanResult", "plan", "run_line", "summary_lin
 
 @dataclass(frozen=True, kw_only=True)
 class JobsPlanRequest:
-    spec: Path
-    profile: str | None = None
-    framework: str | None = None
-    max_concurrent: int | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    host_root: Path | None = None
-    gpus: str | None = None
+    spec: Path = flag(SPEC, dataclasses.MISSING)
+    profile: str | None = flag(JOB_PROFILE)
+    framework: str | None = flag(FRAMEWORK)
+    max_concurrent: int | None = flag(MAX_CONCURRENT)
+    gpus: str | None = flag(GPUS)
+    env: dict[str, str] = flag(ENV, {})
+    host_root: Path | None = flag(HOST_ROOT)
 
 
 @dataclass(frozen=True, kw_only=True)

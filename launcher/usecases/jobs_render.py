@@ -3,9 +3,22 @@ targets.py) for the profile's machine, its files written whole into a folder."""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from launcher.errors import LauncherError
+from launcher.flags import (
+    GPUS,
+    HOST_ROOT,
+    JOB_PROFILE,
+    MAX_CONCURRENT,
+    SPEC,
+    Flag,
+    flag,
+    plugin_flags,
+)
 from launcher.render.targets import JobRenderOptions, RenderedJob
 from launcher.render.targets import get as get_target
 
@@ -14,18 +27,20 @@ __all__ = ["JobsRenderRequest", "RenderedJob", "render"]
 
 @dataclass(frozen=True, kw_only=True)
 class JobsRenderRequest:
-    spec: Path
-    target: str
-    out: Path
-    profile: str | None = None
-    image: str | None = None  # default: the spec's
-    max_concurrent: int | None = None
-    gpus: str | None = None
-    workdir: str = "/workspace"
-    host_root: Path | None = None
-    claim: str | None = None
-    claim_size: str | None = None
-    base_image: str | None = None
+    spec: Path = flag(SPEC, dataclasses.MISSING)
+    out: Path = flag(Flag(("--out", "-o"), "Folder to write the manifest into.", kind="path"),
+                     dataclasses.MISSING)
+    target: str = flag(Flag(("--target",), "What to render the job as: {targets}."), "k8s")
+    profile: str | None = flag(JOB_PROFILE)
+    image: str | None = flag(Flag(
+        ("--image",), "The image the pods pull, pushed (REGISTRY/NAME:TAG): launcher's image "
+        "with the job's folder (the Dockerfile this writes); needed by --target k8s unless the "
+        "spec names one."))
+    workdir: str = flag(Flag(("--workdir",), "The worker's folder in the image."), "/workspace")
+    max_concurrent: int | None = flag(MAX_CONCURRENT)
+    gpus: str | None = flag(GPUS)
+    host_root: Path | None = flag(HOST_ROOT)
+    target_options: dict[str, Any] = plugin_flags("launcher.render_targets")
 
 
 def render(req: JobsRenderRequest) -> RenderedJob:
@@ -33,9 +48,12 @@ def render(req: JobsRenderRequest) -> RenderedJob:
     from launcher.jobs.spec import load_job
 
     target = get_target(req.target)
+    mine = getattr(target, "flags", {})
+    for dest in req.target_options:
+        if dest not in mine:
+            raise LauncherError(f"{_spelling(dest)} is no option of --target {req.target}")
     options = JobRenderOptions(out=req.out, image=req.image or load_job(req.spec).image,
-                               workdir=req.workdir, claim=req.claim, claim_size=req.claim_size,
-                               base_image=req.base_image)
+                               workdir=req.workdir, own=dict(req.target_options))
     target.check(options)
     p = prepare(req.spec, profile=req.profile, max_concurrent=req.max_concurrent,
                 host_root=req.host_root, inherit_shell=False, gpus=req.gpus,
@@ -51,3 +69,14 @@ def _write(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
     tmp.replace(path)
+
+
+def _spelling(dest: str) -> str:
+    """How the flag that fills `dest` is spelt, by whichever target declares it."""
+    from launcher.render.targets import names
+
+    for name in names():
+        declared = getattr(get_target(name), "flags", {})
+        if dest in declared:
+            return str(declared[dest].opts[0])
+    return dest

@@ -3,6 +3,7 @@ and how to go on."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shlex
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from launcher.errors import LauncherError
+from launcher.flags import Flag, flag
 from launcher.jobs.summary import lines as summary_lines
 from launcher.jobs.summary import run_line
 
@@ -20,7 +22,8 @@ __all__ = ["JobsStatusRequest", "JobsStatusResult", "run_line", "status", "summa
 
 @dataclass(frozen=True, kw_only=True)
 class JobsStatusRequest:
-    target: Path  # the job's folder, or its spec
+    target: Path = flag(Flag((), "The job's folder, or its spec.", kind="path",
+                             metavar="TARGET"), dataclasses.MISSING)
 
 
 @dataclass(frozen=True, kw_only=True)

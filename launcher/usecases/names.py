@@ -4,7 +4,13 @@ render target)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from launcher.registry import Registry
+
+if TYPE_CHECKING:
+    from launcher.commands import Command
+    from launcher.flags import Flag
 
 
 def runtimes() -> tuple[str, ...]:
@@ -29,3 +35,29 @@ def render_targets() -> tuple[str, ...]:
     from launcher.render.targets import names
 
     return names()
+
+
+COMMANDS = Registry("command", group="launcher.commands", default="COMMAND")
+
+
+def plugin_commands() -> tuple[str, ...]:
+    """The plugins' sub-commands, by place (`jobs.ray-node`), from metadata alone."""
+    return COMMANDS.names()
+
+
+def plugin_command(entry: str) -> Command:
+    return COMMANDS.get(entry)  # type: ignore[no-any-return]
+
+
+def plugin_command_help(entry: str) -> str:
+    """The first line of a plugin command's help (its module is imported)."""
+    text = plugin_command(entry).help.strip()
+    return text.splitlines()[0] if text else ""
+
+
+def plugin_flags(group: str) -> list[tuple[str, str, Flag]]:
+    """(entry, dest, flag) for every flag the entries of entry-point `group` declare (their
+    `flags`: dest -> Flag); their modules are imported."""
+    registry: Registry[Any] = Registry(group, group=group, default="")
+    return [(name, dest, f) for name in registry.names()
+            for dest, f in getattr(registry.get(name), "flags", {}).items()]

@@ -4,25 +4,29 @@ verdict; --fit applied or advised as run does it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from launcher.caps.model import threads_in_all
+from launcher.flags import ENV, FIT, FRAMEWORK, GPUS, HOST_ROOT, PROCESSES, PROFILE, Flag, flag
 
 __all__ = ["PlanRequest", "PlanResult", "plan", "threads_in_all"]
 
 
 @dataclass(frozen=True, kw_only=True)
 class PlanRequest:
-    profile: str = "auto"
-    framework: str | None = None
-    processes: int | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    gpus: str | None = None
-    workload: str | None = None
-    host_root: Path | None = None
-    fit: bool = False
+    profile: str = flag(PROFILE, "auto")
+    framework: str | None = flag(FRAMEWORK)
+    processes: int | None = flag(PROCESSES)
+    env: dict[str, str] = flag(ENV, {})
+    gpus: str | None = flag(GPUS)
+    workload: str | None = flag(Flag(
+        ("--workload",), "Budget for this workload as `launcher run NAME` does: its framework "
+        "and its own threads (a driver, a sampler), so plan and run give the same verdict.",
+        metavar="NAME"))
+    fit: bool = flag(FIT, False)
+    host_root: Path | None = flag(HOST_ROOT)
 
 
 @dataclass(frozen=True, kw_only=True)

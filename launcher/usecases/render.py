@@ -3,6 +3,7 @@ compose.yaml, RunPod template, caps), rendered in memory and written whole into 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -15,6 +16,18 @@ from pathlib import Path
 from launcher.caps.resolve import Resolved
 from launcher.contract import IN_IMAGE
 from launcher.errors import LauncherError
+from launcher.flags import (
+    BASE_IMAGE,
+    CA_CERT,
+    ENV,
+    FRAMEWORK,
+    GPUS,
+    HOST_ROOT,
+    PROFILE,
+    TAG,
+    Flag,
+    flag,
+)
 from launcher.render.compose import render_compose, service_specs
 from launcher.render.dockerfile import PACKAGE_DIRS, context_files, copy_package, image_spec
 from launcher.render.images import build_command, default_tag
@@ -42,17 +55,35 @@ class Target:
 
 @dataclass(frozen=True, kw_only=True)
 class RenderRequest:
-    profile: str = "auto"
-    framework: str | None = None
-    out: Path
-    base_image: str | None = None
-    ca_cert: Path | None = None
-    tag: str | None = None
-    gpus: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
-    host_root: Path | None = None
-    target: Target = field(default_factory=Target)
-    force: bool = False
+    out: Path = flag(Flag(("--out", "-o"), "Folder to write the files into.", kind="path"),
+                     dataclasses.MISSING)
+    profile: str = flag(PROFILE, "auto")
+    framework: str | None = flag(FRAMEWORK)
+    base_image: str | None = flag(BASE_IMAGE)
+    ca_cert: Path | None = flag(CA_CERT)
+    tag: str | None = flag(TAG)
+    gpus: str | None = flag(GPUS)
+    env: dict[str, str] = flag(ENV, {})
+    command: str | None = flag(Flag(("--command",), "Start command for compose and RunPod "
+                                                    "(shell-style words)."))
+    workload: str | None = flag(Flag(
+        ("--workload",), "Run a built-in workload instead, e.g. 'stress-jax --phase 1' (results "
+        "in ./runs beside compose.yaml, /workspace/runs on RunPod)."))
+    volumes: tuple[str, ...] = flag(Flag(("--volume", "-v"), "SRC:DST[:ro] for the compose "
+                                         "services. Repeatable.", repeat=True), ())
+    workdir: str | None = flag(Flag(("--workdir", "-w"), "Working directory of the compose "
+                                                         "services."))
+    user: str | None = flag(Flag(("--user",), "UID[:GID] of the compose services."))
+    ports: tuple[str, ...] = flag(Flag(("--port",), "A port the RunPod pod exposes, e.g. "
+                                       "8888/http. Repeatable.", repeat=True), ())
+    force: bool = flag(Flag(("--force",), "Replace files in --out that launcher did not write.",
+                            kind="bool"), False)
+    host_root: Path | None = flag(HOST_ROOT)
+
+    def target(self) -> Target:
+        return target_of(command=self.command, workload=self.workload,
+                         volumes=list(self.volumes), workdir=self.workdir, user=self.user,
+                         ports=list(self.ports))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -202,12 +233,13 @@ def render(req: RenderRequest) -> RenderResult:
     from launcher.caps.load import load_and_resolve
     from launcher.vendors import get as get_vendor
 
+    target = req.target()
     r = load_and_resolve(req.profile, host_root=req.host_root, inherit_shell=False,
-                         framework=req.framework or req.target.framework,
+                         framework=req.framework or target.framework,
                          overrides=dict(req.env), gpus=req.gpus, for_this_host=False)
     image = req.tag or default_tag(r.profile.name, r.framework)
     files, notes = render_files(r, base_image=req.base_image, ca_cert=req.ca_cert, tag=image,
-                                target=req.target)
+                                target=target)
     cert = None if req.ca_cert is None else str(req.ca_cert)
     if req.tag is None:
         push = build_command(req.profile, r.framework, image="REGISTRY/NAME:TAG",

@@ -3,12 +3,14 @@ first, from the telemetry it left; telemetry.png drawn when asked."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from launcher.errors import LauncherError
+from launcher.flags import Flag, flag
 from launcher.telemetry.sampler import WORDS
 
 __all__ = ["WORDS", "ReportRequest", "ReportResult", "report", "why_no_plot"]
@@ -18,9 +20,12 @@ PLOT_EXTRA = "pip install 'launcher[plot]'"
 
 @dataclass(frozen=True, kw_only=True)
 class ReportRequest:
-    run_dir: Path
-    plot: bool = False  # draw telemetry.png if it is not there
-    profile: str | None = None  # replay the run against this profile's limits (a what-if)
+    run_dir: Path = flag(Flag((), kind="path", metavar="RUN_DIR"), dataclasses.MISSING)
+    plot: bool = flag(Flag(("--plot",), "Draw telemetry.png now if it is not there.",
+                           kind="bool"), False)
+    profile: str | None = flag(Flag(
+        ("--profile", "-p"), "Replay the run against this profile's limits (pids, memory, "
+        "nofile): would it have died there, in which cycle, of what?"))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -12,7 +12,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ from launcher.caps.model import threads_in_all
 from launcher.caps.resolve import Resolved
 from launcher.caps.verdict import GPU_SHORT
 from launcher.errors import CommandNotFound, LauncherError, Refused
+from launcher.flags import ENV, FIT, FRAMEWORK, GPUS, HOST_ROOT, PROCESSES, PROFILE, Flag, flag
 from launcher.names import NAME, NAME_RULE
 from launcher.render.images import default_tag
 from launcher.runtime.engine import BuildEvent, Engine, ImageNotFound, OutputClosed
@@ -45,29 +46,63 @@ def runs_dir() -> Path:
 
 @dataclass(frozen=True, kw_only=True)
 class RunRequest:
-    command: tuple[str, ...]  # a workload and its arguments, or a command
-    profile: str = "auto"
-    framework: str | None = None
-    processes: int | None = None
-    runtime: str = "auto"
-    image: str | None = None
-    gpus: str | None = None
-    env: dict[str, str] = field(default_factory=dict)  # --env, parsed
-    volumes: tuple[str, ...] = ()
-    workdir: str | None = None
-    user: str | None = None
-    mount_cwd: bool = True
-    name: str | None = None
-    resume: str | None = None
-    dry_run: bool = False
-    interval: float = 1.0
-    host_root: Path | None = None
-    write_profile: Path | None = None
-    fit: bool = False  # shrink the pools to fit the pids budget instead of refusing
-    require_limits: bool = False  # refuse rather than run with a limit the kernel cannot keep
-    override: bool = False  # run it even where the plan refuses it (an informed override)
-    cycle: str | None = None  # what marks a cycle in the output (a regular expression)
-    stop_before_limit: bool = False  # stop at the start of the cycle growth takes past a limit
+    """`launcher run`'s flags, declared here once (cli/run_command.py builds the command)."""
+
+    command: tuple[str, ...] = flag(Flag((), metavar="[WORKLOAD [ARGS] | -- CMD [ARGS]]",
+                                         rest=True), ())  # a workload and its arguments
+    profile: str = flag(PROFILE, "auto")
+    framework: str | None = flag(FRAMEWORK)
+    processes: int | None = flag(PROCESSES)
+    runtime: str = flag(Flag(("--runtime",), "auto (docker when a daemon answers and the image "
+                             "exists, else native) | {runtimes}"), "auto")
+    image: str | None = flag(Flag(("--image",), "Image to run (default: "
+                                                "launcher/PROFILE:FRAMEWORK)."))
+    gpus: str | None = flag(GPUS)
+    env: dict[str, str] = flag(ENV, {})
+    volumes: tuple[str, ...] = flag(Flag(("--volume", "-v"), "SRC:DST[:ro], as docker has it. "
+                                         "Repeatable.", repeat=True), ())
+    workdir: str | None = flag(Flag(("--workdir", "-w"), "Working directory (default: the "
+                                    "current folder, mounted at its own path)."))
+    user: str | None = flag(Flag(("--user",), "UID[:GID] in the container (default: yours, so "
+                                 "files written into mounted folders are yours; --user 0 for "
+                                 "root)."))
+    mount_cwd: bool = flag(Flag(("--mount-cwd",), "Mount the current folder into the container "
+                                "(--no-mount-cwd: do not).", kind="bool",
+                                secondary=("--no-mount-cwd",)), True)
+    name: str | None = flag(Flag(("--name",), "Run ID and container name."))
+    resume: str | None = flag(Flag(("--resume",), "Run again in the folder of RUN_ID (a "
+                                   "workload resumes from what it saved there)."))
+    dry_run: bool = flag(Flag(("--dry-run",), "Print the configuration instead of starting it "
+                              "(works on any host: GPUs this host lacks are a warning).",
+                              kind="bool"), False)
+    interval: float = flag(Flag(("--interval",), "Telemetry sampling period in seconds (at "
+                                "least 0.05).", kind="float", minimum=0.05), 1.0)
+    write_profile: Path | None = flag(Flag(
+        ("--write-profile",), "After the run (any workload or command), write a profile "
+        "extending --profile with what it measured: workers.memory (the memory peak + 25%), "
+        "workers.threads (the threads peak) and the growth per cycle, with the limits it ran "
+        "under; a stress run (stress-jax, pytorch-phase3) adds its recommended settings.",
+        kind="path"))
+    fit: bool = flag(FIT, False)
+    cycle: str | None = flag(Flag(
+        ("--cycle",), "What marks a cycle in the workload's output: a regular expression whose "
+        "first group is the cycle's number; it replaces the profile's growth.cycle and the "
+        "defaults (`fold N`, `cycle N`, `epoch N`, Keras' `Epoch N/M`, `step N`). Growth per "
+        "cycle is projected to each limit while it runs.", metavar="REGEX"))
+    stop_before_limit: bool = flag(Flag(
+        ("--stop-before-limit",), "Stop the workload (SIGTERM, then SIGKILL after 10 s) at the "
+        "start of the cycle that growth would take past a limit, so it can write its "
+        "checkpoint; exit status 75 (as the profile's growth.stop).", kind="bool"), False)
+    override: bool = flag(Flag(
+        ("--override",), "Run it even where the plan refuses it (the threads or the memory "
+        "would not fit): you know the workload better than the estimate. The start line, "
+        "summary.json and the diagnosis say it was overridden, with the plan's reasons (as the "
+        "profile's limits.override). A limit the kernel cannot keep is still refused under "
+        "--require-limits.", kind="bool"), False)
+    require_limits: bool = flag(Flag(
+        ("--require-limits",), "Refuse to start when a limit the profile asks for cannot be "
+        "enforced here (a native run without a usable cgroup).", kind="bool"), False)
+    host_root: Path | None = flag(HOST_ROOT)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,15 +241,14 @@ def plan_command(req: RunRequest, workload: Workload | None) -> str:
     """The `launcher plan` that shows this run's verdict: the same profile and options."""
     import shlex
 
-    words = ["launcher", "plan", "--profile", req.profile]
-    for flag, value in (("--framework", req.framework), ("--processes", req.processes),
-                        ("--gpus", req.gpus), ("--workload", workload and workload.name),
-                        ("--host-root", req.host_root)):
-        if value is not None:
-            words += [flag, str(value)]
-    for name, value in req.env.items():
-        words += ["--env", f"{name}={value}"]
-    return shlex.join(words + ["--fit"] * req.fit)
+    from launcher.flags import argv_of
+    from launcher.usecases.plan import PlanRequest
+
+    same = PlanRequest(profile=req.profile, framework=req.framework, processes=req.processes,
+                       env=req.env, gpus=req.gpus, workload=workload and workload.name,
+                       fit=req.fit, host_root=req.host_root)
+    return shlex.join(["launcher", "plan", "--profile", req.profile,
+                       *argv_of(same, skip=("profile",))])
 
 
 def _check_verdict(r: Resolved, plan: str, override_by: str | None) -> Override | None:

@@ -355,7 +355,7 @@ class Guest:
     def _can_import(self, uid: int, python: str, pythonpath: str) -> bool:
         """As the caller will: a shell of `uid` that execs the python."""
         argv = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "/bin/sh",
-                "-c", 'exec "$@"', "sh", python, "-c", "import launcher, yaml, typer"]
+                "-c", 'exec "$@"', "sh", python, "-c", "import launcher, yaml, click"]
         env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": pythonpath, "HOME": "/",
                "PYTHONDONTWRITEBYTECODE": "1"}
         done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
