@@ -20,10 +20,6 @@ CORE: dict[str, str] = {
     "OMP_MAX_ACTIVE_LEVELS": "nested OpenMP levels (OMP_NESTED is deprecated)",
     "OMP_THREAD_LIMIT": "all OpenMP threads of the process",
     "OMP_NESTED": "deprecated; removed when inherited",
-    # a stress run's recommendations (profile `recommended`), read by the built-in workloads
-    "LAUNCHER_NUM_ENVS": "stress-jax: num_envs to run when no flag is given",
-    "LAUNCHER_VECTORIZED_ENVS": "pytorch-phase3: vectorized_envs when no flag is given",
-    "LAUNCHER_BATCH_SIZE": "pytorch-phase3: batch_size when no flag is given",
 }
 
 # The shared pools a reader checks first, by their short names on a run's first line (each
@@ -45,9 +41,10 @@ def verdict_says(name: str, value: str | None) -> bool:
 
 
 def managed() -> dict[str, str]:
-    """The core variables and every registered framework's and vendor's."""
+    """The core variables and every registered framework's, vendor's and workload's."""
     from launcher.frameworks import get as get_framework
     from launcher.frameworks import names as framework_names
+    from launcher.registry import Registry
     from launcher.vendors import all_vendors
 
     out = dict(CORE)
@@ -55,6 +52,9 @@ def managed() -> dict[str, str]:
         out.update(framework.variables)
     for vendor in all_vendors():
         out.update(vendor.variables)
+    for workload in Registry("workload", group="launcher.workloads",
+                             default="WORKLOAD").loaded():
+        out.update(workload.variables)
     return out
 
 

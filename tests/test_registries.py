@@ -247,3 +247,61 @@ def test_fake_render_target_renders_a_job(fakes, tmp_path):
     bad = runner.invoke(app, ["jobs", "render", str(spec), "-p", "base", "--target", "slurn",
                               "--out", str(out)])
     assert bad.exit_code == 1 and "--target must be one of k8s, slurm (got 'slurn')" in bad.stderr
+
+
+def test_fake_backend_declares_its_own_flag(fakes, tmp_path):
+    """`--inline-stamp` is declared by the fake backend alone (launcher_fakes/backend.py):
+    `jobs run` takes it, lists it under the backend's name, and refuses it for another backend."""
+    spec = tmp_path / "job.yaml"
+    spec.write_text("name: inline\ncommand: ['true']\nitems: 4\nchunk_size: 2\noutput: out\n")
+    shown = runner.invoke(app, ["jobs", "run", "--help"])
+    assert "--inline-stamp TEXT" in shown.stdout and "(inline) A word written" in shown.stdout
+    result = runner.invoke(app, ["jobs", "run", str(spec), "-p", "base", "--backend", "inline",
+                                 "--inline-stamp", "blue"])
+    assert result.exit_code == 0, result.output
+    got = sorted((tmp_path / "out/inline").glob("*.txt"))
+    assert [p.read_text() for p in got] == ["0 2 blue\n", "2 4 blue\n"]
+    assert "--inline-stamp blue" in json.loads(runner.invoke(
+        app, ["jobs", "status", str(spec), "--json"]).stdout)["rerun"]
+    local = runner.invoke(app, ["jobs", "run", str(spec), "-p", "base", "--inline-stamp", "x"])
+    assert local.exit_code == 1
+    assert ("--inline-stamp is an option of --backend inline (this job runs on --backend "
+            "local)") in local.stderr
+
+
+def test_fake_workload_declares_a_profile_key_and_a_variable(fakes, tmp_path):
+    """`hello.greeting` and HELLO_GREETING are the fake workload's (launcher_fakes/workload.py):
+    validated with its file and line, set from the profile before the workload starts."""
+    from tests.conftest import ROOT
+    from tests.docker_helpers import launcher
+
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("extends: base\nframework: onnx\nhello:\n  greetin: hey\n")
+    wrong = runner.invoke(app, ["plan", "-p", str(bad)])
+    assert wrong.exit_code == 1
+    assert f"{bad}:4" in wrong.stderr and "hello.greetin" in wrong.stderr
+    assert "did you mean 'greeting'" in wrong.stderr or "hello.greeting" in wrong.stderr
+    prof = tmp_path / "hello-box.yaml"
+    prof.write_text("extends: base\nframework: onnx\nhello:\n  greeting: hey\n")
+    plan = json.loads(runner.invoke(app, ["plan", "-p", str(prof), "--json"]).stdout)
+    assert plan["env"]["HELLO_GREETING"]["value"] == "hey"
+    assert plan["env"]["HELLO_GREETING"]["source"] == f"profile hello.greeting ({prof}:4)"
+    proc = launcher("run", "-p", str(prof), "--runtime", "native", "hello-onnx",
+                    env={"PYTHONPATH": f"{fakes}:{ROOT}"}, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert any(x.startswith("hey onnx: ") for x in proc.stdout.splitlines()), proc.stdout
+
+
+def test_fake_sub_command_is_one_module_and_one_line(fakes):
+    """`launcher fakes-hello` is the fakes' own command (launcher_fakes/command.py): listed by
+    `launcher --help`, its flags from its request, --json from launcher."""
+    listed = runner.invoke(app, ["--help"])
+    assert "fakes-hello" in listed.stdout and "Greet someone" in listed.stdout
+    said = runner.invoke(app, ["fakes-hello", "--who", "ops", "--times", "2"])
+    assert said.exit_code == 0, said.output
+    assert said.stdout == "hello ops\nhello ops\n"
+    assert "said by launcher-fakes" in said.stderr
+    data = runner.invoke(app, ["fakes-hello", "--json"])
+    assert json.loads(data.stdout) == {"who": "world", "times": 1}
+    bad = runner.invoke(app, ["fakes-hello", "--times", "0"])
+    assert bad.exit_code == 2 and "--times" in bad.output

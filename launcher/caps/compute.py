@@ -92,9 +92,7 @@ def compute_caps(
     }
     # No XLA_FLAGS: measured here, --xla_cpu_multi_thread_eigen=false leaves JAX's thread count
     # unchanged (jax#1539) and costs ~12% of matmul throughput at 1-1.5 CPUs of quota.
-    for key, var in (("recommended.num_envs", "LAUNCHER_NUM_ENVS"),
-                     ("recommended.vectorized_envs", "LAUNCHER_VECTORIZED_ENVS"),
-                     ("recommended.batch_size", "LAUNCHER_BATCH_SIZE")):
+    for key, var in workload_variables().items():  # what the workloads read, from their keys
         if get(key) is not None:
             want[var] = (str(get(key)), _src(profile, key))
     if get("threads.omp_stack") is not None:
@@ -280,3 +278,8 @@ def _limits(profile: Profile, facts: HostFacts) -> dict[str, Limit]:
     return out
 
 
+def workload_variables() -> dict[str, str]:
+    """Profile key -> the variable a registered workload reads it from (`from_keys`)."""
+    from launcher.profiles.schema import workloads
+
+    return {key: var for w in workloads() for key, var in w.from_keys.items()}

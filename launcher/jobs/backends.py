@@ -53,10 +53,15 @@ def get_backend(name: str, p: Prepared, folder: Path, items: list[str] | None,
     """Backend `name` for the job; `options` holds runtime, image and the backends' own
     flags that were given, each of which must be this backend's."""
     cls = _known(name)
+    check_options(name, options)
+    return cls(p, folder, items, options)  # type: ignore[no-any-return]
+
+
+def check_options(name: str, given: dict[str, Any]) -> None:
+    """Each backend flag given is backend `name`'s own."""
     mine = flags_of(name)
     for other in _registry.names():
         for dest, f in flags_of(other).items():
-            if dest in options and dest not in mine:
+            if dest in given and dest not in mine:
                 raise LauncherError(f"{f.opts[0]} is an option of --backend {other} (this job "
                                     f"runs on --backend {name})")
-    return cls(p, folder, items, options)  # type: ignore[no-any-return]

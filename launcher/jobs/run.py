@@ -29,7 +29,7 @@ from launcher.flags import (
     plugin_flags,
 )
 from launcher.jobs import summary as summ
-from launcher.jobs.backends import flags_of, get_backend, on_this_host
+from launcher.jobs.backends import check_options, flags_of, get_backend, on_this_host
 from launcher.jobs.job import GpuWatch, open_ledger, prepare, read_items, write_summary
 from launcher.jobs.runner import PullQueue, lock_job
 from launcher.runtime.engines import get_engine, names, tidy_leftovers
@@ -84,6 +84,7 @@ def run_job(job: JobRun, progress: Callable[[int, int], Any],
         raise LauncherError(f"--runtime must be one of {', '.join(names())} "
                             f"(got {job.runtime!r})")
     here = on_this_host(job.backend)
+    check_options(job.backend, job.backend_options)
     p = prepare(job.spec, profile=job.profile, framework=job.framework,
                 max_concurrent=job.max_concurrent, env=job.env, host_root=job.host_root,
                 inherit_shell=get_engine(job.runtime).inherits_environment, gpus=job.gpus,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterator, Mapping
+from typing import Any
 
 from launcher.keys import AUTO, UNLIMITED, Key
 from launcher.profiles.image_keys import (
@@ -18,6 +19,13 @@ from launcher.profiles.image_keys import (
 )
 
 __all__ = ["AUTO", "SCHEMA", "UNLIMITED", "Key", "walk_schema"]
+
+
+def workloads() -> list[Any]:
+    """The registered workloads (launcher.workloads.workload.Workload), loaded."""
+    from launcher.registry import Registry
+
+    return Registry("workload", group="launcher.workloads", default="WORKLOAD").loaded()
 
 
 def framework_names() -> tuple[str, ...]:
@@ -121,12 +129,6 @@ BASE: dict[str, Key | dict[str, Key]] = {
         "safety": Key("float", "share of the usable memory a job may plan for (default 0.8)",
                       minimum=0.05, maximum=1.0),
     },
-    "recommended": {
-        "num_envs": Key("int", "stress-jax: the environments it runs by default (written by "
-                               "`launcher run stress-jax --write-profile`)"),
-        "vectorized_envs": Key("int", "pytorch-phase3: vectorized environments by default"),
-        "batch_size": Key("int", "pytorch-phase3: batch size by default"),
-    },
     "growth": {
         "cycle": Key("str", "what marks a cycle in the workload's output: a regular "
                             "expression whose first group is its number (default: fold N, "
@@ -151,13 +153,15 @@ BASE: dict[str, Key | dict[str, Key]] = {
 
 @functools.cache
 def composed() -> dict[str, Key | dict[str, Key]]:
-    """launcher's keys, then each vendor's (under gpu) and each framework's, in registry order."""
+    """launcher's keys, then each vendor's (under gpu), each framework's and each workload's
+    (the entry-point group's), in registry order."""
     from launcher.frameworks import get as get_framework
     from launcher.vendors import all_vendors
 
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in BASE.items()}
     contributions = [{"gpu": v.profile_keys} for v in all_vendors()]
     contributions += [get_framework(n).profile_keys for n in framework_names()]
+    contributions += [w.profile_keys for w in workloads()]
     for keys in contributions:
         for section, more in keys.items():
             here = out.setdefault(section, {})

@@ -27,6 +27,7 @@ from launcher.workloads.common import (
     threads_now,
     write_json,
 )
+from launcher.keys import Key
 from launcher.workloads.workload import Workload
 
 
@@ -83,7 +84,15 @@ WORKLOAD = Workload(
     name="pytorch-phase3",
     description="PyTorch autotuner: vectorized_envs x batch_size, samples/s and peak memory, "
                 "best stable point",
-    framework="torch", module=__name__)
+    framework="torch", module=__name__,
+    profile_keys={"recommended": {
+        "vectorized_envs": Key("int", "pytorch-phase3: vectorized environments by default"),
+        "batch_size": Key("int", "pytorch-phase3: batch size by default")}},
+    variables={"LAUNCHER_VECTORIZED_ENVS": "pytorch-phase3: vectorized_envs when no flag is "
+                                           "given",
+               "LAUNCHER_BATCH_SIZE": "pytorch-phase3: batch_size when no flag is given"},
+    from_keys={"recommended.vectorized_envs": "LAUNCHER_VECTORIZED_ENVS",
+               "recommended.batch_size": "LAUNCHER_BATCH_SIZE"})
 
 
 def parser() -> argparse.ArgumentParser:

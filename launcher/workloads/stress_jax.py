@@ -30,6 +30,7 @@ from launcher.workloads.common import (
     threads_now,
     write_json,
 )
+from launcher.keys import Key
 from launcher.workloads.workload import Workload
 
 
@@ -151,7 +152,12 @@ def search_space(quick: bool) -> list[int]:
 WORKLOAD = Workload(
     name="stress-jax",
     description="JAX environment stress test: largest stable num_envs for this hardware",
-    framework="jax", module=__name__, extra_threads=1)  # its thread sampler
+    framework="jax", module=__name__, extra_threads=1,  # its thread sampler
+    profile_keys={"recommended": {"num_envs": Key(
+        "int", "stress-jax: the environments it runs by default (written by `launcher run "
+               "stress-jax --write-profile`)")}},
+    variables={"LAUNCHER_NUM_ENVS": "stress-jax: num_envs to run when no flag is given"},
+    from_keys={"recommended.num_envs": "LAUNCHER_NUM_ENVS"})
 
 
 def parser() -> argparse.ArgumentParser:

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, field, fields
 from typing import Any
+
+from launcher.keys import Key
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,11 @@ class Workload:
     args: tuple[str, ...] = ()
     source: str = "built-in"
     extra_threads: int = 0  # besides its framework process: a driver, its own sampler
+    # what it adds to profiles: its keys (section -> key -> Key), the variables it reads (name
+    # -> why, in the managed table), and which key sets which variable before it starts
+    profile_keys: dict[str, dict[str, Key]] = field(default_factory=dict, compare=False)
+    variables: dict[str, str] = field(default_factory=dict, compare=False)
+    from_keys: dict[str, str] = field(default_factory=dict, compare=False)  # KEY -> VARIABLE
 
     def module_object(self) -> Any:
         return importlib.import_module(self.module) if self.module else None
@@ -48,7 +55,11 @@ class Workload:
         return out
 
     def to_json(self) -> dict:  # type: ignore[type-arg]
-        return {**asdict(self), "flags": self.flags()}
+        plain = {f.name: getattr(self, f.name) for f in fields(self)
+                 if f.name not in ("profile_keys", "variables", "from_keys")}
+        return {**plain, "flags": self.flags(), "variables": dict(self.variables),
+                "profile_keys": [f"{s}.{k}" for s, keys in self.profile_keys.items()
+                                 for k in keys]}
 
     def argv(self, extra: list[str], python: str) -> list[str]:
         base = [python, "-m", self.module] if self.module else list(self.command)

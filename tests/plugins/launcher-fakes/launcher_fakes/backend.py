@@ -8,6 +8,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from launcher.flags import Flag
 from launcher.jobs.execute import Outcome
 from launcher.jobs.job import Prepared
 from launcher.jobs.ledger import Chunk
@@ -15,13 +16,14 @@ from launcher.jobs.runner import Slot
 
 
 class InlineExecutor:
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
+    def __init__(self, folder: Path, stamp: str | None) -> None:
+        self.folder, self.stamp = folder, stamp
 
     def execute(self, chunk: Chunk, gpu: int | None, stopping: threading.Event) -> Outcome:
         out = self.folder / "inline" / f"{chunk.id:05d}.txt"
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(f"{chunk.start} {chunk.end}\n")
+        out.write_text(f"{chunk.start} {chunk.end}" + (f" {self.stamp}" if self.stamp else "")
+                       + "\n")
         return Outcome(0, "done inline.")
 
     def stop_all(self, sig: int = 15) -> None:
@@ -31,10 +33,12 @@ class InlineExecutor:
 class InlineBackend:
     name = "inline"
     on_this_host = True
+    # its own option of `jobs run`, declared here alone (launcher adds it to the command)
+    flags = {"stamp": Flag(("--inline-stamp",), "A word written beside each chunk's items.")}
 
     def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
                  options: dict[str, Any]) -> None:
-        self._executor = InlineExecutor(folder)
+        self._executor = InlineExecutor(folder, options.get("stamp"))
 
     def slots(self) -> list[Slot]:
         return [Slot("inline", None)]

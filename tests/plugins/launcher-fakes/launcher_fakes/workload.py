@@ -7,15 +7,22 @@ import argparse
 import os
 import threading
 
+from launcher.keys import Key
 from launcher.workloads.workload import Workload
 
-WORKLOAD = Workload(name="hello-onnx", description="the fake framework's pool, counted",
-                    framework="onnx", module=__name__)
+WORKLOAD = Workload(
+    name="hello-onnx", description="the fake framework's pool, counted", framework="onnx",
+    module=__name__,
+    # its own profile key, the variable it reads, and which sets which: declared here alone
+    profile_keys={"hello": {"greeting": Key("str", "hello-onnx: the word it says first")}},
+    variables={"HELLO_GREETING": "hello-onnx: the word it says first"},
+    from_keys={"hello.greeting": "HELLO_GREETING"})
 
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="hello-onnx")
-    ap.add_argument("--say", default="hello", help="a word to print first")
+    ap.add_argument("--say", default=os.environ.get("HELLO_GREETING", "hello"),
+                    help="a word to print first (default: the profile's hello.greeting)")
     return ap
 
 
