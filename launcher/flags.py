@@ -75,14 +75,16 @@ def plugin_group(request: type) -> tuple[str, str] | None:
     return None
 
 
-def argv_of(request: Any, *, skip: tuple[str, ...] = ()) -> list[str]:
+def argv_of(request: Any, *, skip: tuple[str, ...] = (),
+            always: tuple[str, ...] = ()) -> list[str]:
     """The command-line words that give `request` back: each flag that differs from its
-    default, spelt as declared (a rerun command, pasted anywhere: paths made absolute)."""
+    default (and those in `always`), spelt as declared (a command to paste anywhere: paths
+    made absolute)."""
     argv: list[str] = []
     named: list[str] = []
     for d in declared(type(request)):
         value = getattr(request, d.dest)
-        if d.dest in skip or value == d.default or value is None:
+        if d.dest in skip or value is None or (value == d.default and d.dest not in always):
             continue
         values = _words(d.flag, value)
         if not d.flag.opts:

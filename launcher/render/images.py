@@ -46,17 +46,3 @@ def check_pip_requirements(reqs: list[str], where: str) -> list[str]:
 def default_tag(profile: str, framework: str) -> str:
     name = re.sub(r"[^a-z0-9._-]", "-", profile.lower()).strip("-._") or "profile"
     return f"launcher/{name}:{framework}"
-
-
-def build_command(profile: str, framework: str, *, image: str | None = None,
-                  base_image: str | None = None, ca_cert: str | None = None,
-                  push: bool = False) -> str:
-    """The `launcher build` that makes the image a render or a run names, quoted to paste."""
-    import shlex
-
-    words = ["launcher", "build", "--profile", profile, "--framework", framework]
-    for flag, value in (("--base-image", base_image), ("--ca-cert", ca_cert),
-                        ("--image", image)):
-        if value is not None:
-            words += [flag, value]
-    return shlex.join(words + ["--push"] * push)

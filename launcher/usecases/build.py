@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from launcher.errors import EngineError
-from launcher.flags import BASE_IMAGE, CA_CERT, FRAMEWORK, HOST_ROOT, PROFILE, TAG, Flag, flag
-from launcher.render.images import build_command, default_tag
+from launcher.render.images import default_tag
 from launcher.runtime.engine import BuildEvent, Engine
 from launcher.runtime.engines import first_that
+from launcher.usecases.build_request import BuildRequest, build_command
 from launcher.usecases.events import OnEvent, Teller
 from launcher.usecases.render import render_files, write_tree
 
-__all__ = ["BuildEvent", "BuildRequest", "BuildResult", "build"]
+__all__ = ["BuildRequest", "BuildEvent", "BuildRequest", "BuildResult", "build"]
 
 # What pip, apt and curl say when a proxy re-signs TLS with a CA the image does not trust.
 _TLS_UNTRUSTED = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify failed|"
@@ -28,19 +28,6 @@ _TLS_UNTRUSTED = re.compile(r"CERTIFICATE_VERIFY_FAILED|certificate verify faile
 _PULL_FAILED = re.compile(r"registry|pull access denied|lookup |dial tcp|no such host|"
                           r"manifest unknown|not found: manifest|TLS handshake|i/o timeout|"
                           r"connection refused|repository does not exist", re.IGNORECASE)
-
-
-@dataclass(frozen=True, kw_only=True)
-class BuildRequest:
-    profile: str = flag(PROFILE, "auto")
-    framework: str | None = flag(FRAMEWORK)
-    base_image: str | None = flag(BASE_IMAGE)
-    tag: str | None = flag(TAG)
-    ca_cert: Path | None = flag(CA_CERT)
-    host_root: Path | None = flag(HOST_ROOT)
-    no_cache: bool = flag(Flag(("--no-cache",), "Rebuild every layer.", kind="bool"), False)
-    push: bool = flag(Flag(("--push",), "Push the image to its registry after the build (name "
-                           "it with --image REGISTRY/NAME:TAG).", kind="bool"), False)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -8,10 +8,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from launcher.flags import ENV, FRAMEWORK, GPUS, HOST_ROOT, JOB_PROFILE, MAX_CONCURRENT, SPEC, flag
+from launcher.flags import (
+    ENV,
+    FRAMEWORK,
+    GPUS,
+    HOST_ROOT,
+    JOB_PROFILE,
+    MAX_CONCURRENT,
+    SPEC,
+    argv_of,
+    flag,
+)
 from launcher.jobs.job import Prepared, prepare
 from launcher.jobs.summary import lines as summary_lines
 from launcher.jobs.summary import run_line
+from launcher.usecases.bench_memory import BenchRequest
 
 __all__ = ["JobsPlanRequest", "JobsPlanResult", "plan", "run_line", "summary_lines"]
 
@@ -55,6 +66,6 @@ def _bench_hint(p: Prepared, req: JobsPlanRequest) -> str:
     if len(sizes) < 2:
         sizes = [1, 2] if items >= 2 else sizes
     measured = p.spec.path.resolve().parent / f"{p.resolved.profile.name}-measured.yaml"
-    argv = ["launcher", "bench-memory", str(req.spec), "--sizes", ",".join(map(str, sizes)),
-            "--profile", req.profile or p.spec.profile, "--write-profile", str(measured)]
-    return shlex.join(argv + (["--gpus", req.gpus] if req.gpus else []))
+    bench = BenchRequest(spec=req.spec, sizes=tuple(sizes), profile=req.profile or p.spec.profile,
+                         write_profile=measured, gpus=req.gpus)
+    return shlex.join(["launcher", "bench-memory", *argv_of(bench)])

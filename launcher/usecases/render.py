@@ -30,10 +30,11 @@ from launcher.flags import (
 )
 from launcher.render.compose import render_compose, service_specs
 from launcher.render.dockerfile import PACKAGE_DIRS, context_files, copy_package, image_spec
-from launcher.render.images import build_command, default_tag
+from launcher.render.images import default_tag
 from launcher.render.runpod import render_runpod
 from launcher.runtime.spec import Mount, RunSpec
 from launcher.units import format_size
+from launcher.usecases.build_request import build_command
 
 RESULTS = "/workspace/runs"  # where a rendered workload writes (RunPod's volume, compose's ./runs)
 MARKER = ".launcher-render"  # the files a render wrote: a later render may replace them

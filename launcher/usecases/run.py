@@ -247,8 +247,7 @@ def plan_command(req: RunRequest, workload: Workload | None) -> str:
     same = PlanRequest(profile=req.profile, framework=req.framework, processes=req.processes,
                        env=req.env, gpus=req.gpus, workload=workload and workload.name,
                        fit=req.fit, host_root=req.host_root)
-    return shlex.join(["launcher", "plan", "--profile", req.profile,
-                       *argv_of(same, skip=("profile",))])
+    return shlex.join(["launcher", "plan", *argv_of(same, always=("profile",))])
 
 
 def _check_verdict(r: Resolved, plan: str, override_by: str | None) -> Override | None:
@@ -480,8 +479,10 @@ def _user_workload_help(w: Workload) -> str:
     command to paste."""
     import shlex
 
+    from launcher.flags import argv_of
+
     command = shlex.join([*w.command, *w.args])
-    framework = ["--framework", w.framework] if w.framework != "none" else []
+    framework = argv_of(RunRequest(framework=w.framework)) if w.framework != "none" else []
     return (f"{w.name}: {w.description or '(no description)'}\n"
             f"  defined in {w.source}\n"
             f"  runs: {command} [ARGS...]  (framework {w.framework})\n"

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from launcher.keys import Key
 from launcher.workloads.common import (
     at_least,
     describe_limits,
@@ -27,7 +28,6 @@ from launcher.workloads.common import (
     threads_now,
     write_json,
 )
-from launcher.keys import Key
 from launcher.workloads.workload import Workload
 
 

@@ -20,6 +20,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
+from launcher.keys import Key
 from launcher.workloads.common import (
     at_least,
     describe_limits,
@@ -30,7 +31,6 @@ from launcher.workloads.common import (
     threads_now,
     write_json,
 )
-from launcher.keys import Key
 from launcher.workloads.workload import Workload
 
 
