@@ -29,7 +29,8 @@ JOBS: Table = {
                                            "once, and which bound decides."),
     "run": ("launcher.cli.jobs_cmd:RUN", "Run the chunks not finished yet, each under the "
                                          "caps; rerun to go on after a stop."),
-    "render": ("launcher.cli.jobs_cmd:RENDER", "Write the job for a cluster: {targets}."),
+    "render": ("launcher.cli.jobs_cmd:RENDER", "Write the job for a cluster, as a render "
+                                               "target has it (--target)."),
     "status": ("launcher.cli.jobs_cmd:STATUS", "Chunks done, pending, running (where, for how "
                                                "long), failed (why) and split."),
 }
@@ -104,9 +105,7 @@ class LazyGroup(click.Group):
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The table's lines, with no command imported (a plugin's: its help's first line)."""
-        from launcher.cli.declare import fill
-
-        rows = [(n, fill(short) or "") for n, (_, short) in self.table.items()]
+        rows = [(n, short) for n, (_, short) in self.table.items()]
         for name, entry in self._plugins().items():
             if name not in self.table:
                 from launcher.usecases.names import plugin_command_help
