@@ -21,6 +21,7 @@ from launcher.flags import (
 )
 from launcher.render.targets import JobRenderOptions, RenderedJob
 from launcher.render.targets import get as get_target
+from launcher.usecases.render import write_tree
 
 __all__ = ["JobsRenderRequest", "RenderedJob", "render"]
 
@@ -59,16 +60,8 @@ def render(req: JobsRenderRequest) -> RenderedJob:
                 host_root=req.host_root, inherit_shell=False, gpus=req.gpus,
                 on_this_host=False)  # for the cluster, not this shell
     rendered = target.render(p, options)
-    req.out.mkdir(parents=True, exist_ok=True)
-    for name, text in rendered.files.items():
-        _write(req.out / name, text)
+    write_tree(req.out, rendered.files, force=True, package=False)  # a rerun replaces them
     return rendered
-
-
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
 
 
 def _spelling(dest: str) -> str:

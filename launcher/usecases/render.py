@@ -191,12 +191,15 @@ def _memory_notes(r: Resolved, services: dict[str, RunSpec]) -> list[str]:
             f"lower workers.memory or the GPU count if they do)"]
 
 
-def write_tree(out: Path, files: dict[str, str], *, force: bool = False) -> None:
-    """Write files and the launcher package; each file is replaced whole, never half-written.
-    Files launcher did not write are never replaced, unless `force`."""
+def write_tree(out: Path, files: dict[str, str], *, force: bool = False,
+               package: bool = True) -> None:
+    """Write files (and the launcher package, with `package`): launcher's one file writer, for
+    every render. Each file is replaced whole, never half-written; files launcher did not write
+    are never replaced, unless `force`."""
     if out.exists() and not out.is_dir():
         raise LauncherError(f"--out {out}: not a folder")
-    names = [*files, *PACKAGE_DIRS]
+    dirs = PACKAGE_DIRS if package else []
+    names = [*files, *dirs]
     ours = set(_previous(out))
     clash = [n for n in names if (out / n).exists() and n not in ours]
     if clash and not force:
@@ -211,11 +214,12 @@ def write_tree(out: Path, files: dict[str, str], *, force: bool = False) -> None
     try:
         for name, text in files.items():
             (staging / name).write_text(text)
-        copy_package(staging)
-        (staging / MARKER).write_text(json.dumps(sorted(names)) + "\n")
+        if package:
+            copy_package(staging)
+        (staging / MARKER).write_text(json.dumps(sorted({*names, *ours})) + "\n")
         for name in [*files, MARKER]:
             os.replace(staging / name, out / name)
-        for name in PACKAGE_DIRS:
+        for name in dirs:
             if (out / name).exists():
                 shutil.rmtree(out / name)
             os.replace(staging / name, out / name)
