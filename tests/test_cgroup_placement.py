@@ -260,7 +260,7 @@ def test_a_leaf_move_that_fails_half_way_is_undone(tmp_path, monkeypatch):
                 f.unlink()
         real_rmdir(d, *args, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr("launcher.supervise.lifeline.os.rmdir", rmdir)
+    monkeypatch.setattr("launcher.cgroups.leaf.os.rmdir", rmdir)
     rc = rcg.make_run_cgroup("launcher-100-r", pids=40, memory=None, cpus=None, root=root,
                              writable=_writable(root), ours=LAUNCHER)
     assert rc.advisory["pids"].startswith("cannot make a pids cgroup (v2): Device or "

@@ -178,11 +178,33 @@ def test_an_image_holds_everything_its_supervisor_imports():
     assert missing == []
 
 
+
+# The supervisor is a user of the cgroup and process primitives, never their home: the engines
+# and the cgroup code take them from cgroups/ and the neutral modules (proctree, rlimits), so no
+# arrow runs from them back into supervise/ (the same rank, so the rank check cannot see it).
+SUPERVISOR_USERS = ("launcher.cgroups", "launcher.runtime")
+
+
+def _reach_into_supervise(modules: dict[str, Path]) -> list[tuple[str, str]]:
+    return sorted((mod, imp) for mod, path in modules.items() if _within(mod, SUPERVISOR_USERS)
+                  for imp in _imports(path) if _within(imp, ("launcher.supervise",)))
+
+
+def test_cgroups_and_runtime_import_nothing_from_supervise():
+    assert _reach_into_supervise(_modules()) == []
+
+
+def test_the_supervise_check_can_fail(tmp_path):
+    back = tmp_path / "back.py"
+    back.write_text("from launcher.supervise.lifeline import stop_tree\n")
+    assert ("launcher.cgroups.back", "launcher.supervise.lifeline") in _reach_into_supervise(
+        {"launcher.cgroups.back": back})
+
 # Every package and top-level module of launcher, lowest first: a module imports only from its
 # own rank or below. A new package must be given a rank here (the test says so).
 RANKS = {
     "launcher": 0, "__version__": 0, "errors": 0, "units": 0, "glibc": 0, "kernel": 0, "cpulist": 0,
-    "names": 0,
+    "names": 0, "proctree": 0, "rlimits": 0,
     "shipped": 0, "dists": 0, "contract": 0, "keys": 0, "threadpools": 0, "flags": 0,
     "commands": 0, "defaults": 0,
     "registry": 1,

@@ -60,9 +60,10 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from launcher.cgroups.leaf import LEAF
 from launcher.probe.cgroup import cgroup_dirs, holding_mount
 from launcher.probe.mountinfo import Membership, Mount, parse_mountinfo, parse_proc_cgroup
-from launcher.supervise.lifeline import LEAF, descendants
+from launcher.proctree import descendants
 
 FIX = ("fix: start launcher in a cgroup of its own (`systemd-run --user --scope -p Delegate=yes "
        "launcher run ...`) or use --runtime docker")

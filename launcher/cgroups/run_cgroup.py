@@ -17,6 +17,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from launcher.cgroups.leaf import undo_leaf
 from launcher.cgroups.placement import (
     Decision,
     Placement,
@@ -24,7 +25,6 @@ from launcher.cgroups.placement import (
     can_write,
     place,
 )
-from launcher.supervise.lifeline import undo_leaf
 from launcher.units import format_size
 
 _CONTROLLER_OF = {"pids": "pids", "memory": "memory", "cpus": "cpu"}

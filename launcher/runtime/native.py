@@ -17,8 +17,10 @@ from typing import IO, Any
 
 from launcher import contract as c
 from launcher.caps.clamp import fit_rlimit
+from launcher.cgroups.leaf import undo_leaf
 from launcher.cgroups.run_cgroup import advisory_of, decide, make_run_cgroup, wanted_caps
 from launcher.errors import EngineError
+from launcher.rlimits import RLIMITS
 from launcher.runtime.engine import (
     Enforcement,
     Engine,
@@ -33,8 +35,6 @@ from launcher.runtime.engine import (
 )
 from launcher.runtime.spec import RunSpec
 from launcher.shipped import pythonpath
-from launcher.supervise.apply import RLIMITS
-from launcher.supervise.lifeline import undo_leaf
 from launcher.vendors import get as get_vendor
 from launcher.vendors import gpu_vendors
 

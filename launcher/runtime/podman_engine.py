@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from launcher.cgroups.leaf import undo_leaf
 from launcher.cgroups.placement import Placement, own_processes, place
 from launcher.cgroups.run_cgroup import make_placed
 from launcher.errors import EngineError
@@ -49,7 +50,6 @@ from launcher.runtime.engine import (
 )
 from launcher.runtime.owner import OWNER_LABEL
 from launcher.runtime.spec import Rlimit, RunSpec
-from launcher.supervise.lifeline import undo_leaf
 from launcher.units import format_size
 from launcher.vendors.base import DeviceRequest
 

@@ -96,6 +96,7 @@ def resolved_env() -> dict[str, str]:
 
 
 def run(cmd: list[str]) -> int:
+    from launcher.cgroups.leaf import undo_leaves
     from launcher.supervise import lifeline
 
     quiet = c.flag(dict(os.environ), c.QUIET)
@@ -113,7 +114,7 @@ def run(cmd: list[str]) -> int:
         """The entrypoint's own cgroups gone, the container's cgroup as it was."""
         if entry_cgroups:
             lifeline.leave_cgroups(entry_cgroups)
-            lifeline.undo_leaves(os.environ.get(c.CGROUP_UNDO, ""))
+            undo_leaves(os.environ.get(c.CGROUP_UNDO, ""))
 
     from launcher.supervise.indexed import commit_in_pod, from_index
 
@@ -167,7 +168,7 @@ def run(cmd: list[str]) -> int:
     status = lifeline.wait_for(pid, watch, sampled.sample)
     if status is None:  # launcher died first: the tree is stopped; leave nothing behind
         lifeline.leave_cgroups(run_cgroups or entry_cgroups)
-        lifeline.undo_leaves(os.environ.get(c.CGROUP_UNDO, ""))
+        undo_leaves(os.environ.get(c.CGROUP_UNDO, ""))
         return 128 + signal.SIGTERM
     rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     lifeline.stop_tree(grace=1.0, reap=True)  # nothing the workload started outlives it

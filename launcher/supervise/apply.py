@@ -16,14 +16,8 @@ from typing import Any
 from launcher.caps.model import Caps
 from launcher.caps.resolve import Resolved, resolve_recipe
 from launcher.probe.host import HostFacts, probe_host
+from launcher.rlimits import RLIMITS
 from launcher.variables import managed, managed_in
-
-RLIMITS = {
-    "nproc": resource.RLIMIT_NPROC,
-    "nofile": resource.RLIMIT_NOFILE,
-    "stack": resource.RLIMIT_STACK,
-    "memlock": resource.RLIMIT_MEMLOCK,
-}
 
 
 def load_recipe(path: Path) -> dict[str, Any]:

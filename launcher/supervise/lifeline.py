@@ -17,11 +17,12 @@ import select
 import signal
 import time
 from collections.abc import Callable
-from pathlib import Path
+
+from launcher.cgroups.leaf import LEAF
+from launcher.proctree import descendants
 
 PR_SET_CHILD_SUBREAPER = 36
 GRACE_S = 3.0  # between SIGTERM and SIGKILL
-LEAF = "launcher-leaf"  # cgroup v2: where launcher moved its own processes (cgroups/placement.py)
 
 
 def become_subreaper() -> None:
@@ -29,27 +30,6 @@ def become_subreaper() -> None:
 
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-
-
-def descendants(pid: int) -> list[int]:
-    """Every descendant of `pid` (children first found, depth first), from /proc."""
-    out: list[int] = []
-    todo = [pid]
-    while todo:
-        p = todo.pop()
-        try:
-            tids = os.listdir(f"/proc/{p}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                with open(f"/proc/{p}/task/{tid}/children") as f:
-                    kids = [int(c) for c in f.read().split()]
-            except OSError:
-                continue
-            out.extend(kids)
-            todo.extend(kids)
-    return out
 
 
 def signal_tree(sig: int) -> list[int]:
@@ -207,63 +187,3 @@ def _homes(d: str) -> list[str]:
         out.append(up)
         parent, up = up, os.path.dirname(up)
     return out
-
-
-def undo_leaf(caller: Path | str, controllers: tuple[str, ...] | list[str],
-              leaf: Path | str) -> bool:
-    """Put the caller's cgroup back as launcher found it after a leaf move (cgroup v2): the
-    controllers it enabled there off, every process of the leaf back into it, the leaf gone.
-    A process can then join the caller's cgroup again (`docker exec` into a container). Does
-    nothing while another cgroup below the caller still needs the controllers (a run not yet
-    removed, a second launcher's): False then."""
-    caller, leaf = str(caller), str(leaf)
-    try:
-        others = [e.name for e in os.scandir(caller) if e.is_dir() and e.path != leaf]
-    except OSError:
-        return False
-    if others:
-        return False
-    try:
-        if controllers:
-            _write_retrying(os.path.join(caller, "cgroup.subtree_control"),
-                            " ".join(f"-{c}" for c in controllers))
-        try:
-            with open(os.path.join(leaf, "cgroup.procs")) as f:
-                pids = f.read().split()
-        except FileNotFoundError:
-            pids = []
-        for pid in pids:
-            with contextlib.suppress(ProcessLookupError), \
-                    open(os.path.join(caller, "cgroup.procs"), "w") as f:
-                f.write(pid)
-        os.rmdir(leaf)
-    except FileNotFoundError:
-        return True  # already undone
-    except OSError:
-        return False
-    return True
-
-
-def undo_leaves(encoded: str) -> None:
-    """The leaf moves a launcher that is gone would have undone (contract.CGROUP_UNDO)."""
-    from launcher import contract as c
-
-    for caller, controllers, leaf in c.decode_undo(encoded):
-        undo_leaf(caller, controllers, leaf)
-
-
-def _write_retrying(path: str, text: str, timeout: float = 3.0) -> None:
-    """A controller cannot be turned off while a just-removed child is still dying (EBUSY for
-    a moment after its rmdir): try again until `timeout`."""
-    import errno
-
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            with open(path, "w") as f:
-                f.write(text)
-            return
-        except OSError as exc:
-            if exc.errno != errno.EBUSY or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)
