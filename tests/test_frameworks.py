@@ -25,7 +25,9 @@ BUILD = {"jax": Installed(H100["versions"]["jax"], "cuda"),
 
 def auto(cpus: int) -> Settings:
     """The settings `auto` caps give for this many CPUs (what the probe ran with)."""
-    return Settings(omp=cpus, blas=cpus, intra=cpus, inter=min(2, cpus), private_pool=cpus)
+    from launcher.workloads.calibrate import settings_for
+
+    return Settings.of(settings_for(cpus))
 
 
 def test_the_cpu_side_is_the_measured_peak():
@@ -148,7 +150,7 @@ def test_every_framework_names_its_module_and_pins_its_images():
 
 def _entry(peak: int, gpus: int, cpus: int = 16) -> dict:  # type: ignore[type-arg]
     return {"framework": "jax", "version": "0.11.2", "cpus": cpus, "peak": peak, "gpus": gpus,
-            "settings": dataclasses.asdict(auto(cpus)), "date": "2026-11-22",
+            "settings": auto(cpus).as_dict(), "date": "2026-11-22",
             "vendor": "nvidia", "driver": "580.95", "build": "cuda", "method": 2}
 
 
@@ -205,3 +207,61 @@ def test_a_probe_below_the_model_is_measured_again_before_it_lowers_anything(
     entry = cal.measure("none", [0, 1])
     assert entry["peak"] == model + kept
     assert len(seen) == probes == entry.get("probes", 1)
+
+
+def test_a_frameworks_own_count_is_read_back_by_its_name():
+    """A calibration entry records each framework's own counts by the names its
+    `settings_from` gives them (tf's private_pool, jax's pjrt): read back, each sizes the pool
+    it names; absent, the framework's default stands (tf.data's private pool: intra-op's)."""
+    shared = {"omp": 2, "blas": 2, "intra": 2, "inter": 2}
+    tf = estimate_threads("tf", Settings.of({**shared, "private_pool": 1}), cpus=2,
+                          probe_only=True).breakdown
+    assert tf["tf_data"] == 1 + 3 * 1
+    tf = estimate_threads("tf", Settings.of(shared), cpus=2, probe_only=True).breakdown
+    assert tf["tf_data"] == 1 + 3 * 2
+    jax = get("jax").estimate(Settings.of({**shared, "pjrt": 3}), 2, 0, Installed("0.10.2"))
+    assert jax.parts["xla_eigen"] == 3
+    assert Settings.of({**shared, "pjrt": 3, "note": "x"}).as_dict() == {**shared, "pjrt": 3}
+
+
+def test_calibration_runs_the_probe_under_every_frameworks_own_variables():
+    """The probe's environment is the `auto` caps of its CPU count, each registered
+    framework's variables as its `environment` gives them; the entry records what they feed
+    back into the settings, by the names the frameworks give."""
+    from launcher.workloads import calibrate as cal
+
+    env = cal.probe_environment(4)
+    assert {k: env[k] for k in ("OMP_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
+                                "TF_NUM_INTEROP_THREADS", "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL",
+                                "PJRT_NPROC")} == {
+        "OMP_NUM_THREADS": "4", "TF_NUM_INTRAOP_THREADS": "4", "TF_NUM_INTEROP_THREADS": "2",
+        "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL": "4", "PJRT_NPROC": "4"}
+    assert env["XLA_PYTHON_CLIENT_MEM_FRACTION"] is None  # deprecated: removed, as a run does
+    assert cal.settings_for(4) == {"omp": 4, "blas": 4, "intra": 4, "inter": 2,
+                                   "private_pool": 4, "pjrt": 4}
+
+
+def test_what_frameworks_share_names_no_framework():
+    """The settings every framework reads, the pools each derives its variables from, and
+    what a GPU vendor declares name no framework: a framework's own counts are in
+    Settings.extra, its own variables in its module (torch's HIP allocator variable from the
+    vendor's generic `gpu_build`)."""
+    from launcher.frameworks.base import SHARED, Pools
+    from launcher.vendors import get as get_vendor
+    from launcher.vendors.base import Vendor
+
+    attrs = [*(f.name for f in dataclasses.fields(Settings)),
+             *(f.name for f in dataclasses.fields(Pools)), *vars(Vendor)]
+    assert [a for a in attrs if set(a.split("_")) & set(names())] == []
+    assert [f.name for f in dataclasses.fields(Settings)] == [*SHARED, "extra"]
+
+    def alloc(build: str) -> set[str]:
+        pools = Pools(intra=1, intra_src="", inter=1, inter_src="",
+                      pick=lambda _k, v, why: (v, why), src=lambda _k: "profile",
+                      get=lambda k: "max_split_size_mb:64" if k == "allocator.torch" else None,
+                      gpu_build=build)
+        return set(get("torch").environment(pools))
+
+    both = {"PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF"}
+    assert alloc(get_vendor("amd").gpu_build) == both | {"PYTORCH_HIP_ALLOC_CONF"}
+    assert alloc(get_vendor("nvidia").gpu_build) == alloc(get_vendor("none").gpu_build) == both

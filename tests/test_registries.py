@@ -305,3 +305,11 @@ def test_fake_sub_command_is_one_module_and_one_line(fakes):
     assert json.loads(data.stdout) == {"who": "world", "times": 1}
     bad = runner.invoke(app, ["fakes-hello", "--times", "0"])
     assert bad.exit_code == 2 and "--times" in bad.output
+
+
+def test_fake_framework_variables_reach_the_calibration_probe(onnx):
+    """`launcher calibrate` runs its probe under every registered framework's own variables,
+    a third party's too (calibrate names none of them)."""
+    from launcher.workloads import calibrate as cal
+
+    assert cal.probe_environment(3)["ONNX_INTRA_OP_THREADS"] == "3"

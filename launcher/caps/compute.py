@@ -5,7 +5,7 @@ own modules. Pure: the host was read into HostFacts, the installed framework is 
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
 from launcher.caps.budget import pids_budget
@@ -110,7 +110,7 @@ def compute_caps(
     # every framework's own variables (a workload may import several), its allocator's too
     pools = Pools(intra=intra, intra_src=intra_src, inter=inter, inter_src=inter_src, pick=pick,
                   get=get, src=functools.partial(_src, profile),
-                  torch_alloc_variables=get_vendor(selection.vendor).torch_alloc_variables)
+                  gpu_build=get_vendor(selection.vendor).gpu_build)
     frameworks = [get_framework(n) for n in framework_names()]
     for each in frameworks:
         want.update(each.environment(pools))
@@ -125,10 +125,11 @@ def compute_caps(
     # pools are capped by affinity (the profile's cpuset narrows it), not by the quota
     fw_cpus = min(facts.affinity_cpus, cpuset_count(get("limits.cpuset")) or facts.affinity_cpus)
     base = Settings(omp=env_int(env, "OMP_NUM_THREADS", omp),
-                    blas=env_int(env, "OPENBLAS_NUM_THREADS", blas), intra=intra, inter=inter,
-                    private_pool=intra, pjrt=0)
-    settings = replace(base, **{name: env_int(env, var, getattr(base, name))
-                                for each in frameworks for name, var in each.settings_from.items()})
+                    blas=env_int(env, "OPENBLAS_NUM_THREADS", blas), intra=intra, inter=inter)
+    # what each framework's variables feed back, where they hold a number (else its default)
+    settings = base.updated({name: n for each in frameworks
+                             for name, var in each.settings_from.items()
+                             if (n := env_number(env, var)) is not None})
     by_layout = gpus_per_process is None and one_per_process(procs, selection.count)
     if by_layout:
         gpus_per_process = 1
@@ -176,11 +177,17 @@ def compute_caps(
 
 
 def env_int(env: dict[str, Setting], key: str, default: int) -> int:
+    n = env_number(env, key)
+    return default if n is None else n
+
+
+def env_number(env: dict[str, Setting], key: str) -> int | None:
+    """A variable's value as a whole number; None where it is unset or not one."""
     s = env.get(key)
     try:
-        return int(s.value) if s and s.value is not None else default
+        return int(s.value) if s and s.value is not None else None
     except ValueError:
-        return default
+        return None
 
 
 def _gpu(profile: Profile, facts: HostFacts, selection: GpuSelection) -> dict[str, Any]:

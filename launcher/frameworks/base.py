@@ -9,7 +9,7 @@ build import it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from launcher.keys import Key
@@ -18,24 +18,46 @@ from launcher.threadpools import ThreadPool
 Parts = dict[str, int]
 
 
+SHARED = ("omp", "blas", "intra", "inter")  # the pools every framework's settings share
+
+
 @dataclass(frozen=True)
 class Settings:
-    """The thread settings a process runs with (the managed variables, as numbers)."""
+    """The thread settings a process runs with (the managed variables, as numbers): the shared
+    pools, and each framework's own counts in `extra`, by the names its `settings_from` gives
+    them (a calibration file records them by those names too)."""
 
     omp: int = 1
     blas: int = 1
     intra: int = 1
     inter: int = 1
-    private_pool: int = 1
-    pjrt: int = 0  # PJRT_NPROC: XLA's CPU client pools (0: unset, they follow the affinity)
+    extra: dict[str, int] = field(default_factory=dict, hash=False)
 
-    def xla(self, cpus: int) -> int:
-        """The threads XLA's CPU client sizes its pools for: PJRT_NPROC, else the CPUs."""
-        return max(self.pjrt, 1) if self.pjrt else cpus
+    def count(self, name: str, default: int) -> int:
+        """A framework's own count, or `default` where it was not set."""
+        return self.extra.get(name, default)
+
+    def updated(self, values: dict[str, int]) -> Settings:
+        """These settings with `values` (a shared pool or a framework's own count) set."""
+        return replace(self, **{k: v for k, v in values.items() if k in SHARED},
+                       extra={**self.extra, **{k: v for k, v in values.items()
+                                               if k not in SHARED}})
+
+    def as_dict(self) -> dict[str, int]:
+        """As a calibration entry records them: one flat mapping (`of` reads it back)."""
+        return {**{k: getattr(self, k) for k in SHARED}, **self.extra}
 
     @classmethod
-    def of(cls, values: dict[str, int]) -> Settings:
-        return cls(**{k: int(v) for k, v in values.items() if k in cls.__dataclass_fields__})
+    def of(cls, values: dict[str, Any]) -> Settings:
+        """From recorded settings (a calibration entry's): what is not a whole number is left
+        out."""
+        numbers = {}
+        for k, v in values.items():
+            try:
+                numbers[k] = int(v)
+            except (TypeError, ValueError):
+                continue
+        return cls().updated(numbers)
 
 
 @dataclass(frozen=True)
@@ -79,7 +101,7 @@ class Pools:
     pick: Callable[[str, int, str], tuple[int, str]]
     get: Callable[[str], Any]  # a profile key's value
     src: Callable[[str], str]  # where a profile key was set
-    torch_alloc_variables: tuple[str, ...] = ()  # the GPU vendor's, besides PyTorch's own
+    gpu_build: str = "cpu"  # the framework build the GPU vendor's GPUs take (Vendor.gpu_build)
 
     @property
     def same(self) -> str:
@@ -114,12 +136,13 @@ class Framework:
     # its own verdict checks: (GPUs it gets, host facts) -> (level, reason) pairs
     checks: tuple[Callable[[int, Any], list[tuple[str, str]]], ...] = ()
     # its own profile keys (section -> key -> Key), variables (name -> why, for the managed
-    # table), the values it sets for them, and the Settings fields those variables feed back
+    # table), the values it sets for them, and the Settings names those variables feed back
     # (an explicit -e of one counts in the thread model)
     profile_keys: dict[str, dict[str, Key]] = field(default_factory=dict)
     variables: dict[str, str] = field(default_factory=dict)
     environment: Callable[[Pools], Want] = field(default=lambda pools: {})
-    settings_from: dict[str, str] = field(default_factory=dict)  # Settings field -> variable
+    # Settings name -> variable: a shared pool, or its own count (in Settings.extra)
+    settings_from: dict[str, str] = field(default_factory=dict)
     # its pools on the line a run starts with: variable -> short name ("TF intra")
     pool_labels: dict[str, str] = field(default_factory=dict)
     # its estimate's parts that are libgomp workers (their stacks are OMP_STACKSIZE's)

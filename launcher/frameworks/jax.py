@@ -20,6 +20,14 @@ from launcher.frameworks.base import (
 from launcher.keys import Key
 from launcher.threadpools import ThreadPool
 
+PJRT = "pjrt"  # its Settings count: PJRT_NPROC (0 or absent: unset, the pools follow the affinity)
+
+
+def _xla(s: Settings, cpus: int) -> int:
+    """The threads XLA's CPU client sizes its pools for: PJRT_NPROC, else the CPUs."""
+    pjrt = s.count(PJRT, 0)
+    return max(pjrt, 1) if pjrt else cpus
+
 
 def _gpu_build(installed: Installed) -> Parts:
     # A CUDA build with no GPU visible (CUDA_VISIBLE_DEVICES="", as a run hides them) still
@@ -34,7 +42,7 @@ def _cpu_0_10(s: Settings, cpus: int, installed: Installed) -> Parts:
     # tf_XLAEigen and n client threads (n = PJRT_NPROC, else the CPUs) and 8 compiler threads
     # whatever n is; its first compile a slow-operation alarm and min(A, 32) codegen threads;
     # a training step llvm-worker-N and tf_foreach, one each per CPU. The peak: 10 + 2n + 3A.
-    n = s.xla(cpus)
+    n = _xla(s, cpus)
     return {**openblas(s, cpus), "xla_runtime": n + 9, "xla_eigen": n,
             "xla_cpu_codegen": min(cpus, 32), "xla_compile": cpus, "xla_foreach": cpus,
             **_gpu_build(installed)}
@@ -46,7 +54,7 @@ def _cpu_0_11(s: Settings, cpus: int, installed: Installed) -> Parts:
     # pool, tf_XLAEigen and tf_foreach one per CPU, llvm-worker at most 4 for its small program.
     # PJRT_NPROC was not measured on 0.11: the pools it sizes on 0.10 (tf_XLAEigen, the
     # client's) grow with it above the CPUs and are never counted below them (errs high).
-    n = max(s.xla(cpus), cpus)
+    n = max(_xla(s, cpus), cpus)
     return {**openblas(s, cpus), "xla_runtime": n + cpus + 1, "xla_eigen": n,
             "xla_compile": min(cpus, 4), "xla_foreach": cpus, **_gpu_build(installed)}
 
@@ -192,5 +200,5 @@ FRAMEWORK = Framework(
         "XLA_PYTHON_CLIENT_MEM_FRACTION": "deprecated; removed when inherited",
         "XLA_PYTHON_CLIENT_ALLOCATOR": "JAX GPU allocator"},
     environment=_environment,
-    settings_from={"pjrt": "PJRT_NPROC"},
+    settings_from={PJRT: "PJRT_NPROC"},
 )

@@ -19,6 +19,8 @@ from launcher.frameworks.base import (
 from launcher.keys import Key
 from launcher.threadpools import ThreadPool
 
+PRIVATE_POOL = "private_pool"  # its Settings count: tf.data's private pool (intra-op's by default)
+
 
 def _cpu(s: Settings, cpus: int, _: Installed) -> Parts:
     # tensorflow-cpu 2.21 at 1-2 CPUs (2026-11): main, one runtime thread and
@@ -27,7 +29,7 @@ def _cpu(s: Settings, cpus: int, _: Installed) -> Parts:
     # tf.data iterator thread and 3 per thread of tf.data's private pool.
     return {**openblas(s, cpus), "tf_runtime": 2, "tf_intra_op": s.intra - 1,
             "tf_inter_op": s.inter, "tf_function_inter_op": 4,
-            "tf_data": 1 + 3 * s.private_pool}
+            "tf_data": 1 + 3 * s.count(PRIVATE_POOL, s.intra)}
 
 
 def _gpu(cpus: int, gpus: int) -> Parts:
@@ -118,7 +120,7 @@ FRAMEWORK = Framework(
                "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL": "tf.data private_threadpool_size"},
     environment=_environment,
     settings_from={"intra": "TF_NUM_INTRAOP_THREADS", "inter": "TF_NUM_INTEROP_THREADS",
-                   "private_pool": "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL"},
+                   PRIVATE_POOL: "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL"},
     pool_labels={"TF_NUM_INTRAOP_THREADS": "TF intra", "TF_NUM_INTEROP_THREADS": "TF inter"},
     facts=("TF_NUM_INTRAOP_THREADS / TF_NUM_INTEROP_THREADS are read once, at the first "
            "device creation; TF/CUDA leak ~730 memory maps per fold: one process per fold",),

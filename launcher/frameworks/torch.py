@@ -98,12 +98,17 @@ def _alloc_conf(conf: object) -> str | None:
     return None
 
 
+ALLOC_VARIABLES = ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF")  # every build reads one
+# a GPU build's own spelling besides (by Vendor.gpu_build)
+BUILD_ALLOC_VARIABLES = {"rocm": ("PYTORCH_HIP_ALLOC_CONF",)}
+
+
 def _environment(p: Pools) -> Want:
     conf = p.get("allocator.torch")
     if conf is None:
         return {}
     return {name: (conf, p.src("allocator.torch")) for name in
-            ("PYTORCH_ALLOC_CONF", "PYTORCH_CUDA_ALLOC_CONF", *p.torch_alloc_variables)}
+            (*ALLOC_VARIABLES, *BUILD_ALLOC_VARIABLES.get(p.gpu_build, ()))}
 
 
 FRAMEWORK = Framework(
@@ -141,6 +146,7 @@ FRAMEWORK = Framework(
     profile_keys={"allocator": {"torch": Key("str", "PYTORCH_ALLOC_CONF (and CUDA/HIP variants)",
                                              check=_alloc_conf)}},
     variables={"PYTORCH_ALLOC_CONF": "PyTorch allocator (newer name)",
-               "PYTORCH_CUDA_ALLOC_CONF": "PyTorch CUDA allocator (older name)"},
+               "PYTORCH_CUDA_ALLOC_CONF": "PyTorch CUDA allocator (older name)",
+               "PYTORCH_HIP_ALLOC_CONF": "PyTorch ROCm allocator"},
     environment=_environment,
 )

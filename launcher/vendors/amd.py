@@ -21,9 +21,8 @@ class Amd(Vendor):
         "ROCR_VISIBLE_DEVICES": "GPUs ROCm sees",
         "HIP_VISIBLE_DEVICES": "GPUs HIP sees",
         "HSA_OVERRIDE_GFX_VERSION": "ROCm ISA override (10.3.0 for gfx1032)",
-        "PYTORCH_HIP_ALLOC_CONF": "PyTorch ROCm allocator",
     }
-    torch_alloc_variables = ("PYTORCH_HIP_ALLOC_CONF",)
+    gpu_build = "rocm"
     profile_keys = {"gfx_version": Key("str", "AMD: HSA_OVERRIDE_GFX_VERSION (10.3.0 for "
                                               "gfx1032, RX 6600)")}
     host_groups = ("video", "render")

@@ -86,7 +86,9 @@ class Vendor:
     # framework -> the image's framework layer, for frameworks whose module does not list this
     # vendor (each framework module lists its packages for the vendors it knows)
     requirements: dict[str, list[str]] = {}
-    torch_alloc_variables: tuple[str, ...] = ()  # besides PYTORCH_(CUDA_)ALLOC_CONF
+    # the framework build its GPUs take, as Installed.build names it (cuda | rocm | cpu): a
+    # framework picks its build's own variables by it
+    gpu_build = "cpu"
     thread_pools: tuple[ThreadPool, ...] = ()  # its runtime's threads by name, for the census
 
     def detect(self, root: Path, use_tools: bool = False) -> list[Gpu]:

@@ -37,6 +37,7 @@ class Nvidia(Vendor):
     base_image = "nvidia/cuda:13.0.0-cudnn-runtime-ubuntu24.04"  # CUDA 13, driver 580+
     python = "3.12"  # Ubuntu 24.04's
     driver_module = "nvidia"
+    gpu_build = "cuda"
 
     def detect(self, root: Path, use_tools: bool = False) -> list[Gpu]:
         if use_tools:

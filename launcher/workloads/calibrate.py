@@ -33,19 +33,38 @@ from launcher.vendors.base import Gpu, Vendor
 HIDDEN = every_gpu_hidden()
 
 
+def probe_environment(cpus: int) -> dict[str, str | None]:
+    """The `auto` caps of this many CPUs, written out: the shared pools sized for them, and
+    every registered framework's own variables from the same pools (intra-op N, inter-op
+    min(2, N)), as each framework's `environment` gives them. None: removed."""
+    from launcher.frameworks.base import Pools
+
+    def pick(_key: str, auto: int, why: str) -> tuple[int, str]:
+        return auto, why
+
+    pools = Pools(intra=cpus, intra_src="calibration", inter=min(2, cpus),
+                  inter_src="calibration", pick=pick, get=lambda _key: None,
+                  src=lambda _key: "calibration")
+    env: dict[str, str | None] = {
+        "OMP_NUM_THREADS": str(cpus), "MKL_NUM_THREADS": str(cpus),
+        "OPENBLAS_NUM_THREADS": str(cpus), "GOTO_NUM_THREADS": str(cpus)}
+    for name in framework_names():
+        env.update({var: value for var, (value, _) in
+                    get_framework(name).environment(pools).items()})
+    return env
+
+
 def settings_for(cpus: int) -> dict[str, int]:
-    """The `auto` caps for this many CPUs: every pool sized for them, TF inter-op min(2, N)."""
-    return {"omp": cpus, "blas": cpus, "intra": cpus, "inter": min(2, cpus),
-            "private_pool": cpus, "pjrt": cpus}
-
-
-def environment(s: dict[str, int]) -> dict[str, str]:
-    n = {"OMP_NUM_THREADS": s["omp"], "MKL_NUM_THREADS": s["omp"],
-         "OPENBLAS_NUM_THREADS": s["blas"], "GOTO_NUM_THREADS": s["blas"],
-         "TF_NUM_INTRAOP_THREADS": s["intra"], "TF_NUM_INTEROP_THREADS": s["inter"],
-         "LAUNCHER_TF_DATA_PARALLELISM": s["intra"],
-         "LAUNCHER_TF_DATA_PRIVATE_THREADPOOL": s["private_pool"], "PJRT_NPROC": s["pjrt"]}
-    return {k: str(v) for k, v in n.items()}
+    """The settings the probe runs under at this many CPUs, as an entry records them: the
+    shared pools, and what each framework's variables feed back (its `settings_from`)."""
+    env = probe_environment(cpus)
+    out = {"omp": cpus, "blas": cpus, "intra": cpus, "inter": min(2, cpus)}
+    for name in framework_names():
+        for key, var in get_framework(name).settings_from.items():
+            value = env.get(var)
+            if value is not None and value.isdigit():
+                out[key] = int(value)
+    return out
 
 
 def first_gpu() -> tuple[Vendor, Gpu] | None:
@@ -85,7 +104,9 @@ def _probe_peak(framework: str, cpus: list[int],
                 gpu: tuple[Vendor, Gpu] | None) -> dict[str, Any]:
     s = settings_for(len(cpus))
     visible = gpu[0].visible((gpu[1].index,)) if gpu else HIDDEN
-    env = {**{k: v for k, v in os.environ.items() if k not in HIDDEN}, **environment(s),
+    caps = probe_environment(len(cpus))
+    env = {**{k: v for k, v in os.environ.items() if k not in HIDDEN and k not in caps},
+           **{k: v for k, v in caps.items() if v is not None},
            "TF_CPP_MIN_LOG_LEVEL": "3", **visible,
            "PYTHONPATH": pythonpath(os.environ.get("PYTHONPATH"))}
     proc = subprocess.run([sys.executable, "-m", "launcher.workloads.threadprobe", "--peak",
