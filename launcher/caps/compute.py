@@ -17,6 +17,7 @@ from launcher.caps.sizing import cpuset_count, pool_cpus
 from launcher.caps.stacks import stacks_of
 from launcher.caps.threads import ThreadEstimate
 from launcher.caps.verdict import verdict
+from launcher.defaults import NONE
 from launcher.errors import ProfileError
 from launcher.frameworks import get as get_framework
 from launcher.frameworks import names as framework_names
@@ -59,7 +60,7 @@ def compute_caps(
     where it runs (unknown: the thread model errs high); `clamp` the run starts on this host,
     so a memory limit above its memory is lowered to it (before the verdict budgets with it).
     """
-    fw = framework or profile.get("framework", "none")
+    fw = framework or profile.get("framework", NONE)
     procs = processes or profile.get("workers.processes", 1)
     if procs < 1:
         raise ProfileError(f"--processes must be at least 1 (got {procs})")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 
+from launcher.defaults import NONE
 from launcher.errors import LauncherError
 from launcher.probe.host import HostFacts
 from launcher.profiles.loader import Profile
@@ -23,7 +24,7 @@ def one_per_process(processes: int, gpus: int) -> bool:
 
 
 def profile_vendor(profile: Profile, facts: HostFacts) -> str:
-    return resolve_vendor(profile.get("gpu.vendor", "none"),
+    return resolve_vendor(profile.get("gpu.vendor", NONE),
                           list(dict.fromkeys(g.vendor for g in facts.gpus)))
 
 
@@ -38,9 +39,9 @@ def select_gpus(profile: Profile, facts: HostFacts, selection: str | None,
     count = profile.get("gpu.count", "auto")
     if selection is not None:
         selection = selection.strip().lower()
-    if selection == "none" or not get_vendor(vendor).has_gpus:
-        if selection not in (None, "none"):
-            asked = profile.get("gpu.vendor", "none")
+    if selection == NONE or not get_vendor(vendor).has_gpus:
+        if selection not in (None, NONE):
+            asked = profile.get("gpu.vendor", NONE)
             why = (f"profile {profile.name} uses no GPU vendor (gpu.vendor: {asked})"
                    if asked != "auto" else
                    f"this host shows no GPU, and profile {profile.name} takes its vendor from "

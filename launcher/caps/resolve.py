@@ -13,6 +13,7 @@ from launcher.caps.clamp import clamp_ulimits
 from launcher.caps.compute import compute_caps
 from launcher.caps.gpus import select_gpus, with_gpus
 from launcher.caps.model import Caps
+from launcher.defaults import NONE
 from launcher.errors import LauncherError
 from launcher.frameworks import get as get_framework
 from launcher.frameworks import names as framework_names
@@ -78,7 +79,7 @@ def resolve(profile: Profile, facts: HostFacts, *, framework: str | None = None,
                             f"(got {framework!r})")
     selection = select_gpus(profile, facts, gpus, for_this_host)
     narrowed = with_gpus(profile, selection)
-    fw = framework or narrowed.get("framework", "none")
+    fw = framework or narrowed.get("framework", NONE)
     overrides = dict(overrides or {})
     inputs = {"inherited": inherited or {}, "extra_threads": extra_threads,
               "gpus_per_process": gpus_per_process, "installed": installed_here(fw, facts)}

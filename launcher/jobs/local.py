@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from launcher.defaults import NATIVE
 from launcher.jobs.execute import LocalExecutor
 from launcher.jobs.job import Prepared
 from launcher.jobs.runner import Slot
@@ -19,7 +20,7 @@ class LocalBackend:
     def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
                  options: dict[str, Any]) -> None:
         self.p = p
-        engine = get_engine(options.get("runtime") or "native")
+        engine = get_engine(options.get("runtime") or NATIVE)
         engine.ping()
         image = options.get("image") or p.spec.image
         if not image:  # as `launcher run` does; an engine that runs no image ignores it

@@ -31,7 +31,7 @@ from launcher.runtime.engine import (
     forward_signals,
     restore_signals,
 )
-from launcher.runtime.owner import OWNER_LABEL, RUN_LABEL, is_orphan
+from launcher.runtime.owner import OWNER_LABEL, orphan_containers
 from launcher.runtime.spec import RunSpec
 from launcher.units import format_size
 
@@ -104,21 +104,6 @@ def enforcement_of(spec: RunSpec) -> Enforcement:
     if lim.cpuset:
         enforced["cpuset"] = f"{lim.cpuset} {how}"
     return Enforcement(enforced)
-
-
-def orphan_containers(found: list[dict[str, Any]], idle: tuple[str, ...]) -> list[Leftover]:
-    """Of a container listing (docker's API or `podman ps --format json`), those labelled with
-    an owner launcher that ran here and is gone; `idle`: the states of one never started."""
-    out = []
-    for c in found:
-        labels, state = c.get("Labels") or {}, c.get("State", "?")
-        if state == "removing" or not is_orphan(labels.get(OWNER_LABEL, "")):
-            continue  # one the engine is removing is none
-        name = (c.get("Names") or ["?"])[0].lstrip("/")
-        out.append(Leftover("container", c["Id"][:12],
-                            f"{name}, run {labels.get(RUN_LABEL, '?')}, {state}",
-                            idle=state in idle))
-    return out
 
 
 class DockerEngine(Engine):

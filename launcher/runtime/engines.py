@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from launcher.defaults import AUTO
 from launcher.errors import LauncherError
 from launcher.registry import Registry
 
@@ -83,7 +84,7 @@ class Chosen(NamedTuple):
 def choose_engine(runtime: str, image: str | None, check_image: bool = True) -> Chosen:
     """The engine for `--runtime`; for `auto`, the first of auto_order() that answers (and has
     the image, unless `check_image` is False), with a note saying why others were passed."""
-    if runtime != "auto":
+    if runtime != AUTO:
         return Chosen(get_engine(runtime), None)
     passed, lacked = [], False
     for name in auto_order():

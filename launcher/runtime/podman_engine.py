@@ -35,7 +35,6 @@ from launcher.cgroups.placement import Placement, own_processes, place
 from launcher.cgroups.run_cgroup import make_placed
 from launcher.errors import EngineError
 from launcher.runtime.container import ContainerPlan, plan
-from launcher.runtime.docker_engine import orphan_containers
 from launcher.runtime.engine import (
     Enforcement,
     Engine,
@@ -48,7 +47,7 @@ from launcher.runtime.engine import (
     forward_signals,
     restore_signals,
 )
-from launcher.runtime.owner import OWNER_LABEL
+from launcher.runtime.owner import OWNER_LABEL, orphan_containers
 from launcher.runtime.spec import Rlimit, RunSpec
 from launcher.units import format_size
 from launcher.vendors.base import DeviceRequest

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from launcher.defaults import K8S
 from launcher.errors import LauncherError
 from launcher.flags import (
     GPUS,
@@ -31,7 +32,7 @@ class JobsRenderRequest:
     spec: Path = flag(SPEC, dataclasses.MISSING)
     out: Path = flag(Flag(("--out", "-o"), "Folder to write the manifest into.", kind="path"),
                      dataclasses.MISSING)
-    target: str = flag(Flag(("--target",), "What to render the job as: {targets}."), "k8s")
+    target: str = flag(Flag(("--target",), "What to render the job as: {targets}."), K8S)
     profile: str | None = flag(JOB_PROFILE)
     image: str | None = flag(Flag(
         ("--image",), "The image the pods pull, pushed (REGISTRY/NAME:TAG): launcher's image "

@@ -67,6 +67,7 @@ def validate(files: list[Path]) -> list[Checked]:
 
 def _image_checks(p: Profile) -> None:
     """The image `render` and `build` would make of it, where the profile names its vendor."""
+    from launcher.defaults import NONE
     from launcher.keys import AUTO
     from launcher.render.dockerfile import image_spec
 
@@ -74,7 +75,7 @@ def _image_checks(p: Profile) -> None:
     if vendor == AUTO:
         return
     try:
-        image_spec(p, p.get("framework", "none"), vendor)
+        image_spec(p, p.get("framework", NONE), vendor)
     except LauncherError as exc:
         where = p.where("framework") if p.get("framework") else p.where("gpu.vendor")
         raise LauncherError(f"{where}: {exc}") from None

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from launcher.defaults import NONE
 from launcher.keys import Key
 from launcher.threadpools import ThreadPool
 
@@ -30,7 +31,7 @@ class Gpu:
 class GpuSelection:
     """The GPUs a run or a service gets: a vendor and device indices (`all`: every one)."""
 
-    vendor: str = "none"
+    vendor: str = NONE
     ids: tuple[int, ...] = ()
     all: bool = False
     shortfall: str | None = None  # what this host lacks of it (a real run refuses)

@@ -17,6 +17,7 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
+from launcher.defaults import NONE
 from launcher.dists import OWN
 from launcher.errors import LauncherError
 from launcher.frameworks import names as framework_names
@@ -65,7 +66,7 @@ def _load_user(path: Path) -> Workload:
                                                                for c in command):
         raise LauncherError(f"{path}:{doc.line(('command',))}: command: expected a list of "
                             f"strings or a command line (got {data.get('command')!r})")
-    framework = data.get("framework", "none")
+    framework = data.get("framework", NONE)
     if framework not in framework_names():
         raise LauncherError(f"{path}:{doc.line(('framework',))}: framework: must be one of "
                             f"{', '.join(framework_names())} (got {framework!r})")
