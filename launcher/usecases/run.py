@@ -16,9 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from launcher.caps.model import threads_in_all
+from launcher.caps.model import Why
 from launcher.caps.resolve import Resolved
-from launcher.caps.verdict import GPU_SHORT
 from launcher.errors import CommandNotFound, LauncherError, Refused
 from launcher.names import NAME, NAME_RULE
 from launcher.render.images import default_tag
@@ -158,8 +157,8 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
         tell.note(chose)
     if fitted:
         tell.say(fitted)
-    if r.caps.gpu.get("by_layout"):  # a budget that holds only where each sees its own
-        n = r.caps.gpu["count"]
+    if r.caps.gpu.by_layout:  # a budget that holds only where each sees its own
+        n = r.caps.gpu.count
         tell.warn(f"each of the {r.caps.processes} processes is budgeted for 1 of the {n} "
                   f"GPUs (the profile runs a process per GPU); in one run every process sees "
                   f"all {n}: give each its own (CUDA_VISIBLE_DEVICES, HIP_VISIBLE_DEVICES), or "
@@ -170,8 +169,8 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
         advisory = engine.preview(spec).advisory  # what a real run could not enforce here
         return RunResult(status=0, dry_run=DryRun(
             runtime=engine.name, spec=spec, request=engine.describe(spec),
-            threads=threads_in_all(r.caps.estimate), estimate=r.caps.estimate,
-            verdict=r.caps.to_json()["verdict"], advisory=advisory,
+            threads=r.caps.estimate.in_all(), estimate=r.caps.estimate.to_json(),
+            verdict=r.caps.verdict.to_json(), advisory=advisory,
             refused_by=required_by if advisory else None))
     # after the checks that cost nothing: no one installs a framework to be refused then
     if workload is not None and workload.module and engine.inherits_environment:
@@ -228,7 +227,7 @@ def _check_verdict(r: Resolved, plan: str, override_by: str | None) -> Override 
         return None
     reasons = r.caps.verdict.reasons
     if short:  # its own words: how many this host has, and what to pass
-        reasons = [x for x in reasons if not x.startswith(GPU_SHORT)]
+        reasons = [x.text for x in r.caps.verdict.said if x.kind is not Why.GPU_SHORT]
         reasons.append(f"{short[0].upper()}{short[1:]}.")
     if override_by is None or short:
         fix = (f" ({override_by} adds no GPUs)" if override_by else "") if short else \
@@ -276,7 +275,7 @@ def _start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_d
     # inherited values replaced and warnings: always
     report(r.caps, True, tell.say, overridden_by=overridden and overridden.by)
     tell.note(f"thread values from: {thread_summary(r.caps)}; pids budget "
-              f"{_or_unlimited(r.caps.budget['available'])} ({r.caps.budget['binding']})")
+              f"{_or_unlimited(r.caps.budget.available)} ({r.caps.budget.binding})")
     _report_lowered_ulimits(r, tell)
     fresh = not run_dir.exists()
     sink = _sink(on_output)
@@ -352,10 +351,10 @@ def _report_lowered_ulimits(r: Resolved, tell: Teller) -> None:
     A memory limit lowered to this host's memory: always a warning (a profile written for a
     bigger machine)."""
     memory = r.caps.limits.get("memory")
-    if memory is not None and "lowered to this host's memory" in memory.source:
+    if memory is not None and memory.lowered:
         tell.warn(f"memory limit: {memory.source}")
     for name, u in r.caps.ulimits.items():
-        if "lowered" in u.source:
+        if u.lowered:
             line = f"ulimit {name}: {u.source}"
             if r.profile.from_shipped(f"limits.{name}"):
                 tell.note(line)
@@ -432,7 +431,7 @@ def _write_profile(path: Path, workload: Workload, r: Resolved, run_dir: Path,
         sections["workers"] = {"memory": mib_up(memory)}
         notes.append(f"workers.memory: the run's peak RSS {format_size(rss)} + 25% = "
                      f"{mib_up(memory)}.")
-    notes.append(f"threads: the pools this run had ({r.caps.estimate['source']}); peak "
+    notes.append(f"threads: the pools this run had ({r.caps.estimate.source}); peak "
                  f"{threads.get('peak')} threads observed, {threads.get('estimate')} "
                  f"estimated, run {run_dir.name}.")
     by = f"launcher run {workload.name} --write-profile"
