@@ -13,7 +13,7 @@ from launcher.caps.resolve import resolve
 from launcher.errors import Refused
 from launcher.probe import probe_host
 from launcher.profiles import load_profile
-from tests.conftest import HOSTS
+from tests.conftest import HOSTS, ROOT
 
 
 @pytest.fixture
@@ -94,14 +94,14 @@ def test_a_limit_derived_is_never_one_asked_above_the_outer(tmp_path, limited):
 
 
 def test_a_refusal_for_missing_gpus_says_them_once_in_the_selections_words(tmp_path, limited):
-    from launcher.usecases.run import _check_verdict
+    from launcher.usecases.run_checks import check_verdict
 
     r = resolve(_profile(tmp_path, "limits: {pids: 1}\ngpu: {vendor: nvidia, count: 2}\n"),
                 limited)
     kinds = [x.kind for x in r.caps.verdict.said]
     assert r.caps.verdict.level == "refuse" and Why.GPU_SHORT in kinds and Why.PIDS in kinds
     with pytest.raises(Refused) as refused:
-        _check_verdict(r, "launcher plan", None)
+        check_verdict(r, "launcher plan", None)
     gpu_reason = next(x.text for x in r.caps.verdict.said if x.kind is Why.GPU_SHORT)
     assert gpu_reason not in str(refused.value)
     assert r.selection.shortfall and r.selection.shortfall[1:] in str(refused.value)
@@ -116,3 +116,15 @@ def test_nothing_fits_names_what_asked_for_the_fit(tmp_path, limited):
         r = resolve(_profile(tmp_path, text), facts)
         assert why_nothing_fits(r).startswith("--fit: nothing")
         assert why_nothing_fits(r, by="limits.fit").startswith("limits.fit: nothing")
+
+
+def test_jobs_plan_lists_the_reasons_less_the_gpus_it_says_at_the_top():
+    from launcher.usecases.jobs_plan import JobsPlanRequest, plan
+
+    spec = ROOT / "examples" / "score-survivors" / "job.yaml"  # 12 AMD GPUs; this host: none
+    got = plan(JobsPlanRequest(spec=spec, host_root=HOSTS / "v2-unlimited"))
+    said = got.prepared.resolved.caps.verdict.said
+    assert got.shortfall and any(x.kind is Why.GPU_SHORT for x in said)
+    assert list(got.reasons) == [x.text for x in said if x.kind is not Why.GPU_SHORT]
+    cpu = plan(JobsPlanRequest(spec=spec, host_root=HOSTS / "v2-unlimited", gpus="none"))
+    assert cpu.shortfall is None and list(cpu.reasons) == cpu.prepared.resolved.caps.verdict.reasons
