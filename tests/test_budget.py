@@ -101,7 +101,7 @@ def test_each_host_limit_binds_where_it_is_the_smallest(tmp_path):
 
     limits = _limits(tmp_path)
     none = dict(cgroup_pids_max=None, threads_max=None, pid_max=None, rlimits={})
-    assert pids_budget(limits, {}, _facts(**none)) == {
+    assert pids_budget(limits, {}, _facts(**none)).to_json() == {
         "available": None, "binding": "no limit found", "notes": []}
     # pids.current unread: nothing counted as running
     b = pids_budget(limits, {}, _facts(**{**none, "cgroup_pids_max": 50,
@@ -120,6 +120,6 @@ def test_each_host_limit_binds_where_it_is_the_smallest(tmp_path):
                                            "rlimits": {"nproc": Rlimit(0, 0)}}))
     assert b["available"] is None and b["notes"][0].startswith("RLIMIT_NPROC 0 does not bind")
     b = pids_budget(limits, {}, _facts(**{**none, "threads_max": 30}))
-    assert b == {"available": 30, "binding": "kernel.threads-max 30", "notes": []}
+    assert b.to_json() == {"available": 30, "binding": "kernel.threads-max 30", "notes": []}
     b = pids_budget(limits, {}, _facts(**{**none, "pid_max": 400}))
-    assert b == {"available": 400, "binding": "kernel.pid_max 400", "notes": []}
+    assert b.to_json() == {"available": 400, "binding": "kernel.pid_max 400", "notes": []}

@@ -266,9 +266,9 @@ def test_a_workload_of_no_framework_needs_no_numpy(monkeypatch):
     import importlib.util
 
     from launcher.errors import LauncherError
-    from launcher.usecases.run import _check_framework
+    from launcher.usecases.run_checks import check_framework
 
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)  # nothing installed
-    _check_framework("hello", "none")
+    check_framework("hello", "none")
     with pytest.raises(LauncherError, match="hello needs torch, which is not installed"):
-        _check_framework("hello", "torch")
+        check_framework("hello", "torch")

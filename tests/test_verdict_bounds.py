@@ -151,8 +151,8 @@ def test_the_pids_fit_is_at_most_the_headroom():
     from launcher.caps.fit import _pids_fit
 
     def r(total: int, avail: int | None):  # type: ignore[no-untyped-def]
-        return SimpleNamespace(caps=SimpleNamespace(budget={"available": avail},
-                                                    estimate={"total": total}))
+        return SimpleNamespace(caps=SimpleNamespace(budget=SimpleNamespace(available=avail),
+                                                    estimate=SimpleNamespace(total=total)))
 
     assert _pids_fit(r(4, 5), 0.8) and not _pids_fit(r(5, 5), 0.8)
     assert _pids_fit(r(10_000, None), 0.8)

@@ -3,25 +3,25 @@ processes share."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from launcher.caps.model import Limit, Ulimit
+from launcher.caps.model import Bound, Budget, Limit, Ulimit
 from launcher.probe.host import HostFacts
 from launcher.profiles.loader import Profile
 from launcher.profiles.schema import AUTO
 
 
 def pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
-                 facts: HostFacts) -> dict[str, Any]:
+                 facts: HostFacts) -> Budget:
     """Tasks available to the workload, and which limit gives the fewest."""
-    cands: list[tuple[int, str]] = []
+    cands: list[tuple[int, str, Bound]] = []
     if limits["pids"].value:
-        cands.append((int(limits["pids"].value), f"pids limit {limits['pids'].value}"))
+        cands.append((int(limits["pids"].value), f"pids limit {limits['pids'].value}",
+                      Bound.PIDS_LIMIT))
     cg = facts.cgroup
     if cg.pids_max is not None:
         where = f" of {facts.host_path(cg.binding['pids'])}" if "pids" in cg.binding else ""
         cands.append((cg.pids_max - (cg.pids_current or 0),
-                      f"pids.max {cg.pids_max}{where} (pids.current {cg.pids_current or 0})"))
+                      f"pids.max {cg.pids_max}{where} (pids.current {cg.pids_current or 0})",
+                      Bound.PIDS_MAX))
     nproc = ulimits.get("nproc")
     soft = nproc.soft if nproc else (facts.rlimits["nproc"].soft if "nproc" in facts.rlimits
                                      else None)
@@ -31,7 +31,8 @@ def pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
                      f"initial user namespace, or CAP_SYS_RESOURCE/CAP_SYS_ADMIN there)")
     elif soft is not None and soft >= 0:  # 0: no new task at all
         cands.append((soft - facts.uid_tasks,
-                      f"RLIMIT_NPROC {soft} ({facts.uid_tasks} tasks of UID {facts.uid} running)"))
+                      f"RLIMIT_NPROC {soft} ({facts.uid_tasks} tasks of UID {facts.uid} running)",
+                      Bound.NPROC))
     # every task the kernel runs counts against threads-max, and holds a PID under pid_max
     # (per PID namespace on Linux 6.14+, where the namespace's own tasks count: the kernel's
     # total is at least those, so the figure errs low); those running are not available
@@ -39,11 +40,11 @@ def pids_budget(limits: dict[str, Limit], ulimits: dict[str, Ulimit],
     for value, name in ((facts.threads_max, "kernel.threads-max"),
                         (facts.pid_max, "kernel.pid_max")):
         if value:
-            cands.append((value - (facts.tasks or 0), f"{name} {value}{running}"))
+            cands.append((value - (facts.tasks or 0), f"{name} {value}{running}", Bound.KERNEL))
     if not cands:
-        return {"available": None, "binding": "no limit found", "notes": notes}
-    avail, why = min(cands, key=lambda c: c[0])  # a tie: the first, the most specific
-    return {"available": avail, "binding": why, "notes": notes}
+        return Budget(None, "no limit found", tuple(notes))
+    avail, why, bound = min(cands, key=lambda c: c[0])  # a tie: the first, the most specific
+    return Budget(avail, why, tuple(notes), bound)
 
 
 def memory_budget(profile: Profile, limits: dict[str, Limit], facts: HostFacts) -> int | None:

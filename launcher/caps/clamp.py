@@ -30,7 +30,7 @@ def clamp_ulimits(caps: Caps, facts: HostFacts) -> Caps:
             shown = format_size(host.hard) if name in ("stack", "memlock") else host.hard
             caps.ulimits[name] = Ulimit(soft, hard, f"{u.source}, lowered to this host's hard "
                                                     f"limit {shown} (only a privileged process "
-                                                    f"can raise a hard limit)")
+                                                    f"can raise a hard limit)", lowered=True)
     return caps
 
 
@@ -43,4 +43,5 @@ def clamp_memory(limits: dict[str, Limit], facts: HostFacts) -> None:
         return
     what = ("the memory limit of its cgroup" if facts.cgroup.memory_limit else "its RAM")
     limits["memory"] = Limit(host, f"{mem.source} = {format_size(int(mem.value))}, lowered to "
-                                   f"this host's memory {format_size(host)} ({what})")
+                                   f"this host's memory {format_size(host)} ({what})",
+                             mem.origin, lowered=True)

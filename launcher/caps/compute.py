@@ -5,14 +5,22 @@ own modules. Pure: the host was read into HostFacts, the installed framework is 
 from __future__ import annotations
 
 import functools
-from dataclasses import asdict
-from typing import Any
+from dataclasses import replace
 
 from launcher.caps.budget import pids_budget
 from launcher.caps.calibrated import calibrated
 from launcher.caps.clamp import clamp_memory
 from launcher.caps.gpus import one_per_process
-from launcher.caps.model import UNLIMITED_RLIMIT, Caps, Limit, Setting, Ulimit
+from launcher.caps.model import (
+    UNLIMITED_RLIMIT,
+    Caps,
+    Estimate,
+    GpuPlan,
+    Limit,
+    Origin,
+    Setting,
+    Ulimit,
+)
 from launcher.caps.sizing import cpuset_count, pool_cpus
 from launcher.caps.stacks import stacks_of
 from launcher.caps.threads import ThreadEstimate
@@ -107,7 +115,6 @@ def compute_caps(
         from launcher.caps.gpus import select_gpus
 
         selection = select_gpus(profile, facts, None)
-    gpu = _gpu(profile, facts, selection)
     # every framework's own variables (a workload may import several), its allocator's too
     pools = Pools(intra=intra, intra_src=intra_src, inter=inter, inter_src=inter_src, pick=pick,
                   get=get, src=functools.partial(_src, profile),
@@ -135,8 +142,7 @@ def compute_caps(
     if by_layout:
         gpus_per_process = 1
     seen = selection.count if gpus_per_process is None else min(gpus_per_process, selection.count)
-    gpu["per_process"] = seen  # the GPUs each process is budgeted for
-    gpu["by_layout"] = by_layout  # one each because the profile runs a process per GPU
+    gpu = _gpu(profile, facts, selection, per_process=seen, by_layout=by_layout)
     est = calibrated(fw, settings, cpus=fw_cpus, gpus=seen, facts=facts, installed=installed)
     if get("workers.threads") is not None:  # this workload's own peak, measured
         measured = get("workers.threads")
@@ -145,11 +151,11 @@ def compute_caps(
     total = procs * est.per_process + 1 + extra_threads  # + the supervisor, + the workload's
     budget = pids_budget(limits, ulimits, facts)
     if by_layout:
-        budget["notes"].append(
+        budget = replace(budget, notes=(*budget.notes,
             f"each process is budgeted for the {seen} GPU it sees of the {selection.count}: "
             f"the profile runs a process per GPU ({procs} processes), as `render` gives each "
             f"service and `jobs` each chunk its own; one process in a single `run` sees all "
-            f"{selection.count} unless it narrows CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES")
+            f"{selection.count} unless it narrows CUDA_VISIBLE_DEVICES/HIP_VISIBLE_DEVICES"))
     stack_soft = (ulimits["stack"].soft if "stack" in ulimits else
                   facts.rlimits["stack"].soft if "stack" in facts.rlimits else None)
     stacks = stacks_of(est.per_process, est.breakdown, stack_soft,
@@ -168,10 +174,9 @@ def compute_caps(
         ulimits=ulimits,
         limits=limits,
         gpu=gpu,
-        estimate={"per_process": est.per_process, "breakdown": est.breakdown,
-                  "processes": procs, "extra": extra_threads, "total": total,
-                  "source": est.source, "stacks": asdict(stacks) | {"reserved": stacks.reserved,
-                                                            "address_space": stacks.address_space}},
+        estimate=Estimate(per_process=est.per_process, breakdown=est.breakdown,
+                          processes=procs, extra=extra_threads, total=total,
+                          source=est.source, stacks=stacks),
         budget=budget,
         verdict=said,
     )
@@ -191,12 +196,12 @@ def env_number(env: dict[str, Setting], key: str) -> int | None:
         return None
 
 
-def _gpu(profile: Profile, facts: HostFacts, selection: GpuSelection) -> dict[str, Any]:
-    vendor = selection.vendor
-    count = selection.count
-    found = [g for g in facts.gpus if g.vendor == vendor]
-    return {"vendor": vendor, "count": count, "found": len(found),
-            "model": profile.get("gpu.model"), "gfx_version": profile.get("gpu.gfx_version")}
+def _gpu(profile: Profile, facts: HostFacts, selection: GpuSelection, *, per_process: int,
+         by_layout: bool) -> GpuPlan:
+    found = [g for g in facts.gpus if g.vendor == selection.vendor]
+    return GpuPlan(vendor=selection.vendor, count=selection.count, found=len(found),
+                   model=profile.get("gpu.model"), gfx_version=profile.get("gpu.gfx_version"),
+                   per_process=per_process, by_layout=by_layout)
 
 
 def _vendor_env(profile: Profile, selection: GpuSelection, want: dict) -> None:
@@ -219,19 +224,22 @@ def _settle(want: dict[str, tuple[str | None, str]], profile: Profile,
             continue  # nothing to remove
         out[name] = Setting(value, source)
     for name, value in profile.get("env", {}).items():
-        out[name] = Setting(value, f"profile env.{name} ({profile.where('env.' + name)})")
+        out[name] = Setting(value, f"profile env.{name} ({profile.where('env.' + name)})",
+                            origin=Origin.PROFILE)
     for name, value in overrides.items():
-        out[name] = Setting(value, "--env (explicit override)")
+        out[name] = Setting(value, "--env (explicit override)", origin=Origin.OVERRIDE)
     for name, old in inherited.items():
         if name in out:
             if out[name].value != old:
                 out[name].replaced = old
         elif name in managed_names:
-            out[name] = Setting(old, "inherited (this profile does not set it)")
+            out[name] = Setting(old, "inherited (this profile does not set it)",
+                                origin=Origin.INHERITED)
     # A deprecated variable's value moves to its successor unless that is set.
     for old_name, new_name in DEPRECATED.items():
         if old_name in inherited and new_name not in out and old_name not in overrides:
-            out[new_name] = Setting(inherited[old_name], f"renamed from inherited {old_name}")
+            out[new_name] = Setting(inherited[old_name], f"renamed from inherited {old_name}",
+                                    origin=Origin.INHERITED)
     return dict(sorted(out.items()))
 
 
@@ -258,17 +266,17 @@ def _limits(profile: Profile, facts: HostFacts) -> dict[str, Limit]:
     pids = profile.get("limits.pids", AUTO)
     out = {
         "pids": Limit(pids, _src(profile, "limits.pids")) if isinstance(pids, int)
-        else Limit(None, "auto: the cgroup's own pids.max applies" if pids == AUTO
-                   else _src(profile, "limits.pids")),
+        else Limit(None, "auto: the cgroup's own pids.max applies", Origin.AUTO) if pids == AUTO
+        else Limit(None, _src(profile, "limits.pids")),
         "shm": Limit(profile.get("limits.shm"), _src(profile, "limits.shm"))
-        if profile.get("limits.shm") else Limit(None, "engine default"),
+        if profile.get("limits.shm") else Limit(None, "engine default", Origin.DEFAULT),
     }
     cpus = profile.get("limits.cpus", AUTO)
     out["cpus"] = (Limit(cpus, _src(profile, "limits.cpus")) if cpus != AUTO
-                   else Limit(None, "auto: the cgroup's own CPU quota applies"))
+                   else Limit(None, "auto: the cgroup's own CPU quota applies", Origin.AUTO))
     cpuset = profile.get("limits.cpuset")
     out["cpuset"] = (Limit(cpuset, _src(profile, "limits.cpuset")) if cpuset
-                     else Limit(None, "all the CPUs of the affinity"))
+                     else Limit(None, "all the CPUs of the affinity", Origin.DEFAULT))
     mem = profile.get("limits.memory", AUTO)
     if mem != AUTO:
         out["memory"] = Limit(mem, _src(profile, "limits.memory"))
@@ -280,9 +288,10 @@ def _limits(profile: Profile, facts: HostFacts) -> dict[str, Limit]:
             where = ("profile hardware.memory" if hw != AUTO else "host memory")
             out["memory"] = Limit(max(0, total - reserved),
                                   f"auto: {where} {format_size(total)} - hardware.reserved_memory "
-                                  f"{format_size(reserved)}")
+                                  f"{format_size(reserved)}", Origin.AUTO)
         else:
-            out["memory"] = Limit(None, "auto: the cgroup's own memory limit applies")
+            out["memory"] = Limit(None, "auto: the cgroup's own memory limit applies",
+                                  Origin.AUTO)
     return out
 
 

@@ -44,24 +44,25 @@ def fit_to_budget(r: Resolved, headroom: float = HEADROOM) -> Fit | None:
     fits (the refusal stands)."""
     if _fits(r, headroom):  # the CPUs' fit only where nothing else refuses (memory, GPUs)
         return _fit_to_cpus(r) if r.caps.verdict.level != "refuse" else None
-    total = r.caps.estimate["total"]
+    total = r.caps.estimate.total
     for values, cost in _candidates(r, headroom):
         trial = r.with_values(values, "--fit")  # pragma: no mutate (a trial's origin is unread)
         if _fits(trial, headroom):
-            return Fit(values, total, trial.caps.estimate["total"], cost)
+            return Fit(values, total, trial.caps.estimate.total, cost)
     return None
 
 
-def why_nothing_fits(r: Resolved, headroom: float = HEADROOM) -> str:
-    """One sentence for a refusal that nothing tried avoids: what the smallest would need."""
+def why_nothing_fits(r: Resolved, headroom: float = HEADROOM, *, by: str = "--fit") -> str:
+    """One sentence for a refusal that nothing tried avoids: what the smallest would need.
+    `by`: what asked for the fit (--fit, or the profile's limits.fit)."""
     candidates = _candidates(r, headroom)
     if not candidates:
-        return (f"--fit: nothing smaller to try ({r.framework}'s pools are at their smallest "
+        return (f"{by}: nothing smaller to try ({r.framework}'s pools are at their smallest "
                 f"here); {_need(r, headroom)}.")
     values, _ = candidates[-1]
     smallest = r.with_values(values, "--fit")  # pragma: no mutate (a trial's origin is unread)
     keys = ", ".join(f"{k} {_shown(k, v)}" for k, v in values.items())
-    return f"--fit: nothing fits: even {keys} {_need(smallest, headroom)}."
+    return f"{by}: nothing fits: even {keys} {_need(smallest, headroom)}."
 
 
 def apply(r: Resolved, fit: Fit, origin: str = "--fit") -> Resolved:
@@ -85,24 +86,23 @@ def _fit_to_cpus(r: Resolved) -> Fit | None:
     fits = (f"so {procs} processes x {share} fit the {cpus} CPUs" if procs * share <= cpus else
             f"the least a pool can be; {procs} processes still take turns on {cpus} CPUs "
             f"(--processes {cpus} would not)")
-    return Fit(values, r.caps.estimate["total"], trial.caps.estimate["total"],
+    return Fit(values, r.caps.estimate.total, trial.caps.estimate.total,
                f"its CPU pools shrink from {pool} to {share} threads, {fits}")
 
 
 def _pids_fit(r: Resolved, headroom: float) -> bool:
     """The estimate takes at most `headroom` of the pids budget (none: it fits)."""
-    avail, total = r.caps.budget["available"], r.caps.estimate["total"]
+    avail, total = r.caps.budget.available, r.caps.estimate.total
     return avail is None or total <= headroom * avail
 
 
 def _stacks(r: Resolved) -> Stacks:
-    s = r.caps.estimate["stacks"]
-    return Stacks(s["threads"], s["stack"], s["omp_threads"], s["omp"], s["arenas"])
+    return r.caps.estimate.stacks
 
 
 def _need(r: Resolved, headroom: float) -> str:
     """What the run would need: a pids budget, or address space for its stacks."""
-    avail, total = r.caps.budget["available"], r.caps.estimate["total"]
+    avail, total = r.caps.budget.available, r.caps.estimate.total
     if not _pids_fit(r, headroom):
         least = next(b for b in itertools.count(avail) if total <= headroom * b)
         return (f"needs ~{total} threads, above {headroom:.0%} of the budget {avail} "

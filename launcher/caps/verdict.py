@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
 
 from launcher.caps.budget import memory_budget
-from launcher.caps.model import Limit, Verdict, threads_in_all
+from launcher.caps.model import Budget, GpuPlan, Limit, Origin, Reason, Verdict, Why, threads_in_all
 from launcher.caps.stacks import Stacks, stack_reasons
 from launcher.caps.threads import ThreadEstimate
 from launcher.frameworks import get as get_framework
@@ -15,21 +15,17 @@ from launcher.units import format_size
 from launcher.variables import DEPRECATED
 from launcher.vendors import get as get_vendor
 
-GPU_SHORT = "the profile asks for"  # the opening of the reason that names missing GPUs
-
 
 def verdict(profile: Profile, *, facts: HostFacts, fw: str, procs: int, est: ThreadEstimate,
-             total: int, budget: dict[str, Any], limits: dict[str, Limit],
-             gpu: dict[str, Any], inherited: dict[str, str], stacks: Stacks,
+             total: int, budget: Budget, limits: dict[str, Limit],
+             gpu: GpuPlan, inherited: dict[str, str], stacks: Stacks,
              pool: int = 1, cpus: int | None = None) -> Verdict:
     """`pool`: the threads one process's largest compute pool runs; `cpus`: the CPUs the
     pools were sized for (processes x pool above them: oversubscribed)."""
-    v = Verdict("ok")
+    said: list[tuple[str, Reason]] = []
 
-    def say(level: str, reason: str) -> None:
-        if level == "refuse" or (level == "warn" and v.level == "ok"):
-            v.level = level
-        v.reasons.append(reason)
+    def say(level: str, kind: Why, text: str) -> None:
+        said.append((level, Reason(kind, text)))
 
     cpuset = limits["cpuset"].value
     if cpuset and facts.affinity_list:
@@ -39,18 +35,20 @@ def verdict(profile: Profile, *, facts: HostFacts, fw: str, procs: int, est: Thr
         if wanted - allowed:
             what = ("a run here fails" if not wanted & allowed else
                     f"a run here gets only {len(wanted & allowed)} of them")
-            say("warn", f"limits.cpuset {cpuset} names CPUs this host does not let the workload "
-                        f"run on (its affinity is {facts.affinity_list}): {what}.")
-    avail = budget["available"]
+            say("warn", Why.CPUSET, f"limits.cpuset {cpuset} names CPUs this host does not let "
+                                    f"the workload run on (its affinity is "
+                                    f"{facts.affinity_list}): {what}.")
+    avail = budget.available
     desc = threads_in_all({"total": total, "per_process": est.per_process, "processes": procs,
                            "extra": total - procs * est.per_process - 1})
     if avail is not None:
         if total > avail:
-            say("refuse", f"{desc} would exceed the {budget['binding']}.")
+            say("refuse", Why.PIDS, f"{desc} would exceed the {budget.binding}.")
         elif total > 0.8 * avail:
-            say("warn", f"{desc} would use {total * 100 // avail}% of the {budget['binding']}.")
+            say("warn", Why.PIDS,
+                f"{desc} would use {total * 100 // avail}% of the {budget.binding}.")
     if cpus and procs > 1 and pool > max(1, cpus // procs):  # smaller pools would help
-        say("warn", oversubscribed(procs, pool, cpus))
+        say("warn", Why.OVERSUBSCRIBED, oversubscribed(procs, pool, cpus))
     per_mem = profile.get("workers.memory")
     mem_budget = memory_budget(profile, limits, facts)
     if per_mem and mem_budget:
@@ -58,28 +56,35 @@ def verdict(profile: Profile, *, facts: HostFacts, fw: str, procs: int, est: Thr
         fits = mem_budget // per_mem
         each = f"{procs} {_processes(procs)} x {format_size(per_mem)} = {format_size(need)}"
         if need > mem_budget:
-            say("refuse", f"{each} exceed the {format_size(mem_budget)} memory budget; "
+            say("refuse", Why.MEMORY, f"{each} exceed the {format_size(mem_budget)} memory budget; "
                           f"at most {fits} fit.")
         elif need > 0.9 * mem_budget:
-            say("warn", f"{each} use {need * 100 // mem_budget}% of the "
+            say("warn", Why.MEMORY, f"{each} use {need * 100 // mem_budget}% of the "
                         f"{format_size(mem_budget)} memory budget; the OOM killer may take "
                         f"workers.")
-    if gpu["count"] > gpu["found"]:
-        label = get_vendor(gpu["vendor"]).label
-        say("warn", f"{GPU_SHORT} {gpu['count']} {label} GPU(s) and "
-                    f"this host shows {gpu['found']}; use --gpus none to run on the CPU.")
+    if gpu.count > gpu.found:
+        label = get_vendor(gpu.vendor).label
+        say("warn", Why.GPU_SHORT, f"the profile asks for {gpu.count} {label} GPU(s) and "
+                                   f"this host shows {gpu.found}; use --gpus none to run on "
+                                   f"the CPU.")
     for check in get_framework(fw).checks:
-        for level, reason in check(gpu["count"], facts):
-            say(level, reason)
+        for level, reason in check(gpu.count, facts):
+            say(level, Why.FRAMEWORK, reason)
     for level, reason in stack_reasons(stacks, address_limits(facts)):
-        say(level, reason)
+        say(level, Why.STACKS, reason)
     for reason in above_outer(limits, facts):
-        say("warn", reason)
+        say("warn", Why.ABOVE_OUTER, reason)
     for name, value in sorted(inherited.items()):
         if name in DEPRECATED:
-            say("warn", f"{name}={value} is deprecated; launcher removes it "
+            say("warn", Why.DEPRECATED, f"{name}={value} is deprecated; launcher removes it "
                         f"(use {DEPRECATED[name]}).")
-    return v
+    return Verdict(_level(level for level, _ in said), tuple(r for _, r in said))
+
+
+def _level(levels: Iterable[str]) -> str:
+    """The gravest level said: refuse over warn over ok."""
+    seen = set(levels)
+    return "refuse" if "refuse" in seen else "warn" if "warn" in seen else "ok"
 
 
 def oversubscribed(procs: int, pool: int, cpus: int) -> str:
@@ -105,7 +110,7 @@ def above_outer(limits: dict[str, Limit], facts: HostFacts) -> list[str]:
                              ("cpus", cg.cpu_quota, "CPU quota")):
         asked = limits[cap].value if cap in limits else None
         if (not isinstance(asked, int | float) or outer is None or asked <= outer
-                or limits[cap].source.startswith("auto")):  # asked for, not derived
+                or limits[cap].origin is Origin.AUTO):  # asked for, not derived
             continue
         at = cg.limited_at(cap)
         where = facts.host_path(at) if at else None

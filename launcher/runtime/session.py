@@ -54,7 +54,7 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     started = time.time()
     samplers: list[Sampler] = []
     telemetry = (run_dir / "telemetry.jsonl").open("w")
-    estimate = int(r.caps.estimate["total"])
+    estimate = r.caps.estimate.total
     watch = GrowthWatch(growth or GrowthOptions(), say)
 
     def started_hook(info: Started) -> None:
@@ -182,7 +182,7 @@ def write_summary(run_dir: Path, r: Resolved, *, engine: Engine, result: RunResu
     meta = {"run_id": run_dir.name, "profile": r.caps.profile, "framework": r.framework,
             "runtime": engine.name, "command": command, "exit_status": result.status,
             "diagnosis": diagnosis, "started": started, "ended": time.time(),
-            "threads_estimate": r.caps.estimate,
+            "threads_estimate": r.caps.estimate.to_json(),
             "engine": {"enforced": e.enforced, "advisory": e.advisory, "notes": e.notes,
                        "cgroup": e.cgroup}, **(extra or {})}
     summary = summarize(read_series(run_dir / "telemetry.jsonl"), meta,

@@ -9,6 +9,7 @@ when CMD ends says why in one sentence and exits with CMD's status.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import signal
 import sys
@@ -57,7 +58,7 @@ def prepare_env() -> tuple[dict[str, str], list[str]] | tuple[int, str]:
         entry.release()
         return 1, (f"refused (limits.require): {entry.shortfall()} cannot be enforced here; "
                    f"not started")
-    entry.mark_budget(r.caps)
+    r = dataclasses.replace(r, caps=entry.mark_budget(r.caps))
     if r.caps.verdict.level == "refuse" and r.profile.get("limits.fit"):
         fit = fit_to_budget(r)
         if fit is not None:

@@ -62,7 +62,7 @@ def apply_rlimits(caps: Caps, shipped: Callable[[str], bool]) -> tuple[list[str]
     """Set the caps' rlimits in this process; return the warnings (a limit of the user's own
     lowered, or refused) and the notes (a shipped default lowered: nofile 1048576 on an
     ordinary host is no news at every container start)."""
-    lowered = [(n, u) for n, u in caps.ulimits.items() if "lowered" in u.source]
+    lowered = [(n, u) for n, u in caps.ulimits.items() if u.lowered]
     notes = [f"{n}: {u.source}" for n, u in lowered if shipped(f"limits.{n}")]
     warnings = [f"{n}: {u.source}" for n, u in lowered if not shipped(f"limits.{n}")]
     for res, soft, hard in rlimit_triples(caps.ulimits):

@@ -8,11 +8,12 @@ the budget; `limits.require: true` in the profile refuses instead."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from launcher.caps.model import Caps
+from launcher.caps.model import Bound, Caps
 from launcher.cgroups.placement import FIX
 from launcher.cgroups.run_cgroup import RunCgroup, make_run_cgroup
 from launcher.probe.cgroup_facts import CgroupFacts
@@ -45,11 +46,15 @@ class Entry:
         if self.cgroup is not None:
             self.cgroup.cleanup()
 
-    def mark_budget(self, caps: Caps) -> None:
-        """A budget never names a limit that is not enforced: say so where it does."""
-        if "pids" in self.advisory and str(caps.budget.get("binding", "")).startswith(
-                "pids limit"):
-            caps.budget["binding"] += ", advisory: not enforced here"
+    def mark_budget(self, caps: Caps) -> Caps:
+        """A budget never names a limit that is not enforced: the caps, saying so where it
+        does (a new value; `caps` unchanged)."""
+        budget = caps.budget
+        if "pids" not in self.advisory or budget.bound_by is not Bound.PIDS_LIMIT:
+            return caps
+        marked = dataclasses.replace(budget, binding=f"{budget.binding}, advisory: not "
+                                                     f"enforced here")
+        return dataclasses.replace(caps, budget=marked)
 
     def shortfall(self) -> str:
         return ", ".join(f"the {cap} limit ({why})" for cap, why in self.advisory.items())

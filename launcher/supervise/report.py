@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from launcher.caps.model import Caps, threads_in_all
+from launcher.caps.model import Caps
 from launcher.frameworks import get as get_framework
 from launcher.frameworks import names as framework_names
 from launcher.variables import POOL_LABELS, verdict_says
@@ -41,7 +41,7 @@ def brief_threads(caps: Caps) -> str:
         s = caps.env.get(name)
         if s is None or s.value is None:
             continue
-        source = "" if s.source.startswith(("auto", "profile")) else s.source
+        source = "" if s.chosen() else s.source
         groups.setdefault((s.value, source), []).append(short)
     return ", ".join(f"{'/'.join(names)} {value}" + (f" ({source})" if source else "")
                      for (value, source), names in groups.items())
@@ -52,7 +52,7 @@ def preflight(caps: Caps, runtime: str, limits: str) -> str:
     threads = brief_threads(caps)
     return (f"profile {caps.profile}, framework {caps.framework}: "
             + (f"threads {threads}, " if threads else "")
-            + f"{threads_in_all(caps.estimate)}; {runtime} run, {limits}")
+            + f"{caps.estimate.in_all()}; {runtime} run, {limits}")
 
 
 def report(caps: Caps, quiet: bool, say: Callable[[str], None],
@@ -60,9 +60,9 @@ def report(caps: Caps, quiet: bool, say: Callable[[str], None],
     if not quiet:
         budget = caps.budget
         say(f"profile {caps.profile}, framework {caps.framework}: {thread_summary(caps)}; "
-            f"{threads_in_all(caps.estimate)}, budget "
-            f"{budget['available'] if budget['available'] is not None else 'unlimited'} "
-            f"({budget['binding']})")
+            f"{caps.estimate.in_all()}, budget "
+            f"{budget.available if budget.available is not None else 'unlimited'} "
+            f"({budget.binding})")
     for name, s in caps.env.items():
         if s.replaced is not None and not verdict_says(name, s.value):
             new = "removed it" if s.value is None else f"set {s.value}"

@@ -66,7 +66,7 @@ def diagnose(facts: HostFacts, profile_ref: str | None) -> dict[str, Any]:
         warnings += [x for x in caps.verdict.reasons if x not in warnings]
     pools = {fw: pool_cpus(fw, facts, AUTO)[0] for fw in framework_names()}
     out: dict[str, Any] = {"host": facts.to_json(), "pool_cpus": pools,
-                           "frameworks": frameworks(facts), "first_limit": caps.budget,
+                           "frameworks": frameworks(facts), "first_limit": caps.budget.to_json(),
                            "warnings": warnings}
     if profile_ref:
         out["plan"] = caps.to_json()

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from launcher.caps.model import Reason, Why
 from launcher.caps.resolve import Resolved
 
 
-def with_reason(r: Resolved, reason: str) -> Resolved:
+def with_reason(r: Resolved, reason: Reason) -> Resolved:
     """The same resolution with one more reason on its verdict (a new value; `r` unchanged)."""
-    verdict = dataclasses.replace(r.caps.verdict, reasons=[*r.caps.verdict.reasons, reason])
+    verdict = r.caps.verdict.adding(reason)
     return dataclasses.replace(r, caps=dataclasses.replace(r.caps, verdict=verdict))
 
 
@@ -25,8 +26,8 @@ def fit_or_advise(r: Resolved, *, apply: bool) -> tuple[Resolved, str | None]:
     fit = fit_to_budget(r) if refused or by else None
     if fit is None:
         if by and refused:
-            return with_reason(r, why_nothing_fits(r).replace("--fit", by, 1)), None
+            return with_reason(r, Reason(Why.NOTHING_FITS, why_nothing_fits(r, by=by))), None
         return r, None
     if by:
         return apply_fit(r, fit, by), f"{by}: {fit.describe()}"
-    return with_reason(r, f"--fit runs it with {fit.describe()}."), None
+    return with_reason(r, Reason(Why.FIT_ADVICE, f"--fit runs it with {fit.describe()}.")), None

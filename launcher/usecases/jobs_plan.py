@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from launcher.caps.model import Why
 from launcher.flags import (
     ENV,
     FRAMEWORK,
@@ -43,6 +44,7 @@ class JobsPlanResult:
     prepared: Prepared
     data: dict[str, Any]  # --json
     shortfall: str | None  # GPUs this host lacks (`jobs run` refuses)
+    reasons: tuple[str, ...]  # the verdict's, less the GPUs' own where `shortfall` says it
     bench_hint: str  # the `launcher bench-memory` that measures workers.memory for this job
 
 
@@ -54,7 +56,10 @@ def plan(req: JobsPlanRequest) -> JobsPlanResult:
     data = {"job": p.spec.name, "profile": r.profile.name, "framework": r.framework,
             "folder": str(p.spec.folder()), "plan": p.plan.to_json(),
             "verdict": r.caps.verdict.level, "reasons": r.caps.verdict.reasons}
-    return JobsPlanResult(prepared=p, data=data, shortfall=r.selection.shortfall,
+    short = r.selection.shortfall
+    reasons = tuple(x.text for x in r.caps.verdict.said
+                    if not (short and x.kind is Why.GPU_SHORT))  # said once, at the top
+    return JobsPlanResult(prepared=p, data=data, shortfall=short, reasons=reasons,
                           bench_hint=_bench_hint(p, req))
 
 

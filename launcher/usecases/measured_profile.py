@@ -31,7 +31,7 @@ def measured_sections(summary: dict[str, Any], r: Resolved) -> tuple[dict[str, A
         per = f" / {procs} processes" if procs > 1 else ""
         notes.append(f"workers.memory: {memory_from} {format_size(memory)}{per} + 25% = "
                      f"{workers['memory']}.")
-    threads, threads_from = _threads_peak(summary, procs, int(r.caps.estimate.get("extra", 0)))
+    threads, threads_from = _threads_peak(summary, procs, r.caps.estimate.extra)
     if threads:
         workers["threads"] = threads
         notes.append(f"workers.threads: {threads_from}.")
@@ -40,7 +40,7 @@ def measured_sections(summary: dict[str, Any], r: Resolved) -> tuple[dict[str, A
                             "(it ended before its first sample; a shorter --interval samples "
                             "sooner)")
     sections["workers"] = workers
-    notes += _growth_notes(summary.get("growth") or {})
+    notes += [f"growth: {g}" for g in _growth_found(summary.get("growth") or {})]
     notes.append(f"measured under: {limits_words(r)}; run {summary.get('run_id')}.")
     return sections, notes
 
@@ -69,8 +69,9 @@ def _threads_peak(summary: dict[str, Any], processes: int,
     return each, f"{how} {peak}, less the supervisor{own}{per} = {each}"
 
 
-def _growth_notes(growth: dict[str, Any]) -> list[str]:
-    """Each trend the growth watch found, per cycle, as the run's report says it."""
+def _growth_found(growth: dict[str, Any]) -> list[str]:
+    """Each trend the growth watch found, per cycle, as the run's report says it (else that
+    it found none)."""
     from launcher.telemetry.growth import SERIES, Trend, step
 
     unit = growth.get("unit") or "cycle"
@@ -79,13 +80,13 @@ def _growth_notes(growth: dict[str, Any]) -> list[str]:
         trend = Trend(**{**t, "pool_names": tuple(t.get("pool_names") or ())})
         if trend.grows and trend.series in SERIES:
             pool = f" ({trend.pool})" if trend.pool else ""
-            out.append(f"growth: {SERIES[trend.series].word} {step(trend)}{pool}, fitted over "
+            out.append(f"{SERIES[trend.series].word} {step(trend)}{pool}, fitted over "
                        f"{unit}s {trend.first}-{trend.last}.")
     if not out:
         cycles = growth.get("cycles_count") or 0
         plural = "s" if cycles > 1 else ""
-        out.append(f"growth: none measured ({cycles} {unit}{plural})" if cycles else
-                   "growth: no cycles marked (the output named none; --cycle REGEX marks them)")
+        out.append(f"none measured ({cycles} {unit}{plural})" if cycles else
+                   "no cycles marked (the output named none; --cycle REGEX marks them)")
     return out
 
 
@@ -108,6 +109,6 @@ def write_measured_profile(path: Path, r: Resolved, run_dir: Path, by: str) -> s
     write_profile(path, r.profile, by, sections, notes)
     w = sections["workers"]
     said = ", ".join(f"workers.{k} {v}" for k, v in w.items())
-    growth = [n.removeprefix("growth: ").rstrip(".") for n in notes if n.startswith("growth")]
+    growth = [g.rstrip(".") for g in _growth_found(summary.get("growth") or {})]
     return (f"wrote {path}: {said}; growth: {'; '.join(growth[:2])} (measured under "
             f"{limits_words(r)}); `launcher plan --profile {shown(path)}`")
