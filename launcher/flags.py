@@ -19,8 +19,8 @@ PLUGIN_FLAGS = "launcher.plugin_flags"  # metadata: this dict field takes a regi
 
 @dataclass(frozen=True)
 class Flag:
-    """One option (or argument) of a command. `help` may name `{runtimes}`, `{backends}`,
-    `{targets}` or `{frameworks}`: the registries' names, filled in when the command is built."""
+    """One option (or argument) of a command. `help` may name `${runtimes}`, `${backends}`,
+    `${targets}` or `${frameworks}`: the registries' names, filled in when the command is built."""
 
     opts: tuple[str, ...]  # ("--profile", "-p"); () for a positional argument
     help: str = ""
@@ -110,7 +110,7 @@ def _words(f: Flag, value: Any) -> list[str]:
 PROFILE = Flag(("--profile", "-p"), "Profile name or path to a YAML file.")
 JOB_PROFILE = Flag(("--profile", "-p"), "Profile name or path (default: the spec's `profile`).")
 FRAMEWORK = Flag(("--framework", "-f"), "The framework whose threads to budget (default: the "
-                 "profile's).", metavar="{frameworks}")
+                 "profile's).", metavar="${frameworks}")
 GPUS = Flag(("--gpus",), "all | none | N | ID,ID... (default: the profile's gpu.count).")
 ENV = Flag(("--env", "-e"), "NAME=VALUE; wins over the profile. Repeatable.", kind="pairs",
            repeat=True)

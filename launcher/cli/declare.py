@@ -30,12 +30,18 @@ def _names() -> dict[str, str]:
             "frameworks": "|".join(names.frameworks())}
 
 
+class _Names(dict):  # type: ignore[type-arg]
+    """The registries' names, read only where a text asks for one (`${frameworks}`)."""
+
+    def __missing__(self, key: str) -> str:
+        return _names()[key]
+
+
 def fill(text: str | None) -> str | None:
-    if text is None or "{" not in text:
-        return text
-    for name, value in _names().items():
-        text = text.replace("{" + name + "}", value)
-    return text
+    """`text` with `${runtimes}`, `${backends}`, `${targets}`, `${frameworks}` filled in."""
+    from string import Template
+
+    return None if text is None else Template(text).safe_substitute(_Names())
 
 
 def _type(f: Flag) -> Any:
@@ -102,23 +108,42 @@ def _ints(spelling: str, text: str) -> tuple[int, ...]:
                             f"(got {text!r})") from None
 
 
+def _plugin_params(group: str) -> list[tuple[Declared, click.Parameter]]:
+    """The flags the entries of `group` declare, as parameters marked with their owner."""
+    out = []
+    for owner, dest, f in plugin_flags(group):
+        d = Declared(dest, f, None)
+        p = param(d)
+        if isinstance(p, click.Option) and p.help is not None:
+            p.help = f"({owner}) {p.help}"
+        out.append((d, p))
+    return out
+
+
 def command(name: str, request: type | None, handler: Handler, *, help: str,
             own: tuple[Declared, ...] = (), short: str | None = None,
             cls: type[click.Command] = click.Command,
             settings: dict[str, Any] | None = None) -> click.Command:
     """A click command whose parameters are `request`'s flags, the flags the plugins of its
-    plugin-flags field declare, then `own` (the command's output flags). `handler` gets the
+    plugin-flags field declare (read when the command parses or shows its help, so a plugin
+    installed later is there), then `own` (the command's output flags). `handler` gets the
     request (if any) and `own`'s values by dest; its return value is the exit status."""
     fields = list(declared(request)) if request is not None else []
     bag = plugin_group(request) if request is not None else None
-    plugins = [(owner, Declared(dest, f, None)) for owner, dest, f in plugin_flags(bag[1])] \
-        if bag else []
-    params = [param(d) for d in fields]
-    params += [param(d) for _, d in plugins]
-    params += [param(d) for d in own]
-    for p, (owner, _) in zip(params[len(fields):], plugins, strict=False):
-        if isinstance(p, click.Option) and p.help is not None:
-            p.help = f"({owner}) {p.help}"
+
+    class Declaring(cls):  # type: ignore[valid-type,misc]
+        plugins_seen: tuple[str, ...] | None = None
+
+        def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+            """The parameters, with the plugins' flags as installed now (kept while the
+            same plugins are: click compares parameters by identity)."""
+            if bag:
+                now = _plugin_params(bag[1])
+                seen = tuple(d.dest for d, _ in now)
+                if seen != self.plugins_seen:
+                    self.plugins_seen = seen
+                    self.params = [*self._head, *(p for _, p in now), *self._tail]
+            return super().get_params(ctx)  # type: ignore[no-any-return]
 
     def callback(**given: Any) -> None:
         def go() -> int | None:  # a value's mistake is one line and status 1, as the rest
@@ -127,17 +152,21 @@ def command(name: str, request: type | None, handler: Handler, *, help: str,
                 return handler(**extra)
             kwargs = {d.dest: value_of(d, given[d.dest]) for d in fields}
             if bag:
-                kwargs[bag[0]] = {d.dest: value_of(d, given[d.dest]) for _, d in plugins
-                                  if given[d.dest] not in (None, False, ())}
+                kwargs[bag[0]] = {d.dest: value_of(d, given[d.dest])
+                                  for d, _ in _plugin_params(bag[1])
+                                  if given.get(d.dest) not in (None, False, ())}
             return handler(request(**kwargs), **extra)
 
         code = run_guarded(go)
         if code:
             raise click.exceptions.Exit(code)
 
-    return cls(name, params=params, callback=callback, help=fill(help), short_help=short,
-               context_settings={"help_option_names": ["-h", "--help"],
-                                 **(settings or {})})
+    head, tail = [param(d) for d in fields], [param(d) for d in own]
+    made = Declaring(name, params=[*head, *tail], callback=callback, help=fill(help),
+                     short_help=short, context_settings={"help_option_names": ["-h", "--help"],
+                                                         **(settings or {})})
+    made._head, made._tail = head, tail
+    return made
 
 
 JSON = Declared("as_json", Flag(("--json",), "Machine-readable output.", kind="bool"), False)

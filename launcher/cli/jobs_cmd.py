@@ -144,7 +144,7 @@ fresh process or container under the caps, one GPU and its own memory limit each
 OOM-killed chunk is split in half and retried. Rerun the same command after Ctrl-C, kill -9 or
 a reboot to go on. A backend's own options are marked with its name.""")
 RENDER = command("render", JobsRenderRequest, render, own=(JSON,), help="""Write the job for a
-cluster, as the target names it ({targets}): k8s, a Kubernetes Indexed Job (completions =
+cluster, as the target names it (${targets}): k8s, a Kubernetes Indexed Job (completions =
 chunks, parallelism = the cap, GPU and memory limits, results on a PersistentVolumeClaim) and
 the Dockerfile of its image; slurm, an sbatch array script. A target's own options are marked
 with its name.""")

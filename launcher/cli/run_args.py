@@ -25,7 +25,8 @@ def launcher_options(command: click.Command,
     """Every option string of `command` (its help option's names as `ctx` has them) ->
     whether it takes a value."""
     out: dict[str, bool] = {}
-    for p in command.get_params(ctx or click.Context(command)):
+    # a context as the command makes its own (its help option's names come from it)
+    for p in command.get_params(ctx or click.Context(command, **command.context_settings)):
         if isinstance(p, click.Option):
             for name in (*p.opts, *p.secondary_opts):
                 out[name] = not (p.is_flag or p.count)

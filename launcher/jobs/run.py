@@ -46,11 +46,11 @@ class JobRun:
     max_concurrent: int | None = flag(MAX_CONCURRENT)
     gpus: str | None = flag(GPUS)
     env: dict[str, str] = flag(ENV, {})
-    runtime: str = flag(Flag(("--runtime",), "{runtimes}: native runs a fresh process per "
+    runtime: str = flag(Flag(("--runtime",), "${runtimes}: native runs a fresh process per "
                              "chunk, the others a container per chunk"), NATIVE)
     image: str | None = flag(Flag(("--image",), "Image for a container runtime (default: the "
                                   "spec's, else launcher/PROFILE:FRAMEWORK)."))
-    backend: str = flag(Flag(("--backend",), "Where the chunks run: {backends} (local: this "
+    backend: str = flag(Flag(("--backend",), "Where the chunks run: ${backends} (local: this "
                              "machine; the others: a cluster's nodes)."), LOCAL)
     host_root: Path | None = flag(HOST_ROOT)
     backend_options: dict[str, Any] = plugin_flags("launcher.backends")  # the backends' own

@@ -20,7 +20,7 @@ from launcher.flags import Flag, flag
 class CalibrateRequest:
     frameworks: tuple[str, ...] = flag(Flag(
         ("--framework", "-f"), "A framework to measure (default: every one installed). "
-        "Repeatable.", metavar="{frameworks}", repeat=True), ())
+        "Repeatable.", metavar="${frameworks}", repeat=True), ())
     cpus: str | None = flag(Flag(("--cpus",), "CPU counts to measure at, e.g. 1,2 (default: "
                                               "1, 2, 4 ... all)."))
     no_gpu: bool = flag(Flag(("--no-gpu",), "Measure with no GPU visible only (by default a "

@@ -32,7 +32,7 @@ class JobsRenderRequest:
     spec: Path = flag(SPEC, dataclasses.MISSING)
     out: Path = flag(Flag(("--out", "-o"), "Folder to write the manifest into.", kind="path"),
                      dataclasses.MISSING)
-    target: str = flag(Flag(("--target",), "What to render the job as: {targets}."), K8S)
+    target: str = flag(Flag(("--target",), "What to render the job as: ${targets}."), K8S)
     profile: str | None = flag(JOB_PROFILE)
     image: str | None = flag(Flag(
         ("--image",), "The image the pods pull, pushed (REGISTRY/NAME:TAG): launcher's image "

@@ -31,10 +31,11 @@ def user_workload_help(w: Workload) -> str:
     command to paste."""
     import shlex
 
-    command = shlex.join([*w.command, *w.args])
+    from launcher.defaults import NONE
     from launcher.flags import argv_of
 
-    framework = argv_of(RunRequest(framework=w.framework)) if w.framework != "none" else []
+    command = shlex.join([*w.command, *w.args])
+    framework = argv_of(RunRequest(framework=w.framework)) if w.framework != NONE else []
     return (f"{w.name}: {w.description or '(no description)'}\n"
             f"  defined in {w.source}\n"
             f"  runs: {command} [ARGS...]  (framework {w.framework})\n"

@@ -24,7 +24,7 @@ class RunRequest:
     framework: str | None = flag(FRAMEWORK)
     processes: int | None = flag(PROCESSES)
     runtime: str = flag(Flag(("--runtime",), "auto (docker when a daemon answers and the image "
-                             "exists, else native) | {runtimes}"), "auto")
+                             "exists, else native) | ${runtimes}"), "auto")
     image: str | None = flag(Flag(("--image",), "Image to run (default: "
                                                 "launcher/PROFILE:FRAMEWORK)."))
     gpus: str | None = flag(GPUS)
