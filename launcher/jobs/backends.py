@@ -26,6 +26,12 @@ class Backend(Protocol):
 
     def close(self) -> None: ...
 
+    # A capability a backend may have (a static method): what its scheduler says of a job's
+    # chunks, for `jobs status` (Slurm: each chunk's job and state), with `lines` to show.
+    # external_state(folder, job_name, launcher_running) -> dict
+
+
+
 
 _registry: Registry[Any] = Registry("backend", group="launcher.backends",
                                     default="Backend")
@@ -50,3 +56,13 @@ def get_backend(name: str, p: Prepared, folder: Path, items: list[str] | None,
         takes = f"takes {', '.join(declared)}" if declared else "takes no --backend-option"
         raise LauncherError(f"--backend-option {unknown[0]}: --backend {name} {takes}")
     return cls(p, folder, items, options)  # type: ignore[no-any-return]
+
+
+def external_state(name: str, folder: Path, job: str,
+                   launcher_running: bool) -> dict[str, Any] | None:
+    """What the backend's own scheduler says of the job (None where it has nothing to say:
+    local and Ray keep no state of their own beyond the ledger)."""
+    if name not in _registry:
+        return None
+    read = getattr(_registry.get(name), "external_state", None)
+    return None if read is None else read(folder, job, launcher_running)  # type: ignore[no-any-return]
