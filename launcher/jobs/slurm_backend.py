@@ -34,7 +34,7 @@ from launcher.jobs.job import Prepared
 from launcher.jobs.ledger import Chunk
 from launcher.jobs.runner import Slot
 from launcher.render.targets import JobRenderOptions, RenderedJob
-from launcher.runtime.engines import get_engine
+from launcher.runtime.engines import first_that, get_engine
 
 # The options this backend takes (`jobs run --backend-option KEY=VALUE`), with their words.
 OPTIONS = {"partition": "the Slurm partition (sbatch --partition)",
@@ -44,7 +44,8 @@ OPTIONS = {"partition": "the Slurm partition (sbatch --partition)",
 JOBS_FILE = "jobs.jsonl"  # in FOLDER/slurm: which Slurm job ran which chunk, one a line
 DONE = {"COMPLETED", "FAILED", "OUT_OF_MEMORY", "CANCELLED", "TIMEOUT", "NODE_FAIL",
         "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
-POLL_S = 0.2
+POLL_S = 1.0  # how often Slurm is asked a running chunk's state (scontrol, ~0.1 s of CPU)
+WATCH_S = 0.05  # how often its outcome file is looked for (a stat)
 ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED",
           "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED"}  # still Slurm's to run or end
 SHOWN = 8  # `jobs status`: at most this many active Slurm jobs named one per line
@@ -90,11 +91,13 @@ def _mebibytes(mem: str) -> int | None:
         return None
 
 
-def payload_base(p: Prepared, folder: Path, gpus: int) -> dict[str, Any]:
-    """What every chunk's task needs: the recipe its caps are resolved from on the node."""
+def payload_base(p: Prepared, folder: Path, gpus: int, engine: str) -> dict[str, Any]:
+    """What every chunk's task needs: the recipe its caps are resolved from on the node, and
+    the engine that runs it there (by name: the task loads that one alone)."""
     r = p.resolved
     return {"recipe": r.recipe(), "overrides": r.overrides, "spec": p.spec.to_json(),
-            "folder": str(folder), "cwd": str(p.spec.path.resolve().parent), "gpus": gpus}
+            "folder": str(folder), "cwd": str(p.spec.path.resolve().parent), "gpus": gpus,
+            "engine": engine}
 
 
 def sbatch_options(p: Prepared, gpus: int, options: dict[str, str]) -> list[str]:
@@ -112,7 +115,7 @@ def sbatch_options(p: Prepared, gpus: int, options: dict[str, str]) -> list[str]
 
 class SlurmExecutor:
     def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
-                 options: dict[str, str]) -> None:
+                 options: dict[str, str], engine: str) -> None:
         self.p, self.folder, self.items = p, folder, items
         self.jobs: dict[int, str] = {}
         self.lock = threading.Lock()
@@ -120,7 +123,7 @@ class SlurmExecutor:
         self.name = f"launcher-{p.spec.name}"
         self.sbatch = ["sbatch", "--parsable", f"--job-name={self.name}",
                        *sbatch_options(p, self.gpus, options)]
-        self.base = payload_base(p, folder, self.gpus)
+        self.base = payload_base(p, folder, self.gpus, engine)
         self.spool = folder / "slurm"
         self.spool.mkdir(parents=True, exist_ok=True)
         self.index = self.spool / JOBS_FILE
@@ -154,12 +157,17 @@ class SlurmExecutor:
             self.jobs[chunk.id] = job_id
         try:
             state, code = job_state(job_id)
+            asked = time.monotonic()
             while state is not None and state not in DONE:
                 if stopping.is_set():
                     _slurm("scancel", job_id)
                     return Outcome(143, "stopped with the job", interrupted=True)
-                time.sleep(POLL_S)
-                state, code = job_state(job_id)
+                time.sleep(WATCH_S)
+                if _succeeded(outcome):  # the task's last act: its job is ending, done
+                    return _outcome(job_id, "COMPLETED", "0:0", outcome)
+                if time.monotonic() - asked >= POLL_S:
+                    state, code = job_state(job_id)
+                    asked = time.monotonic()
             return _outcome(job_id, state, code, outcome)
         finally:
             with self.lock:
@@ -170,6 +178,15 @@ class SlurmExecutor:
             ids = list(self.jobs.values())
         if ids:
             _slurm("scancel", *ids)
+
+
+def _succeeded(outcome: Path) -> bool:
+    """The task wrote an outcome of status 0: the chunk is done, its output committed (one that
+    failed waits for Slurm's state: OUT_OF_MEMORY makes it an OOM kill, to split)."""
+    try:
+        return int(json.loads(outcome.read_text())["status"]) == 0
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def _outcome(job_id: str, state: str | None, code: str, outcome: Path) -> Outcome:
@@ -199,7 +216,9 @@ class SlurmBackend:
     def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
                  options: dict[str, Any]) -> None:
         runtime = options.get("runtime")
-        if runtime is not None and not get_engine(runtime).runs_host_processes:
+        engine = get_engine(runtime) if runtime is not None else first_that(
+            "runs_host_processes")
+        if not engine.runs_host_processes:
             raise LauncherError(f"--backend slurm runs each chunk natively in its Slurm job "
                                 f"under launcher's supervisor; --runtime {runtime} is for "
                                 f"--backend local")
@@ -209,7 +228,7 @@ class SlurmBackend:
                                 "one-node cluster)")
         given = dict(options.get("backend_options") or {})  # checked against OPTIONS
         self.concurrency = max(1, p.plan.concurrency)
-        self._executor = SlurmExecutor(p, folder, items, given)
+        self._executor = SlurmExecutor(p, folder, items, given, engine.name)
         # what a killed launcher left under the job's name: cancelled, its chunks run again
         _slurm("scancel", f"--name={self._executor.name}")
 
@@ -366,7 +385,7 @@ class SlurmTarget:
         p: Prepared = job
         out = options.out.resolve()
         gpus = 1 if p.plan.gpus and p.plan.gpus[0] is not None else 0
-        base = payload_base(p, out / "results", gpus)
+        base = payload_base(p, out / "results", gpus, first_that("runs_host_processes").name)
         files = {}
         for i, (start, end) in enumerate(p.plan.chunks):
             chunk = Chunk(i, start, end)
