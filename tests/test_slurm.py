@@ -314,3 +314,21 @@ def test_the_jobs_memory_limit_binds_under_a_profile_that_asks_for_more(slurm,
     # Slurm says so too
     [chunk] = _status(tmp_path / "out")["external"]["chunks"]
     assert chunk["job"] == rec["slurm"] and chunk["state"] == "OUT_OF_MEMORY"
+
+
+@pytest.mark.parametrize("profile", ["", "threads: {intra_op: 1}\n",
+                                     "workers:\n  memory: 1GiB\nthreads: {intra_op: 1}\n"])
+def test_sbatch_test_only_accepts_each_rendered_script(slurm, tmp_path, profile) -> None:
+    spec, _ = _job(tmp_path, items=7, chunk=2, memory="1MiB")
+    prof = tmp_path / "q.yaml"
+    prof.write_text(f"extends: base\n{profile}")
+    out = tmp_path / "render"
+    rendered = _run("jobs", "render", str(spec), "-p", str(prof), "--target", "slurm",
+                    "--out", str(out))
+    assert rendered.returncode == 0, rendered.stderr
+    script = next(out.glob("*.sbatch"))
+    assert ("#SBATCH --mem=" in script.read_text()) == ("memory" in profile)
+    test_only = subprocess.run(["sbatch", "--test-only", str(script)], capture_output=True,
+                               text=True)
+    assert test_only.returncode == 0, test_only.stderr
+    assert "to start at" in test_only.stderr  # sbatch's word that it would run
