@@ -4,7 +4,9 @@
 # wait for the node to be idle. Safe to run again (up → exits 0 at once). `--down` stops it all.
 # Finished jobs: `scontrol show job` keeps them MinJobAge (300 s); after that the jobcomp file
 # (/var/log/slurm/jobcomp.log) has one line per job (`sacct -c` reads it, not the array fields);
-# plain sacct needs accounting, which is off.
+# plain sacct needs accounting, which is off. batch_sched_delay=0: a job queued while the CPUs
+# are busy starts as soon as they free (with the default 3 s, once every 3 s: a one-second chunk
+# took ~3 s a wave; benchmarks/jobs.py).
 set -euo pipefail
 conf=/etc/slurm/slurm.conf cgconf=/etc/slurm/cgroup.conf logs=/var/log/slurm
 ctld_pid=/run/slurmctld.pid slurmd_pid=/run/slurmd.pid munge_pid=/run/munge/munged.pid
@@ -59,6 +61,7 @@ ProctrackType=proctrack/cgroup
 TaskPlugin=task/cgroup
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core_Memory
+SchedulerParameters=batch_sched_delay=0
 ReturnToService=2
 StateSaveLocation=/var/spool/slurmctld
 SlurmdSpoolDir=/var/spool/slurmd

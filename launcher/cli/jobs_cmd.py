@@ -115,6 +115,7 @@ def _status_lines(data: dict[str, Any], info: dict[str, Any], holder: str | None
                    f" on {r['slot']}{'' if r['gpu'] is None else ' GPU ' + str(r['gpu'])}: its "
                    f"launcher is gone; a rerun runs it again (or records it done if it had "
                    f"finished)")
+    out += (data.get("external") or {}).get("lines", [])  # the backend's scheduler's words
     out += summary_lines(data)[1:]
     last = data["last_run"]
     if last and last.get("wall_s") is not None:

@@ -27,6 +27,12 @@ class Backend(Protocol):
 
     def close(self) -> None: ...
 
+    # A capability a backend may have (a static method): what its scheduler says of a job's
+    # chunks, for `jobs status` (Slurm: each chunk's job and state), with `lines` to show.
+    # external_state(folder, job_name, launcher_running) -> dict
+
+
+
 
 _registry: Registry[Any] = Registry("backend", group="launcher.backends",
                                     default="Backend")
@@ -65,3 +71,13 @@ def check_options(name: str, given: dict[str, Any]) -> None:
             if dest in given and dest not in mine:
                 raise LauncherError(f"{f.opts[0]} is an option of --backend {other} (this job "
                                     f"runs on --backend {name})")
+
+
+def external_state(name: str, folder: Path, job: str,
+                   launcher_running: bool) -> dict[str, Any] | None:
+    """What the backend's own scheduler says of the job (None where it has nothing to say:
+    local and Ray keep no state of their own beyond the ledger)."""
+    if name not in _registry:
+        return None
+    read = getattr(_registry.get(name), "external_state", None)
+    return None if read is None else read(folder, job, launcher_running)  # type: ignore[no-any-return]

@@ -96,6 +96,7 @@ def run_job(job: JobRun, progress: Callable[[int, int], Any],
         ledger, notes = open_ledger(p)
         rerun = rerun_command(job)
         ledger.set_meta("rerun", rerun)
+        ledger.set_meta("backend", job.backend)  # `jobs status` asks it what it knows
         for note in notes:
             say(note)
         counts = ledger.counts()

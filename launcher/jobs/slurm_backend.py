@@ -9,10 +9,14 @@ chunks as slots free, and a split chunk's halves are new work an array could not
 Its jobs are named `launcher-JOB`; a launcher killed with -9 leaves them to finish on their
 own, and the next `launcher jobs run` of that job cancels what is still queued or running
 under the name (`scancel --name launcher-JOB`), takes the chunks back and runs them again.
+Which Slurm job ran which chunk is kept in FOLDER/slurm/jobs.jsonl; `launcher jobs status`
+reads their states from Slurm through this backend's `external_state` (`squeue` while the
+controller knows a job, then `sacct`: accounting where it is on, else the jobcomp file).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import shlex
@@ -31,7 +35,7 @@ from launcher.jobs.job import Prepared
 from launcher.jobs.ledger import Chunk
 from launcher.jobs.runner import Slot
 from launcher.render.targets import JobRenderOptions, RenderedJob
-from launcher.runtime.engines import get_engine
+from launcher.runtime.engines import first_that, get_engine
 
 # The options this backend takes on `jobs run` (--backend slurm), declared here alone.
 FLAGS = {"partition": Flag(("--partition",), "The Slurm partition (sbatch --partition)."),
@@ -39,9 +43,14 @@ FLAGS = {"partition": Flag(("--partition",), "The Slurm partition (sbatch --part
          "time": Flag(("--time",), "Each chunk's time limit (sbatch --time, e.g. 30:00)."),
          "sbatch_args": Flag(("--sbatch-args",), "More sbatch arguments, split as a shell "
                              "would (e.g. '--qos=low').")}
+JOBS_FILE = "jobs.jsonl"  # in FOLDER/slurm: which Slurm job ran which chunk, one a line
 DONE = {"COMPLETED", "FAILED", "OUT_OF_MEMORY", "CANCELLED", "TIMEOUT", "NODE_FAIL",
         "PREEMPTED", "BOOT_FAIL", "DEADLINE"}
-POLL_S = 0.2
+POLL_S = 1.0  # how often Slurm is asked a running chunk's state (scontrol, ~0.1 s of CPU)
+WATCH_S = 0.05  # how often its outcome file is looked for (a stat)
+ACTIVE = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED",
+          "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED"}  # still Slurm's to run or end
+SHOWN = 8  # `jobs status`: at most this many active Slurm jobs named one per line
 
 
 def _slurm(*argv: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
@@ -61,11 +70,36 @@ def job_state(job_id: str) -> tuple[str | None, str]:
     return fields.get("JobState"), fields.get("ExitCode", "")
 
 
-def payload_base(p: Prepared, folder: Path, gpus: int) -> dict[str, Any]:
-    """What every chunk's task needs: the recipe its caps are resolved from on the node."""
+def _last_option(options: list[str], *names: str) -> str | None:
+    """The value sbatch takes for an option said more than once: the last one."""
+    value = None
+    for i, o in enumerate(options):
+        for n in names:
+            if o.startswith(f"{n}="):
+                value = o.split("=", 1)[1]
+            elif o == n and i + 1 < len(options):
+                value = options[i + 1]
+    return value
+
+
+def _mebibytes(mem: str) -> int | None:
+    """sbatch's --mem (a number of MiB, or with a K/M/G/T suffix) in MiB."""
+    scale = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024**2}
+    try:
+        if mem[-1:].upper() in scale:
+            return int(float(mem[:-1]) * scale[mem[-1].upper()])
+        return int(mem)
+    except ValueError:
+        return None
+
+
+def payload_base(p: Prepared, folder: Path, gpus: int, engine: str) -> dict[str, Any]:
+    """What every chunk's task needs: the recipe its caps are resolved from on the node, and
+    the engine that runs it there (by name: the task loads that one alone)."""
     r = p.resolved
     return {"recipe": r.recipe(), "overrides": r.overrides, "spec": p.spec.to_json(),
-            "folder": str(folder), "cwd": str(p.spec.path.resolve().parent), "gpus": gpus}
+            "folder": str(folder), "cwd": str(p.spec.path.resolve().parent), "gpus": gpus,
+            "engine": engine}
 
 
 def sbatch_options(p: Prepared, gpus: int, options: dict[str, str]) -> list[str]:
@@ -83,7 +117,7 @@ def sbatch_options(p: Prepared, gpus: int, options: dict[str, str]) -> list[str]
 
 class SlurmExecutor:
     def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
-                 options: dict[str, str]) -> None:
+                 options: dict[str, str], engine: str) -> None:
         self.p, self.folder, self.items = p, folder, items
         self.jobs: dict[int, str] = {}
         self.lock = threading.Lock()
@@ -91,9 +125,16 @@ class SlurmExecutor:
         self.name = f"launcher-{p.spec.name}"
         self.sbatch = ["sbatch", "--parsable", f"--job-name={self.name}",
                        *sbatch_options(p, self.gpus, options)]
-        self.base = payload_base(p, folder, self.gpus)
+        self.base = payload_base(p, folder, self.gpus, engine)
         self.spool = folder / "slurm"
         self.spool.mkdir(parents=True, exist_ok=True)
+        self.index = self.spool / JOBS_FILE
+
+    def asked(self) -> dict[str, str | None]:
+        """What each job gets: sbatch's last word for each option (sbatch_args may say one
+        again: its --mem below workers.memory is the limit that binds, so it is the figure)."""
+        return {"cpus": _last_option(self.sbatch, "--cpus-per-task", "-c"),
+                "mem": _last_option(self.sbatch, "--mem")}
 
     def submit(self, chunk: Chunk) -> tuple[str, Path]:
         stem = self.spool / f"{chunk.id:05d}-{time.time_ns()}"
@@ -107,7 +148,10 @@ class SlurmExecutor:
         if done.returncode != 0:
             raise LauncherError(f"sbatch refused chunk {chunk.id}: "
                                 f"{(done.stderr or done.stdout).strip()[:300]}")
-        return done.stdout.strip().split(";")[0], outcome
+        job_id = done.stdout.strip().split(";")[0]
+        with self.lock, self.index.open("a") as f:  # one line per job: chunk -> Slurm job
+            f.write(json.dumps({"chunk": chunk.id, "job": job_id, "at": time.time()}) + "\n")
+        return job_id, outcome
 
     def execute(self, chunk: Chunk, gpu: int | None, stopping: threading.Event) -> Outcome:
         job_id, outcome = self.submit(chunk)
@@ -115,12 +159,17 @@ class SlurmExecutor:
             self.jobs[chunk.id] = job_id
         try:
             state, code = job_state(job_id)
+            asked = time.monotonic()
             while state is not None and state not in DONE:
                 if stopping.is_set():
                     _slurm("scancel", job_id)
                     return Outcome(143, "stopped with the job", interrupted=True)
-                time.sleep(POLL_S)
-                state, code = job_state(job_id)
+                time.sleep(WATCH_S)
+                if _succeeded(outcome):  # the task's last act: its job is ending, done
+                    return _outcome(job_id, "COMPLETED", "0:0", outcome)
+                if time.monotonic() - asked >= POLL_S:
+                    state, code = job_state(job_id)
+                    asked = time.monotonic()
             return _outcome(job_id, state, code, outcome)
         finally:
             with self.lock:
@@ -131,6 +180,15 @@ class SlurmExecutor:
             ids = list(self.jobs.values())
         if ids:
             _slurm("scancel", *ids)
+
+
+def _succeeded(outcome: Path) -> bool:
+    """The task wrote an outcome of status 0: the chunk is done, its output committed (one that
+    failed waits for Slurm's state: OUT_OF_MEMORY makes it an OOM kill, to split)."""
+    try:
+        return int(json.loads(outcome.read_text())["status"]) == 0
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
 
 
 def _outcome(job_id: str, state: str | None, code: str, outcome: Path) -> Outcome:
@@ -160,7 +218,9 @@ class SlurmBackend:
     def __init__(self, p: Prepared, folder: Path, items: list[str] | None,
                  options: dict[str, Any]) -> None:
         runtime = options.get("runtime")
-        if runtime is not None and not get_engine(runtime).runs_host_processes:
+        engine = get_engine(runtime) if runtime is not None else first_that(
+            "runs_host_processes")
+        if not engine.runs_host_processes:
             raise LauncherError(f"--backend slurm runs each chunk natively in its Slurm job "
                                 f"under launcher's supervisor; --runtime {runtime} is for "
                                 f"--backend local")
@@ -170,7 +230,7 @@ class SlurmBackend:
                                 "one-node cluster)")
         given = {k: str(v) for k, v in options.items() if k in FLAGS}
         self.concurrency = max(1, p.plan.concurrency)
-        self._executor = SlurmExecutor(p, folder, items, given)
+        self._executor = SlurmExecutor(p, folder, items, given, engine.name)
         # what a killed launcher left under the job's name: cancelled, its chunks run again
         _slurm("scancel", f"--name={self._executor.name}")
 
@@ -181,11 +241,125 @@ class SlurmBackend:
         return self._executor
 
     def concurrency_note(self) -> str:
-        return (f"Slurm: up to {self.concurrency} jobs at once (`{self._executor.name}`, each "
-                f"{' '.join(self._executor.sbatch[3:6])})")
+        asked = self._executor.asked()
+        each = f"--cpus-per-task={asked['cpus']}" + (f" --mem={asked['mem']}" if asked["mem"]
+                                                     else "")
+        note = (f"Slurm: up to {self.concurrency} jobs at once (`{self._executor.name}`, "
+                f"each {each})")
+        peak = self._executor.p.plan.peak_bytes
+        mem = _mebibytes(asked["mem"] or "")
+        if peak and mem is not None and mem * 2**20 < int(peak):
+            note += (f"; its --mem={asked['mem']} is below the profile's workers.memory "
+                     f"({-(-int(peak) // 2**20)}M): the job's limit binds")
+        return note
+
+    @staticmethod
+    def external_state(folder: Path, job: str, launcher_running: bool) -> dict[str, Any]:
+        """`jobs status`: each chunk's Slurm job and its state as Slurm has it, the jobs of
+        this launcher job still queued or running, and lines that say so."""
+        return slurm_state(folder, f"launcher-{job}", launcher_running)
 
     def close(self) -> None:
         self._executor.stop_all()
+
+
+def _recorded(folder: Path) -> dict[int, str]:
+    """chunk -> its last Slurm job, from FOLDER/slurm/jobs.jsonl."""
+    out: dict[int, str] = {}
+    try:
+        text = (folder / "slurm" / JOBS_FILE).read_text()
+    except OSError:
+        return out
+    for line in text.splitlines():
+        try:
+            rec = json.loads(line)
+            out[int(rec["chunk"])] = str(rec["job"])
+        except (ValueError, KeyError, TypeError):
+            continue  # a line a killed launcher left half-written
+    return out
+
+
+def _table(done: subprocess.CompletedProcess[str], width: int) -> dict[str, list[str]]:
+    """`|`-separated rows (squeue -o, sacct -P), by their first field."""
+    rows = [line.split("|") for line in done.stdout.splitlines()]
+    return {r[0]: r for r in rows if len(r) >= width and r[0]}
+
+
+def squeue_states(name: str) -> dict[str, dict[str, str]]:
+    """job id -> state and reason, for the jobs named `name` the controller still knows
+    (queued, running, and those that ended less than MinJobAge ago)."""
+    done = _slurm("squeue", "-h", "-t", "all", f"--name={name}", "-o", "%i|%T|%r")
+    if done.returncode != 0:
+        raise LauncherError(f"squeue failed: {(done.stderr or done.stdout).strip()[:200]}")
+    return {i: {"state": r[1], "source": "squeue"}
+            | ({"reason": r[2]} if r[2] not in ("", "None") else {})
+            for i, r in _table(done, 3).items()}
+
+
+def sacct_states(ids: list[str]) -> dict[str, dict[str, str]]:
+    """job id -> state and exit code for jobs the controller forgot: from accounting where
+    it is on (`sacct`), else from the jobcomp file (`sacct -c`, JobCompType=jobcomp/filetxt)."""
+    if not ids or shutil.which("sacct") is None:
+        return {}
+    fields = ["-n", "-P", "-o", "JobID,State,ExitCode", "-j", ",".join(ids)]
+    out: dict[str, dict[str, str]] = {}
+    for argv, source in ((["sacct", "-X", *fields], "sacct"),
+                         (["sacct", "-c", *fields], "sacct -c")):
+        with contextlib.suppress(LauncherError):
+            done = _slurm(*argv)
+            for i, r in _table(done, 3).items():  # "CANCELLED by 0": its first word
+                if i in ids and i not in out:
+                    out[i] = {"state": r[1].split()[0] if r[1] else "", "exit_code": r[2],
+                              "source": source}
+        if len(out) == len(ids):
+            break
+    return out
+
+
+def slurm_state(folder: Path, name: str, launcher_running: bool) -> dict[str, Any]:
+    """What `jobs status` shows of a job's Slurm jobs (`external_state`)."""
+    recorded = _recorded(folder)
+    data: dict[str, Any] = {"backend": "slurm", "name": name, "chunks": [], "active": [],
+                            "lines": []}
+    if shutil.which("squeue") is None:
+        data["error"] = "no squeue on PATH"
+        data["lines"] = [f"Slurm: not read ({data['error']}); {len(recorded)} chunks were "
+                         f"Slurm jobs (FOLDER/slurm/{JOBS_FILE})"]
+        return data
+    try:
+        known = squeue_states(name)
+    except LauncherError as exc:
+        data["error"] = str(exc)
+        data["lines"] = [f"Slurm: not read ({exc})"]
+        return data
+    known.update(sacct_states(sorted(set(recorded.values()) - set(known), key=int)))
+    chunk_of = {job: chunk for chunk, job in recorded.items()}
+    for chunk, job in sorted(recorded.items()):
+        data["chunks"].append({"chunk": chunk, "job": job, **known.get(
+            job, {"state": "UNKNOWN", "source": "forgotten by Slurm"})})
+    for job, st in sorted(known.items(), key=lambda kv: int(kv[0].split("_")[0])):
+        if st["state"] in ACTIVE:  # by name: also a job submitted as its launcher died
+            data["active"].append({"job": job, "chunk": chunk_of.get(job), **st})
+    counts: dict[str, int] = {}
+    for c in data["chunks"]:
+        counts[c["state"]] = counts.get(c["state"], 0) + 1
+    lines = [f"Slurm (`{name}`): " + (", ".join(f"{n} {s}" for s, n in sorted(
+        counts.items(), key=lambda kv: -kv[1])) or "no jobs recorded")
+        + " (each chunk's last job)"]
+    for a in data["active"][:SHOWN]:
+        why = f" ({a['reason']})" if a.get("reason") else ""
+        lines.append(f"  Slurm job {a['job']}: {a['state']}{why}, "
+                     + (f"chunk {a['chunk']}" if a["chunk"] is not None else "chunk unrecorded"))
+    if len(data["active"]) > SHOWN:
+        lines.append(f"  ... and {len(data['active']) - SHOWN} more")
+    if data["active"] and not launcher_running:
+        lines.append(f"Slurm still has {len(data['active'])} job(s) of this job queued or "
+                     f"running though no launcher runs it (killed?), and no launcher will "
+                     f"record how they end: rerunning the job (the command above) records the "
+                     f"chunks that finished by then as done, cancels the rest and runs them "
+                     f"again; `scancel --name={name}` cancels them alone")
+    data["lines"] = lines
+    return data
 
 
 def _directive(option: str) -> str:
@@ -213,7 +387,7 @@ class SlurmTarget:
         p: Prepared = job
         out = options.out.resolve()
         gpus = 1 if p.plan.gpus and p.plan.gpus[0] is not None else 0
-        base = payload_base(p, out / "results", gpus)
+        base = payload_base(p, out / "results", gpus, first_that("runs_host_processes").name)
         files = {}
         for i, (start, end) in enumerate(p.plan.chunks):
             chunk = Chunk(i, start, end)

@@ -19,7 +19,7 @@ def main(payload_path: str, outcome_path: str) -> None:
     from launcher.jobs.ledger import Chunk
     from launcher.jobs.spec import JobSpec
     from launcher.probe import probe_host
-    from launcher.runtime.engines import first_that
+    from launcher.runtime.engines import first_that, get_engine
 
     payload = json.loads(Path(payload_path).read_text())
     facts = probe_host("/")
@@ -27,7 +27,9 @@ def main(payload_path: str, outcome_path: str) -> None:
     fields = payload["spec"]
     spec = JobSpec(**{**fields, **{k: Path(fields[k]) for k in ("path", "items_file", "output")
                                    if fields[k] is not None}})
-    ex = LocalExecutor(spec, r, engine=first_that("runs_host_processes"),
+    engine = (get_engine(payload["engine"]) if payload.get("engine")  # the one it loads
+              else first_that("runs_host_processes"))
+    ex = LocalExecutor(spec, r, engine=engine,
                        folder=Path(payload["folder"]), image=None, cwd=Path(payload["cwd"]),
                        items=_window(payload))
     ex.memory_limit = None  # Slurm's job memory limit is the chunk's (--mem)

@@ -59,7 +59,22 @@ def status(req: JobsStatusRequest) -> JobsStatusResult:
             and not c.get("interrupted"),
             "rerun": meta.get("rerun") or shlex.join(["launcher", "jobs", "run",
                                                       str(info.get("spec", "SPEC"))])}
+    backend = meta.get("backend") or _backend_of(meta.get("rerun"))
+    data["backend"] = backend
+    if backend is not None:  # what the backend's scheduler says (Slurm: each chunk's job)
+        from launcher.jobs.backends import external_state
+
+        data["external"] = external_state(backend, folder, str(info.get("name")),
+                                          holder is not None)
     return JobsStatusResult(data=data, info=info, holder=holder)
+
+
+def _backend_of(rerun: str | None) -> str | None:
+    """The backend a ledger written before it recorded one ran on: its rerun's --backend."""
+    if not rerun:
+        return None
+    argv = shlex.split(rerun)
+    return argv[argv.index("--backend") + 1] if "--backend" in argv[:-1] else "local"
 
 
 def _job_folder(target: Path) -> Path:
