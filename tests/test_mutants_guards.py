@@ -10,7 +10,7 @@ import io
 
 import pytest
 
-from launcher.caps.fit import Fit, _shown, fit_to_budget
+from launcher.caps.fit import Fit, _shown, fit_to_budget, why_nothing_fits
 from launcher.caps.resolve import resolve
 from launcher.cgroups.placement import Carried, _enable_path, _read_set, carried_limits
 from launcher.errors import HostError
@@ -338,3 +338,49 @@ def test_processes_taking_turns_on_the_cpus_warn_in_the_verdict(tmp_path):
     assert r.caps.verdict.reasons == [oversubscribed(2, 4, 2)]
     assert oversubscribed(2, 4, 2).startswith("2 processes x 4 compute threads = 8 on 2 CPU(s): "
                                               "oversubscribed 4x, so they take turns")
+
+
+# The sample of 2026-11-26 (seed 1): the level and words of single reasons, --fit's keys
+
+
+def test_missing_gpus_alone_make_the_verdict_a_warning(tmp_path):
+    """No other reason: the GPUs' own warning is what turns the verdict from ok to warn."""
+    from tests.test_verdict_bounds import _verdict
+
+    one = "framework: none\nthreads: {intra_op: 1}\n"
+    assert _verdict(tmp_path, one) == ("ok", [])
+    assert _verdict(tmp_path, one + "gpu: {vendor: nvidia, count: 2}\n") == (
+        "warn", ["the profile asks for 2 NVIDIA GPU(s) and this host shows 0; use --gpus none "
+                 "to run on the CPU."])
+
+
+def test_a_memory_limit_above_the_cgroups_names_the_memory_limit(tmp_path):
+    from tests.test_verdict_bounds import _verdict
+
+    assert _verdict(tmp_path, "framework: none\nthreads: {intra_op: 1}\n"
+                              "limits: {memory: 2GiB}\n") == (
+        "warn", ["limits.memory 2GiB is above the memory limit 300MiB of /sys/fs/cgroup/job, "
+                 "which binds: the run gets at most 300MiB."])
+
+
+def test_nothing_fits_lists_every_key_of_the_smallest_tried(tmp_path):
+    """Stacks that never fit and a pool to shrink: the smallest tried sets both."""
+    from tests.test_verdict_bounds import _limits, _r
+
+    facts = probe_host(_limits(tmp_path, str(8 << 20), str(1 << 20)), environ={})
+    r = _r(tmp_path, "framework: tf\nthreads: {intra_op: 4}\nlimits: {stack: auto}\n", facts)
+    assert fit_to_budget(r) is None
+    assert why_nothing_fits(r) == (
+        "--fit: nothing fits: even limits.stack 1MiB, threads.intra_op 1 reserves 11.0MiB of "
+        "thread stacks, above half of DATA 1MiB.")
+
+
+def test_the_pools_of_a_framework_not_bound_to_the_affinity_are_named_plainly(tmp_path):
+    """torch's pools follow threads.intra_op alone: no variable in brackets; JAX's name the one
+    that sizes them."""
+    from tests.test_verdict_bounds import _r
+
+    fit = fit_to_budget(_r(tmp_path, "framework: torch\nthreads: {intra_op: 4}\n"
+                                     "limits: {pids: 10}\n"))
+    assert fit is not None and fit.values == {"threads.intra_op": 3}
+    assert fit.cost == "its CPU pools shrink from 4 to 3 threads (CPU-bound work scales with them)"
