@@ -384,3 +384,22 @@ def test_the_pools_of_a_framework_not_bound_to_the_affinity_are_named_plainly(tm
                                      "limits: {pids: 10}\n"))
     assert fit is not None and fit.values == {"threads.intra_op": 3}
     assert fit.cost == "its CPU pools shrink from 4 to 3 threads (CPU-bound work scales with them)"
+
+
+def test_the_kernels_peak_at_a_boundary_is_the_cycle_befores_in_the_report():
+    """The sampler writes the run cgroup's peak charge since the last boundary as
+    `memory_peak_bytes` on a boundary row (docs/telemetry.md): it is the closing cycle's, and
+    the report's cycle table shows it in a column of its own."""
+    from launcher.telemetry import growth
+    from launcher.usecases.growth_report import cycle_rows
+    from tests.test_growth import rows_of
+
+    rows = rows_of([3, 16, 23], excess=8)
+    rows[2]["memory_peak_bytes"] = 300 << 20  # fold 2's boundary: fold 1's peak
+    rows[4]["memory_peak_bytes"] = 310 << 20
+    unit, cycles = growth.cycles_of(rows)
+    assert (unit, [c.kernel_peak for c in cycles]) == ("fold", [300 << 20, 310 << 20, None])
+    assert cycle_rows(growth.to_json(unit, cycles, [])) == [
+        ("fold", "seconds", "threads (floor-peak)", "memory peak (kernel)"),
+        ("1", "1.0", "3-11", "300MiB"), ("2", "1.0", "16-24", "310MiB"),
+        ("3", "(last)", "23-31", "-")]
