@@ -403,3 +403,20 @@ def test_the_kernels_peak_at_a_boundary_is_the_cycle_befores_in_the_report():
         ("fold", "seconds", "threads (floor-peak)", "memory peak (kernel)"),
         ("1", "1.0", "3-11", "300MiB"), ("2", "1.0", "16-24", "310MiB"),
         ("3", "(last)", "23-31", "-")]
+
+
+def test_a_trend_line_after_the_run_has_no_time_from_now():
+    """The report's trend line (ended): where the limit is reached, without `in ~N s`; live,
+    the time to it, or `in the one now running`, or nothing where it is not known."""
+    import dataclasses
+
+    from launcher.telemetry.growth import live_line
+    from tests.test_growth import rows_of, threads_trend
+
+    t = threads_trend(rows_of([3, 16, 23, 30], excess=8), now=3.0)
+    assert t is not None and t.in_s == 2.0
+    said = "threads +7 per fold (folds 2-4): pids.max 50 reached in fold ~6"
+    assert live_line(t, ended=True) == said
+    assert live_line(t) == f"{said}, in ~2 s"
+    assert live_line(dataclasses.replace(t, in_s=0)) == f"{said}, in the one now running"
+    assert live_line(dataclasses.replace(t, in_s=None)) == said
