@@ -407,7 +407,8 @@ def test_the_kernels_peak_at_a_boundary_is_the_cycle_befores_in_the_report():
 
 def test_a_trend_line_after_the_run_has_no_time_from_now():
     """The report's trend line (ended): where the limit is reached, without `in ~N s`; live,
-    the time to it, or `in the one now running`, or nothing where it is not known."""
+    the time to it, or `in the one now running`, or nothing where it is not known; a limit not
+    known is `?`."""
     import dataclasses
 
     from launcher.telemetry.growth import live_line
@@ -420,3 +421,5 @@ def test_a_trend_line_after_the_run_has_no_time_from_now():
     assert live_line(t) == f"{said}, in ~2 s"
     assert live_line(dataclasses.replace(t, in_s=0)) == f"{said}, in the one now running"
     assert live_line(dataclasses.replace(t, in_s=None)) == said
+    assert live_line(dataclasses.replace(t, limit=None)) == (
+        "threads +7 per fold (folds 2-4): pids.max ? reached in fold ~6, in ~2 s")
