@@ -423,3 +423,17 @@ def test_a_trend_line_after_the_run_has_no_time_from_now():
     assert live_line(dataclasses.replace(t, in_s=None)) == said
     assert live_line(dataclasses.replace(t, limit=None)) == (
         "threads +7 per fold (folds 2-4): pids.max ? reached in fold ~6, in ~2 s")
+
+
+def test_a_census_closes_each_comm_file_it_reads(tmp_path):
+    """Read at every boundary of a long run: a descriptor kept per thread would run the
+    supervisor out of RLIMIT_NOFILE."""
+    import os
+
+    from launcher.telemetry.census import names_of
+
+    host(tmp_path, {f"10/task/{t}/comm": "worker\n" for t in range(10, 30)})
+    before = len(os.listdir("/proc/self/fd"))
+    names, _ = names_of([10], proc=str(tmp_path))
+    assert names == {"worker": 20}
+    assert len(os.listdir("/proc/self/fd")) == before
