@@ -437,3 +437,38 @@ def test_a_census_closes_each_comm_file_it_reads(tmp_path):
     names, _ = names_of([10], proc=str(tmp_path))
     assert names == {"worker": 20}
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+# The supervisor's reason codes (the exit record's `reason`, summary.json's ended.reason)
+
+
+def test_each_end_of_a_run_has_its_reason_code():
+    from launcher.supervise.diagnose import diagnose
+
+    before, after = Counters(), Counters()
+    assert diagnose(0, before, after)[0] == "ok"
+    assert diagnose(3, before, after)[0] == "exit"
+    assert diagnose(-15, before, after) == ("signal", "the workload was killed by SIGTERM.")
+    code, said = diagnose(-9, before, after)
+    assert code == "sigkill" and said.startswith("the workload was killed by SIGKILL, and no "
+                                                 "OOM kill was counted")
+    after.host_oom_kills = 1
+    assert diagnose(-9, before, after)[0] == "host-oom"
+    before.pids_events, after.pids_events, after.pids_max = {"/a": 0}, {"/a": 2}, 40
+    assert diagnose(1, before, after)[0] == "pids"
+    assert diagnose(0, before, after)[0] == "exit-pids"
+    before.oom_kills, after.oom_kills = 0, 1
+    assert diagnose(-9, before, after)[0] == "oom"
+
+
+def test_a_signal_without_a_name_is_said_by_its_number():
+    """A real-time signal (SIGRTMIN+6 is 40 on Linux) has no name of its own in Python's
+    signal.Signals: the workload was killed by `signal 40`."""
+    import signal
+
+    from launcher.supervise.diagnose import diagnose
+
+    with pytest.raises(ValueError):
+        signal.Signals(40)
+    assert diagnose(-40, Counters(), Counters()) == ("signal",
+                                                     "the workload was killed by signal 40.")
