@@ -138,6 +138,10 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      'lim = show(t.series, t.limit) if t.limit else "?"', '"?"'):
         "dead branch: a stop is decided for a trend that reaches its limit, and only a limit "
         "sets `reached` (growth.fit)",
+    ("launcher/telemetry/growth_watch.py", "float",
+     "if now - self.marked_at.get(b.unit, -1e9) < MIN_BOUNDARY_S:", "1e9"):
+        "-1e9 or -1e9-1 as a unit's last boundary: time.monotonic() is never below 0, so its "
+        "first boundary is recorded either way",
     ("launcher/telemetry/census.py", "statement",
      "Census = dict[str, dict[str, int]]  # pool label -> {thread name: count}",
      "Census = dict[str, dict[str, int]]"):

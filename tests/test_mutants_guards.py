@@ -472,3 +472,19 @@ def test_a_signal_without_a_name_is_said_by_its_number():
         signal.Signals(40)
     assert diagnose(-40, Counters(), Counters()) == ("signal",
                                                      "the workload was killed by signal 40.")
+
+
+def test_a_units_boundaries_are_one_within_the_documented_debounce_of_0_05_s(monkeypatch):
+    """docs/growth.md: boundaries of one unit closer than 0.05 s are one; 0.06 s apart, two."""
+    from launcher.telemetry import growth_watch
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+    clock = [1000.0]
+    monkeypatch.setattr(growth_watch.time, "monotonic", lambda: clock[0])
+    watch = GrowthWatch(GrowthOptions(), [].append)
+    rows = _Rows()
+    watch.attach(rows, None)
+    for step, after in ((1, 0.0), (2, 0.04), (3, 0.06), (4, 0.06)):
+        clock[0] += after
+        watch.output("stdout", f"step {step}\n".encode())
+    assert [r["cycle"]["n"] for r in rows.rows] == [1, 3, 4]  # type: ignore[index]
