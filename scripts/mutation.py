@@ -151,6 +151,7 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
 MARK = "MUTATION_WORKER"  # in the environment of each run: its processes are found by it
 MIN_TIMEOUT_S = 60.0
 TIMEOUT_FACTOR = 5.0
+CLEAN_TRIES = 3  # the unmutated tests' run, before the clean run counts as failed
 
 # operator swaps: AST class -> (its text, the replacement's text)
 COMPARE = {ast.Lt: ("<", "<="), ast.LtE: ("<=", "<"), ast.Gt: (">", ">="),
@@ -560,9 +561,21 @@ def run(modules: list[str], tests_for: dict[str, list[str]], jobs: int,
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             # 1. the unmutated tests pass in a copy, and time them
             # (once per list of tests: modules mapped to the same tests share the clean run)
+            # (tried up to CLEAN_TRIES times: an end-to-end test's timing that fails once on a
+            # busy host would end the whole run, and a mutant's run is not retried anyway)
             lists = list(dict.fromkeys(tuple(tests_for[m]) for m in modules))
+
+            def clean_run(w: Worker, tests: list[str]) -> tuple[str, float, str]:
+                for attempt in range(1, CLEAN_TRIES + 1):
+                    status, secs, output = w.pytest(tests, 1800.0)
+                    if status == "passed" or attempt == CLEAN_TRIES:
+                        return status, secs, output
+                    _progress(f"clean: {' '.join(tests)}: {status} (try {attempt} of "
+                              f"{CLEAN_TRIES}):\n{_tail(output, 4)}")
+                raise AssertionError  # unreachable
+
             runs = dict(zip(lists, pool.map(
-                lambda t: on_worker(lambda w: w.pytest(list(t), 1800.0)), lists), strict=True))
+                lambda t: on_worker(clean_run, list(t)), lists), strict=True))
             clean = {m: runs[tuple(tests_for[m])] for m in modules}
             for m, (status, secs, output) in clean.items():
                 _progress(f"clean: {m}: {status} in {secs:.1f}s")
