@@ -29,6 +29,10 @@ Before any mutant the script checks it twice: a process started outside the copy
 tests' environment imports each module from the copy, and the tests fail against a module
 that raises on import (a "canary").
 
+Equivalent mutants (no input could tell them from the original) are left out of the pool: a
+whole line by `# pragma: no mutate` in the source, one mutant by an entry of EQUIVALENT below
+(with its reason; the run's JSON lists them under each module's "equivalent").
+
 Why not mutmut: it is not a dependency here (standard library only), and mutmut 3 does not
 fit these tests. It compiles every mutant of a function into its `mutants/` copy behind a
 trampoline that reads os.environ["MUTANT_UNDER_TEST"] on each call. Subprocesses given an
@@ -124,9 +128,30 @@ IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycac
                                 ".hypothesis", ".ruff_cache", ".pytest_cache", "*.log",
                                 "mutants")
 PRAGMA = "# pragma: no mutate"
+# Equivalent mutants: no run of launcher can tell them from the original, each with the reason.
+# Left out of the pool as a pragma's line is, but one mutant, not every mutant of its line.
+# Keyed by module, operator, the mutant's first source line (stripped) and the text it changes,
+# so an edit elsewhere in the module keeps the entry; an entry that matches nothing is warned
+# of (stale). Keep it short: a mutant that any input could tell apart needs a test instead.
+EQUIVALENT: dict[tuple[str, str, str, str], str] = {
+    ("launcher/telemetry/growth_watch.py", "string",
+     'lim = show(t.series, t.limit) if t.limit else "?"', '"?"'):
+        "dead branch: a stop is decided for a trend that reaches its limit, and only a limit "
+        "sets `reached` (growth.fit)",
+    ("launcher/telemetry/growth_watch.py", "float",
+     "if now - self.marked_at.get(b.unit, -1e9) < MIN_BOUNDARY_S:", "1e9"):
+        "-1e9 or -1e9-1 as a unit's last boundary: time.monotonic() is never below 0, so its "
+        "first boundary is recorded either way",
+    ("launcher/telemetry/census.py", "statement",
+     "Census = dict[str, dict[str, int]]  # pool label -> {thread name: count}",
+     "Census = dict[str, dict[str, int]]"):
+        "a type alias read in annotations only, which are never evaluated (from __future__ "
+        "import annotations)",
+}
 MARK = "MUTATION_WORKER"  # in the environment of each run: its processes are found by it
 MIN_TIMEOUT_S = 60.0
 TIMEOUT_FACTOR = 5.0
+CLEAN_TRIES = 3  # the unmutated tests' run, before the clean run counts as failed
 
 # operator swaps: AST class -> (its text, the replacement's text)
 COMPARE = {ast.Lt: ("<", "<="), ast.LtE: ("<=", "<"), ast.Gt: (">", ">="),
@@ -263,8 +288,12 @@ def _docstrings(tree: ast.AST) -> set[int]:
             for i in (id(n), id(n.value))}
 
 
-def find_mutants(module: str, text: str, operators: set[str] | None = None) -> list[Mutant]:
+def find_mutants(module: str, text: str, operators: set[str] | None = None,
+                 equivalent: list[tuple[Mutant, str]] | None = None) -> list[Mutant]:
+    """Every mutant of the module (of `operators`), in source order; those EQUIVALENT lists
+    are left out (and appended to `equivalent`, with their reason, where given)."""
     src = _Source(text)
+    lines = text.splitlines()
     tree = ast.parse(text)
     notes = _docstrings(tree)
     out: list[Mutant] = []
@@ -277,7 +306,13 @@ def find_mutants(module: str, text: str, operators: set[str] | None = None) -> l
         last = src.line_of(max(e for _, e, _ in edits) - 1)
         if any(n in src.pragma for n in range(first, last + 1)):
             return
-        out.append(Mutant(module, first, original, mutated, tuple(edits), operator))
+        m = Mutant(module, first, original, mutated, tuple(edits), operator)
+        why = EQUIVALENT.get((module, operator, lines[first - 1].strip(), original))
+        if why is not None:
+            if equivalent is not None:
+                equivalent.append((m, why))
+            return
+        out.append(m)
 
     def replace(node: ast.AST, new: str, operator: str) -> None:
         start, end = src.start(node), src.end(node)
@@ -498,8 +533,17 @@ def run(modules: list[str], tests_for: dict[str, list[str]], jobs: int,
         base = Path(temp) / "base"
         shutil.copytree(ROOT, base, symlinks=True, ignore=IGNORE)  # one snapshot for all
         originals = {m: (base / m).read_bytes() for m in modules}
-        mutants = {m: select(m, find_mutants(m, originals[m].decode(), operators), sample, seed)
+        equivalent: dict[str, list[tuple[Mutant, str]]] = {m: [] for m in modules}
+        mutants = {m: select(m, find_mutants(m, originals[m].decode(), operators,
+                                             equivalent[m]), sample, seed)
                    for m in modules}
+        matched = {(x.module, x.operator, originals[x.module].decode().splitlines()[
+            x.line - 1].strip(), x.original) for v in equivalent.values() for x, _ in v}
+        for key in EQUIVALENT:
+            if key[0] in modules and (operators is None or key[1] in operators) and (
+                    key not in matched):
+                _progress(f"mutation: warning: EQUIVALENT's entry matches no mutant (stale?): "
+                          f"{key}")
         total = sum(len(v) for v in mutants.values())
         _progress(f"mutation: {total} mutants in {len(modules)} modules, {jobs} jobs")
         workers: queue.Queue[Worker] = queue.Queue()
@@ -517,9 +561,21 @@ def run(modules: list[str], tests_for: dict[str, list[str]], jobs: int,
         with ThreadPoolExecutor(max_workers=jobs) as pool:
             # 1. the unmutated tests pass in a copy, and time them
             # (once per list of tests: modules mapped to the same tests share the clean run)
+            # (tried up to CLEAN_TRIES times: an end-to-end test's timing that fails once on a
+            # busy host would end the whole run, and a mutant's run is not retried anyway)
             lists = list(dict.fromkeys(tuple(tests_for[m]) for m in modules))
+
+            def clean_run(w: Worker, tests: list[str]) -> tuple[str, float, str]:
+                for attempt in range(1, CLEAN_TRIES + 1):
+                    status, secs, output = w.pytest(tests, 1800.0)
+                    if status == "passed" or attempt == CLEAN_TRIES:
+                        return status, secs, output
+                    _progress(f"clean: {' '.join(tests)}: {status} (try {attempt} of "
+                              f"{CLEAN_TRIES}):\n{_tail(output, 4)}")
+                raise AssertionError  # unreachable
+
             runs = dict(zip(lists, pool.map(
-                lambda t: on_worker(lambda w: w.pytest(list(t), 1800.0)), lists), strict=True))
+                lambda t: on_worker(clean_run, list(t)), lists), strict=True))
             clean = {m: runs[tuple(tests_for[m])] for m in modules}
             for m, (status, secs, output) in clean.items():
                 _progress(f"clean: {m}: {status} in {secs:.1f}s")
@@ -583,7 +639,10 @@ def run(modules: list[str], tests_for: dict[str, list[str]], jobs: int,
         "operators": sorted(operators or OPERATORS),
         "sample": sample, "seed": seed if sample is not None else None,
         "modules": {m: {**asdict(s), "score": round(s.score, 1),
-                        "tests": tests_for[m], "timeout_s": round(timeouts[m], 1)}
+                        "tests": tests_for[m], "timeout_s": round(timeouts[m], 1),
+                        "equivalent": [{"line": x.line, "operator": x.operator,
+                                        "original": x.original, "why": why}
+                                       for x, why in equivalent[m]]}
                     for m, s in scores.items()},
         "total": {"mutants": total, "killed": killed, "survived": total - killed,
                   "score": round(100.0 * killed / total, 1) if total else 100.0},
@@ -613,6 +672,9 @@ def _table(result: dict[str, object], survivors: bool) -> str:
     rows.append(f"{'total':<{width}}  {total['mutants']:>7}  {total['killed']:>6}  "
                 f"{'':>7}  {total['survived']:>8}  {total['score']:>5.1f}%")
     rows.append(f"wall time {result['wall_s']}s with {result['jobs']} jobs")
+    left_out = [(m, x) for m, s in modules.items() for x in s["equivalent"]]  # type: ignore[attr-defined]
+    if left_out:
+        rows.append(f"left out as equivalent (EQUIVALENT): {len(left_out)}")
     if survivors:
         for s in modules.values():
             for x in s["survivors"]:  # type: ignore[attr-defined]

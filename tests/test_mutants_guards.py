@@ -10,7 +10,7 @@ import io
 
 import pytest
 
-from launcher.caps.fit import Fit, _shown, fit_to_budget
+from launcher.caps.fit import Fit, _shown, fit_to_budget, why_nothing_fits
 from launcher.caps.resolve import resolve
 from launcher.cgroups.placement import Carried, _enable_path, _read_set, carried_limits
 from launcher.errors import HostError
@@ -338,3 +338,153 @@ def test_processes_taking_turns_on_the_cpus_warn_in_the_verdict(tmp_path):
     assert r.caps.verdict.reasons == [oversubscribed(2, 4, 2)]
     assert oversubscribed(2, 4, 2).startswith("2 processes x 4 compute threads = 8 on 2 CPU(s): "
                                               "oversubscribed 4x, so they take turns")
+
+
+# The sample of 2026-11-26 (seed 1): the level and words of single reasons, --fit's keys
+
+
+def test_missing_gpus_alone_make_the_verdict_a_warning(tmp_path):
+    """No other reason: the GPUs' own warning is what turns the verdict from ok to warn."""
+    from tests.test_verdict_bounds import _verdict
+
+    one = "framework: none\nthreads: {intra_op: 1}\n"
+    assert _verdict(tmp_path, one) == ("ok", [])
+    assert _verdict(tmp_path, one + "gpu: {vendor: nvidia, count: 2}\n") == (
+        "warn", ["the profile asks for 2 NVIDIA GPU(s) and this host shows 0; use --gpus none "
+                 "to run on the CPU."])
+
+
+def test_a_memory_limit_above_the_cgroups_names_the_memory_limit(tmp_path):
+    from tests.test_verdict_bounds import _verdict
+
+    assert _verdict(tmp_path, "framework: none\nthreads: {intra_op: 1}\n"
+                              "limits: {memory: 2GiB}\n") == (
+        "warn", ["limits.memory 2GiB is above the memory limit 300MiB of /sys/fs/cgroup/job, "
+                 "which binds: the run gets at most 300MiB."])
+
+
+def test_nothing_fits_lists_every_key_of_the_smallest_tried(tmp_path):
+    """Stacks that never fit and a pool to shrink: the smallest tried sets both."""
+    from tests.test_verdict_bounds import _limits, _r
+
+    facts = probe_host(_limits(tmp_path, str(8 << 20), str(1 << 20)), environ={})
+    r = _r(tmp_path, "framework: tf\nthreads: {intra_op: 4}\nlimits: {stack: auto}\n", facts)
+    assert fit_to_budget(r) is None
+    assert why_nothing_fits(r) == (
+        "--fit: nothing fits: even limits.stack 1MiB, threads.intra_op 1 reserves 11.0MiB of "
+        "thread stacks, above half of DATA 1MiB.")
+
+
+def test_the_pools_of_a_framework_not_bound_to_the_affinity_are_named_plainly(tmp_path):
+    """torch's pools follow threads.intra_op alone: no variable in brackets; JAX's name the one
+    that sizes them."""
+    from tests.test_verdict_bounds import _r
+
+    fit = fit_to_budget(_r(tmp_path, "framework: torch\nthreads: {intra_op: 4}\n"
+                                     "limits: {pids: 10}\n"))
+    assert fit is not None and fit.values == {"threads.intra_op": 3}
+    assert fit.cost == "its CPU pools shrink from 4 to 3 threads (CPU-bound work scales with them)"
+
+
+def test_the_kernels_peak_at_a_boundary_is_the_cycle_befores_in_the_report():
+    """The sampler writes the run cgroup's peak charge since the last boundary as
+    `memory_peak_bytes` on a boundary row (docs/telemetry.md): it is the closing cycle's, and
+    the report's cycle table shows it in a column of its own."""
+    from launcher.telemetry import growth
+    from launcher.usecases.growth_report import cycle_rows
+    from tests.test_growth import rows_of
+
+    rows = rows_of([3, 16, 23], excess=8)
+    rows[2]["memory_peak_bytes"] = 300 << 20  # fold 2's boundary: fold 1's peak
+    rows[4]["memory_peak_bytes"] = 310 << 20
+    unit, cycles = growth.cycles_of(rows)
+    assert (unit, [c.kernel_peak for c in cycles]) == ("fold", [300 << 20, 310 << 20, None])
+    assert cycle_rows(growth.to_json(unit, cycles, [])) == [
+        ("fold", "seconds", "threads (floor-peak)", "memory peak (kernel)"),
+        ("1", "1.0", "3-11", "300MiB"), ("2", "1.0", "16-24", "310MiB"),
+        ("3", "(last)", "23-31", "-")]
+
+
+def test_a_trend_line_after_the_run_has_no_time_from_now():
+    """The report's trend line (ended): where the limit is reached, without `in ~N s`; live,
+    the time to it, or `in the one now running`, or nothing where it is not known; a limit not
+    known is `?`."""
+    import dataclasses
+
+    from launcher.telemetry.growth import live_line
+    from tests.test_growth import rows_of, threads_trend
+
+    t = threads_trend(rows_of([3, 16, 23, 30], excess=8), now=3.0)
+    assert t is not None and t.in_s == 2.0
+    said = "threads +7 per fold (folds 2-4): pids.max 50 reached in fold ~6"
+    assert live_line(t, ended=True) == said
+    assert live_line(t) == f"{said}, in ~2 s"
+    assert live_line(dataclasses.replace(t, in_s=0)) == f"{said}, in the one now running"
+    assert live_line(dataclasses.replace(t, in_s=None)) == said
+    assert live_line(dataclasses.replace(t, limit=None)) == (
+        "threads +7 per fold (folds 2-4): pids.max ? reached in fold ~6, in ~2 s")
+
+
+def test_a_census_closes_each_comm_file_it_reads(tmp_path):
+    """Read at every boundary of a long run: a descriptor kept per thread would run the
+    supervisor out of RLIMIT_NOFILE."""
+    import os
+
+    from launcher.telemetry.census import names_of
+
+    host(tmp_path, {f"10/task/{t}/comm": "worker\n" for t in range(10, 30)})
+    before = len(os.listdir("/proc/self/fd"))
+    names, _ = names_of([10], proc=str(tmp_path))
+    assert names == {"worker": 20}
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+# The supervisor's reason codes (the exit record's `reason`, summary.json's ended.reason)
+
+
+def test_each_end_of_a_run_has_its_reason_code():
+    from launcher.supervise.diagnose import diagnose
+
+    before, after = Counters(), Counters()
+    assert diagnose(0, before, after)[0] == "ok"
+    assert diagnose(3, before, after)[0] == "exit"
+    assert diagnose(-15, before, after) == ("signal", "the workload was killed by SIGTERM.")
+    code, said = diagnose(-9, before, after)
+    assert code == "sigkill" and said.startswith("the workload was killed by SIGKILL, and no "
+                                                 "OOM kill was counted")
+    after.host_oom_kills = 1
+    assert diagnose(-9, before, after)[0] == "host-oom"
+    before.pids_events, after.pids_events, after.pids_max = {"/a": 0}, {"/a": 2}, 40
+    assert diagnose(1, before, after)[0] == "pids"
+    assert diagnose(0, before, after)[0] == "exit-pids"
+    before.oom_kills, after.oom_kills = 0, 1
+    assert diagnose(-9, before, after)[0] == "oom"
+
+
+def test_a_signal_without_a_name_is_said_by_its_number():
+    """A real-time signal (SIGRTMIN+6 is 40 on Linux) has no name of its own in Python's
+    signal.Signals: the workload was killed by `signal 40`."""
+    import signal
+
+    from launcher.supervise.diagnose import diagnose
+
+    with pytest.raises(ValueError):
+        signal.Signals(40)
+    assert diagnose(-40, Counters(), Counters()) == ("signal",
+                                                     "the workload was killed by signal 40.")
+
+
+def test_a_units_boundaries_are_one_within_the_documented_debounce_of_0_05_s(monkeypatch):
+    """docs/growth.md: boundaries of one unit closer than 0.05 s are one; 0.06 s apart, two."""
+    from launcher.telemetry import growth_watch
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+    clock = [1000.0]
+    monkeypatch.setattr(growth_watch.time, "monotonic", lambda: clock[0])
+    watch = GrowthWatch(GrowthOptions(), [].append)
+    rows = _Rows()
+    watch.attach(rows, None)
+    for step, after in ((1, 0.0), (2, 0.04), (3, 0.06), (4, 0.06)):
+        clock[0] += after
+        watch.output("stdout", f"step {step}\n".encode())
+    assert [r["cycle"]["n"] for r in rows.rows] == [1, 3, 4]  # type: ignore[index]
