@@ -242,6 +242,16 @@ def test_status_reads_each_chunks_slurm_state_and_a_killed_launchers_jobs(slurm,
     first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env={**os.environ, "PYTHONPATH": str(ROOT)})
     try:
+        _status_while_running_and_after_a_kill(tmp_path, name, first)
+    finally:  # a failed assertion leaves no two-minute jobs on the node
+        if first.poll() is None:
+            first.kill()
+        subprocess.run(["scancel", f"--name=launcher-{name}"], check=False)
+
+
+def _status_while_running_and_after_a_kill(tmp_path: Path, name: str,
+                                           first: subprocess.Popen) -> None:  # type: ignore[type-arg]
+    try:
         def both_submitted() -> dict | None:  # type: ignore[type-arg]
             if not (tmp_path / "out" / "ledger.sqlite").exists():
                 return None
@@ -249,7 +259,7 @@ def test_status_reads_each_chunks_slurm_state_and_a_killed_launchers_jobs(slurm,
             states = sorted(c["state"] for c in (st.get("external") or {}).get("chunks", []))
             return st if states == ["PENDING", "RUNNING"] else None
 
-        st = wait_until(while_running(first, both_submitted), 60, interval=0.5,
+        st = wait_until(while_running(first, both_submitted), 120, interval=0.5,
                         what="one chunk RUNNING in Slurm, the other PENDING")
         assert st["runner"] and st["external"]["name"] == f"launcher-{name}"
         jobs = {c["chunk"]: c["job"] for c in st["external"]["chunks"]}
