@@ -201,7 +201,8 @@ def test_run_summary_names_gpus_from_the_host_facts(tmp_path: Path):
     from launcher.vendors.base import Gpu
 
     shutil.copy(FIXTURES / "gpu-run/telemetry.jsonl", tmp_path)
-    r = SimpleNamespace(caps=SimpleNamespace(profile="base", estimate={"total": 110}),
+    r = SimpleNamespace(caps=SimpleNamespace(profile="base", estimate=SimpleNamespace(
+            to_json=lambda: {"total": 110})),
                         framework="jax", facts=SimpleNamespace(gpus=[
                             Gpu("nvidia", 0, "NVIDIA H100 80GB HBM3", 81559 * MiB)]))
     result = SimpleNamespace(status=0, enforcement=Enforcement())

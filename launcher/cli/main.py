@@ -103,6 +103,18 @@ class LazyGroup(click.Group):
 
         return plugin_command(cmd_name, entry)
 
+    def resolve_command(self, ctx: click.Context,
+                        args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """An unknown command is a usage error that names the nearest, as click's options do."""
+        name = args[0]
+        if self.get_command(ctx, name) is None and not name.startswith("-"):
+            import difflib
+
+            near = difflib.get_close_matches(name, self.list_commands(ctx), n=1)
+            hint = f" Did you mean {near[0]!r}?" if near else ""
+            ctx.fail(f"No such command {name!r}.{hint}")
+        return super().resolve_command(ctx, args)
+
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """The table's lines, with no command imported (a plugin's: its help's first line)."""
         rows = [(n, short) for n, (_, short) in self.table.items()]

@@ -216,8 +216,9 @@ def write_tree(out: Path, files: dict[str, str], *, force: bool = False,
             (staging / name).write_text(text)
         if package:
             copy_package(staging)
-        (staging / MARKER).write_text(json.dumps(sorted({*names, *ours})) + "\n")
-        for name in [*files, MARKER]:
+        if package:  # a render's folder: what a later render may replace
+            (staging / MARKER).write_text(json.dumps(sorted({*names, *ours})) + "\n")
+        for name in [*files, *([MARKER] if package else [])]:
             os.replace(staging / name, out / name)
         for name in dirs:
             if (out / name).exists():
