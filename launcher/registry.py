@@ -48,11 +48,11 @@ class Registry(Generic[T]):
         if entry is None:
             raise UnknownEntry(f"unknown {self.kind} {name!r} (known: "
                                f"{', '.join(self.names())})")
-        if name not in self._loaded:
-            module, _, attr = entry.value.partition(":")
-            self._loaded[name] = getattr(importlib.import_module(module.strip()),
-                                         attr.strip() or self.default)
-        return self._loaded[name]
+        if entry.value not in self._loaded:  # by what it names: a later install may
+            module, _, attr = entry.value.partition(":")  # give the name another entry
+            self._loaded[entry.value] = getattr(importlib.import_module(module.strip()),
+                                                attr.strip() or self.default)
+        return self._loaded[entry.value]
 
     def provider(self, name: str) -> str | None:
         """The distribution that declares `name`, where it is not launcher itself."""

@@ -22,19 +22,20 @@ Handler = Callable[..., int | None]
 
 
 @cache
-def _names() -> dict[str, str]:
+def _names(key: str) -> str:
+    """The registries' names a help text may ask for, read one registry at a time."""
     from launcher.usecases import names
 
-    return {"runtimes": " | ".join(names.runtimes()), "backends": " | ".join(names.backends()),
-            "targets": " | ".join(names.render_targets()),
-            "frameworks": "|".join(names.frameworks())}
+    read = {"runtimes": names.runtimes, "backends": names.backends,
+            "targets": names.render_targets, "frameworks": names.frameworks}
+    return ("|" if key == "frameworks" else " | ").join(read[key]())
 
 
 class _Names(dict):  # type: ignore[type-arg]
     """The registries' names, read only where a text asks for one (`${frameworks}`)."""
 
     def __missing__(self, key: str) -> str:
-        return _names()[key]
+        return _names(key)
 
 
 def fill(text: str | None) -> str | None:

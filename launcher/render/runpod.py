@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import shlex
 
+from launcher.render.targets import PROFILE, ProfileRender
+
 
 def render_runpod(profile: str, image: str, *, env: dict[str, str], command: list[str] | None,
                   ports: list[str] | None = None, container_disk_gb: int = 40,
@@ -24,3 +26,18 @@ def render_runpod(profile: str, image: str, *, env: dict[str, str], command: lis
         "isServerless": False,
     }
     return json.dumps(doc, indent=2) + "\n"
+
+
+class RunPodTarget:
+    """runpod.json: a pod template (image, variables, start command, ports)."""
+
+    name = "runpod"
+    description = "a RunPod pod template"
+    kind = PROFILE
+
+    def render_profile(self, job: ProfileRender) -> dict[str, str]:
+        return {"runpod.json": render_runpod(job.profile, job.image, env=job.env,
+                                             command=job.command, ports=job.ports)}
+
+
+TARGET = RunPodTarget()

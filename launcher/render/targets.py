@@ -1,7 +1,9 @@
-"""Where a job can be rendered, as a registry (entry-point group `launcher.render_targets`):
-`k8s` (a Kubernetes Indexed Job). A target is an object with a `name`, a `description`, a
-`check` of the options before anything is read, and a `render` that returns files; a new one
-(Slurm) is one module and one entry-point line, and `launcher jobs render --target` lists it."""
+"""Every render target, as one registry (entry-point group `launcher.render_targets`). A
+target's `kind` says what it renders: a profile (`launcher render`: compose, RunPod), each
+given a ProfileRender and returning its files, or a job (`launcher jobs render --target`:
+Kubernetes, Slurm), with a `check` of the options before anything is read and a `render` that
+returns files. A new one is one module and one entry-point line; the files it returns are
+written by the one writer (usecases/render.py's write_tree)."""
 
 from __future__ import annotations
 
@@ -40,6 +42,33 @@ class RenderedJob:
     data: dict[str, Any] = field(default_factory=dict)  # the same, for --json
 
 
+PROFILE, JOB = "profile", "job"  # what a target renders (`kind`; job where it says none)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProfileRender:
+    """What a profile target renders from: the caps' services (one per GPU where the profile
+    runs a process per GPU), their variables, the start command and the image."""
+
+    profile: str
+    image: str  # the tag a pod or a service runs
+    services: dict[str, Any]  # name -> RunSpec
+    per_service: dict[str, dict[str, str]]  # name -> its variables
+    env: dict[str, str]  # the explicit variables (the command's and --env)
+    command: list[str]
+    ports: list[str]
+    notes: list[str]  # what to tell the user (a target may add to it)
+
+
+def kind_of(target: object) -> str:
+    return str(getattr(target, "kind", JOB))
+
+
+def profile_targets() -> list[Any]:
+    """The targets `launcher render` writes, in registry order."""
+    return [t for t in _registry.loaded() if kind_of(t) == PROFILE]
+
+
 class RenderTarget(Protocol):
     name: str
     description: str
@@ -60,9 +89,19 @@ def names() -> tuple[str, ...]:
     return _registry.names()
 
 
+def job_names() -> tuple[str, ...]:
+    """The targets `jobs render --target` takes (their modules are imported: each is light)."""
+    return tuple(n for n in names() if kind_of(_registry.get(n)) == JOB)
+
+
 def get(name: str) -> RenderTarget:
+    """A job target by name."""
     try:
-        return _registry.get(name)
+        target = _registry.get(name)
     except UnknownEntry:
-        raise LauncherError(f"--target must be one of {', '.join(names())} "
-                            f"(got {name!r})") from None
+        target = None
+    if target is None or kind_of(target) != JOB:
+        raise LauncherError(f"--target must be one of {', '.join(job_names())} (got {name!r}"
+                            + (": a profile's target, `launcher render` writes it)"
+                               if target is not None else ")")) from None
+    return target

@@ -67,9 +67,9 @@ def render(req: JobsRenderRequest) -> RenderedJob:
 
 def _spelling(dest: str) -> str:
     """How the flag that fills `dest` is spelt, by whichever target declares it."""
-    from launcher.render.targets import names
+    from launcher.render.targets import job_names
 
-    for name in names():
+    for name in job_names():
         declared = getattr(get_target(name), "flags", {})
         if dest in declared:
             return str(declared[dest].opts[0])

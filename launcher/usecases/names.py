@@ -32,9 +32,10 @@ def backends() -> tuple[str, ...]:
 
 
 def render_targets() -> tuple[str, ...]:
-    from launcher.render.targets import names
+    """The targets `jobs render --target` takes."""
+    from launcher.render.targets import job_names
 
-    return names()
+    return job_names()
 
 
 COMMANDS = Registry("command", group="launcher.commands", default="COMMAND")

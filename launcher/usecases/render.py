@@ -28,10 +28,10 @@ from launcher.flags import (
     Flag,
     flag,
 )
-from launcher.render.compose import render_compose, service_specs
+from launcher.render.compose import service_specs
 from launcher.render.dockerfile import PACKAGE_DIRS, context_files, copy_package, image_spec
 from launcher.render.images import default_tag
-from launcher.render.runpod import render_runpod
+from launcher.render.targets import ProfileRender, profile_targets
 from launcher.runtime.spec import Mount, RunSpec
 from launcher.units import format_size
 from launcher.usecases.build_request import build_command
@@ -167,9 +167,11 @@ def render_files(r: Resolved, *, base_image: str | None, ca_cert: Path | None, t
     if not command:
         notes.append("no --command or --workload was given: the services run the image's CMD "
                      "(python3), which exits at once without a terminal")
-    files["compose.yaml"] = render_compose(r.profile.name, services, per_service, notes)
-    files["runpod.json"] = render_runpod(r.profile.name, tag, env=env, command=command,
-                                         ports=list(target.ports))
+    job = ProfileRender(profile=r.profile.name, image=tag, services=services,
+                        per_service=per_service, env=env, command=command,
+                        ports=list(target.ports), notes=notes)
+    for each in profile_targets():  # compose, RunPod, a third party's
+        files.update(each.render_profile(job))
     if ca_cert is not None:
         files["launcher-ca.crt"] = ca_cert.read_text()
     return files, notes
