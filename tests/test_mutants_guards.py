@@ -488,3 +488,108 @@ def test_a_units_boundaries_are_one_within_the_documented_debounce_of_0_05_s(mon
         clock[0] += after
         watch.output("stdout", f"step {step}\n".encode())
     assert [r["cycle"]["n"] for r in rows.rows] == [1, 3, 4]  # type: ignore[index]
+
+
+# The sample of seed 2: v1's controllers, a mount holding nothing, a cycle named after a
+# repeated outer one, a pattern's group `n`, the memory words, the stacks already mapped, the
+# RSS for the memory limit, the peaks' fix
+
+
+def test_a_v1_controller_is_present_in_the_leaf_itself(tmp_path):
+    """v1: each controller is a hierarchy of its own, with no cgroup.controllers to read: the
+    leaf has its interface files."""
+    from launcher.probe.cgroup import present_dir
+
+    host(tmp_path, {"pids/a/leaf/pids.max": "9\n", "pids/a/pids.max": "max\n"})
+    chain = Chain("v1", (tmp_path / "pids/a/leaf", tmp_path / "pids/a"))
+    assert present_dir(chain, "pids") == tmp_path / "pids/a/leaf"
+
+
+def test_where_no_mount_holds_the_cgroup_one_that_exists_is_preferred(tmp_path):
+    """Neither mount's root holds the cgroup's path: a mount point that is there wins over a
+    longer root whose mount point is not."""
+    from launcher.probe.cgroup import holding_mount
+    from launcher.probe.mountinfo import Membership, Mount
+
+    host(tmp_path, {"sys/fs/cgroup/pids/tasks": ""})
+    there = Mount("/sys/fs/cgroup/pids", "/other", "cgroup", frozenset({"pids"}))
+    gone = Mount("/sys/fs/cgroup/gone", "/other/deeper", "cgroup", frozenset({"pids"}))
+    member = Membership("3", frozenset({"pids"}), "/jobs/a")
+    assert holding_mount(tmp_path, [gone, there], member) == there
+    assert holding_mount(tmp_path, [there, gone], member) == there
+
+
+def test_a_line_repeating_the_outer_cycle_marks_the_inner_one():
+    """Keras in a k-fold prints the fold on each epoch's line: `Fold 1/5 - Epoch 2/10` is
+    epoch 2, though fold 1 marks nothing again."""
+    from launcher.telemetry.cycles import Boundary, CycleMarks
+
+    marks = CycleMarks()
+    assert marks.feed("stdout", b"Fold 1/5\nFold 1/5 - Epoch 2/10\n") == [
+        Boundary("fold", 1, 5, "Fold 1/5"), Boundary("epoch", 2, 10, "Fold 1/5 - Epoch 2/10")]
+
+
+def test_a_patterns_group_n_is_the_number_wherever_it_is():
+    """docs: the first group, or the group named `n`: here the second."""
+    from launcher.telemetry.cycles import Boundary, CycleMarks, compile_pattern
+
+    marks = CycleMarks(compile_pattern(r"(train|eval) round (?P<n>\d+)"))
+    assert marks.feed("stdout", b"train round 3\neval round 4\n") == [
+        Boundary("cycle", 3, None, "train round 3"), Boundary("cycle", 4, None, "eval round 4")]
+
+
+@pytest.mark.parametrize("line", ["cannot allocate memory for thread-local data",
+                                  "OSError: [Errno 12] Cannot allocate memory",
+                                  "terminate called after throwing 'std::bad_alloc'",
+                                  "MemoryError", "RuntimeError: memory allocation failed"])
+def test_each_of_the_memory_words_is_kept(line):
+    from launcher.telemetry.failures import FailureText
+
+    text = FailureText()
+    text.feed(f"{line}\n".encode())
+    assert text.found == {"memory": line}
+
+
+@pytest.mark.parametrize(("key", "seen", "word", "fix"), [
+    ("data", "vm_data_seen", "RLIMIT_DATA", "ulimit -d"),
+    ("address_space", "vm_size_seen", "RLIMIT_AS", "ulimit -v")])
+def test_the_address_space_already_mapped_leaves_room_for_fewer_stacks(key, seen, word, fix):
+    """100MiB, 95MiB of it mapped when last seen: room for ~5 more 1MiB stacks, fewer than
+    pids.max 40 allows; with nothing seen mapped, pids.max would bind first."""
+    from launcher.telemetry.failures import likeliest
+
+    at = {key: 100 << 20, "stack": 1 << 20, "threads_seen": 3, "pids_max": 40}
+    assert likeliest({"thread": "x"}, {**at, seen: 95 << 20}) == (
+        f"likeliest (not counted: the peak was shorter than a sample), {word} 100MiB, with each "
+        f"thread reserving a 1MiB stack (set limits.stack and threads.omp_stack smaller, or "
+        f"raise {fix}): the workload printed 'x'")
+    assert "pids.max 40" in str(likeliest({"thread": "x"}, at))
+
+
+def test_an_oom_without_a_memory_cgroup_is_said_of_the_rss():
+    from launcher.telemetry.growth_verdict import growth_record
+    from tests.test_growth import rows_of
+
+    rows = rows_of([(100 + 64 * i) << 20 for i in range(8)], key="rss_bytes", limit=520 << 20,
+                   excess=1 << 20)
+    record = growth_record(rows, {"failure_text": {}}, {"reason": "oom", "diagnosis": "d."},
+                           status=137)
+    assert record["diagnosis"].startswith(
+        "RSS grew +64MiB per fold; the memory limit 520MiB was reached in fold 8; a higher "
+        "limit only delays it: free what each cycle keeps"), record["diagnosis"]
+
+
+def test_a_death_of_growing_peaks_gets_the_peaks_fix():
+    """Floors flat, peaks +10MiB a fold: what each cycle needs grows, not what it keeps."""
+    from launcher.telemetry.growth_verdict import growth_record
+    from tests.test_growth import rows_of
+
+    rows = rows_of([100 << 20] * 8, key="memory_bytes", limit=400 << 20)
+    for i, r in enumerate(r for r in rows if not r.get("cycle")):
+        r["memory_bytes"] = (100 << 20) + (10 << 20) * (i + 1)
+    record = growth_record(rows, {"failure_text": {}}, {"reason": "oom", "diagnosis": "d."},
+                           status=137)
+    assert record["diagnosis"] == (
+        "memory grew +10MiB per fold at each fold's peak; the memory limit 400MiB was reached "
+        "in fold 8; a higher limit only delays it: keep what each cycle needs from growing (its "
+        "batch, chunk, cache or pool is made larger each cycle, and freed at its end).")
