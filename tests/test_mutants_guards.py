@@ -593,3 +593,74 @@ def test_a_death_of_growing_peaks_gets_the_peaks_fix():
         "memory grew +10MiB per fold at each fold's peak; the memory limit 400MiB was reached "
         "in fold 8; a higher limit only delays it: keep what each cycle needs from growing (its "
         "batch, chunk, cache or pool is made larger each cycle, and freed at its end).")
+
+
+# The sample of seed 3: the v1 placement in words, its advisory's fix, the memory maps'
+# limit row, the RSS beside the cgroup's charge, the first time window
+
+
+def test_a_v1_placement_is_a_child_of_the_callers_cgroup_in_words(tmp_path):
+    from launcher.cgroups.placement import place
+
+    root = host(tmp_path, {"proc/self/cgroup": "3:pids:/jobs/a\n",
+                           "proc/self/mountinfo": (
+                               "30 25 0:30 / /sys/fs/cgroup/pids rw,nosuid - cgroup cgroup "
+                               "rw,pids\n"),
+                           "sys/fs/cgroup/pids/jobs/a/": ""})
+    a = root / "sys/fs/cgroup/pids/jobs/a"
+    (placement,) = place(("pids",), root, writable=lambda _p: True, ours={100}).placements
+    assert placement.describe() == f"cgroup v1: a child of the caller's cgroup {a}"
+    refused = place(("pids",), root, writable=lambda _p: False, ours={100})
+    assert refused.placements == ()
+    assert refused.advisory == {"pids": (
+        f"cannot write {a} (cgroup v1 pids); fix: start launcher in a cgroup of its own "
+        f"(`systemd-run --user --scope -p Delegate=yes launcher run ...`) or use --runtime "
+        f"docker")}
+
+
+def test_memory_maps_are_projected_to_the_max_map_count_the_sampler_writes():
+    """Rows as the sampler writes them: `maps` and its limit `max_map_count`."""
+    from launcher.telemetry import growth
+
+    rows = [{"t": float(i), "maps": 1000 + 500 * i, "max_map_count": 5000,
+             "cycle": {"unit": "fold", "n": i + 1, "total": None}} for i in range(6)]
+    _, _, found = growth.trends(rows, now=5.5)
+    (t,) = found
+    assert growth.live_line(t, ended=True) == (
+        "memory maps +500 per fold (folds 2-6): vm.max_map_count 5,000 reached in fold ~10")
+
+
+def test_the_rss_beside_the_cgroups_charge_is_not_projected_to_the_memory_limit():
+    """The cgroup's working set (memory_bytes) meets the memory limit; the tree's RSS counts
+    shared pages once per process: its trend has no limit."""
+    from launcher.telemetry import growth
+    from tests.test_growth import rows_of
+
+    rows = rows_of([(100 + 64 * i) << 20 for i in range(8)], key="memory_bytes",
+                   limit=1000 << 20, excess=1 << 20)
+    for r in rows:
+        r["rss_bytes"] = r["memory_bytes"] + (8 << 20)
+    _, _, found = growth.trends(rows, now=7.5)
+    trends = {t.series: t.to_json() for t in found}
+    assert (trends["memory_bytes"]["limit"], trends["memory_bytes"]["reached"]) == (1000 << 20,
+                                                                                    16)
+    assert trends["rss_bytes"]["grows"]
+    assert (trends["rss_bytes"]["limit"], trends["rss_bytes"]["reached"]) == (None, None)
+
+
+def test_the_first_time_window_ends_a_window_after_the_start(monkeypatch):
+    """Where no line marks a cycle, window 1 is marked at `growth.window` seconds, not at the
+    first sample."""
+    from launcher.telemetry import growth_watch
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+    clock = [1000.0]
+    monkeypatch.setattr(growth_watch.time, "monotonic", lambda: clock[0])
+    watch = GrowthWatch(GrowthOptions(window=30.0), [].append)
+    rows = _Rows()
+    watch.attach(rows, None)
+    for t in (0.5, 29.0, 30.0, 45.0, 60.5):
+        clock[0] += 1.0
+        watch.on_sample({"t": t})
+    assert [(r["cycle"]["unit"], r["cycle"]["n"]) for r in rows.rows] == [  # type: ignore[index]
+        ("window", 1), ("window", 2)]
