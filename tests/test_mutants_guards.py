@@ -664,3 +664,23 @@ def test_the_first_time_window_ends_a_window_after_the_start(monkeypatch):
         watch.on_sample({"t": t})
     assert [(r["cycle"]["unit"], r["cycle"]["n"]) for r in rows.rows] == [  # type: ignore[index]
         ("window", 1), ("window", 2)]
+
+
+def test_time_windows_stop_once_a_line_marks_a_cycle(monkeypatch):
+    """Windows stand in for cycles until a line marks one; then the line's unit alone."""
+    from launcher.telemetry import growth_watch
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+    clock = [1000.0]
+    monkeypatch.setattr(growth_watch.time, "monotonic", lambda: clock[0])
+    watch = GrowthWatch(GrowthOptions(window=10.0), [].append)
+    rows = _Rows()
+    watch.attach(rows, None)
+    watch.on_sample({"t": 10.0})
+    clock[0] += 1.0
+    watch.output("stdout", b"epoch 1\n")
+    for t in (20.0, 30.0):
+        clock[0] += 1.0
+        watch.on_sample({"t": t})
+    assert [(r["cycle"]["unit"], r["cycle"]["n"]) for r in rows.rows] == [  # type: ignore[index]
+        ("window", 1), ("epoch", 1)]
