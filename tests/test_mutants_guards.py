@@ -684,3 +684,44 @@ def test_time_windows_stop_once_a_line_marks_a_cycle(monkeypatch):
         watch.on_sample({"t": t})
     assert [(r["cycle"]["unit"], r["cycle"]["n"]) for r in rows.rows] == [  # type: ignore[index]
         ("window", 1), ("epoch", 1)]
+
+
+def test_a_stop_says_which_cycle_reaches_the_limit_or_the_one_about_to_start():
+    """One cycle's growth to spare: `in fold ~7, so it stops as fold 6 starts` where the limit
+    comes in a later cycle, `in fold 6, the one about to start` where it comes in that one."""
+    import dataclasses
+
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+    from tests.test_growth import rows_of, threads_trend
+
+    t = threads_trend(rows_of([3, 16, 23, 30], excess=8), now=3.0)
+    assert t is not None
+    why = ("stopped before fold 6 (--stop-before-limit): threads +7 per fold would pass pids.max "
+           "50 ")
+    for reached, when in ((7, "in fold ~7, so it stops as fold 6 starts (one fold's growth to "
+                              "spare: a fold's peak varies)"),
+                          (6, "in fold 6, the one about to start")):
+        said: list[str] = []
+        watch = GrowthWatch(GrowthOptions(stop=True), said.append)
+        watch._stop(dataclasses.replace(t, reached=reached), 6, 5.0)
+        assert watch.stopped is not None and watch.stopped["why"] == why + when
+        assert said == [f"growth: {why}{when}; SIGTERM now, SIGKILL after 10 s"]
+
+
+def test_a_pools_fix_is_its_declarations_else_the_generic_one():
+    from launcher.telemetry.census import fix_for
+    from launcher.threadpools import UNNAMED_FIX, ThreadPool
+
+    pools = (ThreadPool("tf_data", "tf.data", "close each cycle's iterators"),
+             ThreadPool("omp_", "OpenMP"))
+    assert fix_for("tf.data", pools) == "close each cycle's iterators"
+    assert fix_for("OpenMP", pools) == UNNAMED_FIX  # declared without one
+    assert fix_for("other", pools) == UNNAMED_FIX
+
+
+def test_a_failure_line_that_is_not_utf8_is_kept_with_replacement_characters():
+    from launcher.telemetry.failures import FailureText
+
+    text = FailureText()
+    text.feed(b"MemoryError in \xff\xfe buffer\n")
+    assert text.found == {"memory": "MemoryError in \ufffd\ufffd buffer"}
