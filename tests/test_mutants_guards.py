@@ -725,3 +725,67 @@ def test_a_failure_line_that_is_not_utf8_is_kept_with_replacement_characters():
     text = FailureText()
     text.feed(b"MemoryError in \xff\xfe buffer\n")
     assert text.found == {"memory": "MemoryError in \ufffd\ufffd buffer"}
+
+
+# The sample of seed 4: a deprecated variable alone, the CPUs' fit under a refusal, the pids
+# headroom counted from each level's own pids.current
+
+
+def test_a_deprecated_variable_alone_makes_the_verdict_a_warning(tmp_path):
+    prof = tmp_path / "v.yaml"
+    prof.write_text("extends: base\nframework: none\nthreads: {intra_op: 1}\n")
+    facts = probe_host(LIMITED, environ={})
+    assert resolve(load_profile(prof), facts).caps.verdict.level == "ok"
+    v = resolve(load_profile(prof), facts, inherited={"OMP_NESTED": "true"}).caps.verdict
+    assert (v.level, v.reasons) == (
+        "warn", ["OMP_NESTED=true is deprecated; launcher removes it (use "
+                 "OMP_MAX_ACTIVE_LEVELS)."])
+
+
+def test_no_cpu_fit_is_offered_for_a_run_refused_for_its_memory(tmp_path):
+    """Oversubscribed pools, and processes beyond the memory budget: smaller pools would not
+    lift the refusal, so --fit offers nothing."""
+    r, fit = _fit_of(tmp_path, "workers: {processes: 2, memory: 200MiB}\n"
+                               "threads: {intra_op: 4}\n")
+    assert r.caps.verdict.level == "refuse"
+    assert r.caps.verdict.reasons[1] == ("2 processes x 200MiB = 400MiB exceed the 300MiB "
+                                         "memory budget; at most 1 fit.")
+    assert fit is None
+    r, fit = _fit_of(tmp_path, "workers: {processes: 2, memory: 100MiB}\n"
+                               "threads: {intra_op: 4}\n")
+    assert fit is not None and fit.values == {"threads.intra_op": 1}
+
+
+def test_the_pids_limit_that_binds_is_the_one_with_the_least_headroom_by_its_own_count(
+        tmp_path):
+    """The leaf's 50 with 45 in use binds before its parent's 60 with 10: each level's
+    pids.current counts, not the limit alone."""
+    from launcher.probe.cgroup import pids_binding, read_pids
+
+    host(tmp_path, {"p/leaf/pids.max": "50\n", "p/leaf/pids.current": "45\n",
+                    "p/pids.max": "60\n", "p/pids.current": "10\n"})
+    chain = Chain("v2", (tmp_path / "p/leaf", tmp_path / "p"))
+    assert pids_binding(chain) == (50, 45, tmp_path / "p/leaf")
+    assert read_pids(chain) == (50, 45)
+    (tmp_path / "p/leaf/pids.current").write_text("5\n")  # 45 free, and 20 above
+    (tmp_path / "p/pids.current").write_text("40\n")
+    assert read_pids(chain) == (60, 40)
+
+
+def test_a_malformed_pids_current_is_named_with_its_file(tmp_path):
+    from launcher.probe.cgroup import pids_binding
+
+    host(tmp_path, {"leaf/pids.max": "50\n", "leaf/pids.current": "lots\n"})
+    with pytest.raises(HostError) as caught:
+        pids_binding(Chain("v2", (tmp_path / "leaf",)))
+    assert str(caught.value) == f"{tmp_path / 'leaf/pids.current'}: malformed value 'lots'"
+
+
+def test_a_profile_without_growth_window_gets_the_documented_30_s(tmp_path):
+    from launcher.telemetry.growth_watch import GrowthOptions
+
+    prof = tmp_path / "p.yaml"
+    prof.write_text("extends: base\n")
+    assert GrowthOptions.of(load_profile(prof)).window == 30.0
+    prof.write_text("extends: base\ngrowth: {window: 5}\n")
+    assert GrowthOptions.of(load_profile(prof)).window == 5.0
