@@ -789,3 +789,29 @@ def test_a_profile_without_growth_window_gets_the_documented_30_s(tmp_path):
     assert GrowthOptions.of(load_profile(prof)).window == 30.0
     prof.write_text("extends: base\ngrowth: {window: 5}\n")
     assert GrowthOptions.of(load_profile(prof)).window == 5.0
+
+
+def test_the_rows_of_closed_cycles_are_dropped_from_a_samplers_memory(monkeypatch):
+    """A long run's rows stay few: at each boundary those before the open cycle go (they are
+    in the book's closed cycles, and in telemetry.jsonl)."""
+    import threading
+
+    from launcher.telemetry import growth_watch
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+    class Locked(_Rows):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lock = threading.Lock()
+
+    clock = [1000.0]
+    monkeypatch.setattr(growth_watch.time, "monotonic", lambda: clock[0])
+    watch = GrowthWatch(GrowthOptions(), [].append)
+    rows = Locked()
+    watch.attach(rows, None)
+    for n in range(1, 5):
+        clock[0] += 1.0
+        rows.sample()  # a periodic sample inside the cycle
+        watch.output("stdout", f"epoch {n}\n".encode())
+    assert [r.get("cycle", {}).get("n") for r in rows.rows] == [4]  # type: ignore[union-attr]
+    assert [c.n for c in watch.book.closed] == [1, 2, 3]
