@@ -815,3 +815,16 @@ def test_the_rows_of_closed_cycles_are_dropped_from_a_samplers_memory(monkeypatc
         watch.output("stdout", f"epoch {n}\n".encode())
     assert [r.get("cycle", {}).get("n") for r in rows.rows] == [4]  # type: ignore[union-attr]
     assert [c.n for c in watch.book.closed] == [1, 2, 3]
+
+
+def test_a_death_at_vm_max_map_count_is_said_of_the_memory_maps_with_their_fix():
+    from launcher.telemetry.growth_verdict import growth_record
+    from tests.test_growth import rows_of
+
+    rows = rows_of([1000 + 500 * i for i in range(8)], key="maps", limit=5000, excess=10)
+    record = growth_record(rows, {"failure_text": {}}, {"reason": "maps", "diagnosis": "d."},
+                           status=134)
+    assert record["diagnosis"] == (
+        "memory maps grew +500 per fold; vm.max_map_count 5,000 was reached in fold 8; a higher "
+        "limit only delays it: free each cycle's mappings (memory-mapped files, allocator "
+        "arenas, thread stacks with their threads), or run each cycle in a fresh process.")
