@@ -828,3 +828,16 @@ def test_a_death_at_vm_max_map_count_is_said_of_the_memory_maps_with_their_fix()
         "memory maps grew +500 per fold; vm.max_map_count 5,000 was reached in fold 8; a higher "
         "limit only delays it: free each cycle's mappings (memory-mapped files, allocator "
         "arenas, thread stacks with their threads), or run each cycle in a fresh process.")
+
+
+@pytest.mark.parametrize(("peak", "reason"), [(973, "files"), (972, None), (1024, "files")])
+def test_open_files_sampled_within_5_percent_of_rlimit_nofile_met_it(peak, reason):
+    """`Too many open files` with the last cycle's peak at 95% of RLIMIT_NOFILE or more (a
+    sample rarely catches the very last descriptor): the files' limit is the reason."""
+    from launcher.telemetry import growth
+    from launcher.telemetry.growth_verdict import words_reason
+    from tests.test_growth import rows_of
+
+    rows = rows_of([900, 900, 900], key="files", limit=1024, excess=peak - 900)
+    _, cycles = growth.cycles_of(rows)
+    assert words_reason({"files": "OSError: Too many open files"}, cycles, []) == [reason, None]
