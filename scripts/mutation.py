@@ -142,6 +142,11 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "if now - self.marked_at.get(b.unit, -1e9) < MIN_BOUNDARY_S:", "1e9"):
         "-1e9 or -1e9-1 as a unit's last boundary: time.monotonic() is never below 0, so its "
         "first boundary is recorded either way",
+    ("launcher/telemetry/growth_watch.py", "statement", "next_window: float = 0.0",
+     "next_window: float = 0.0"):
+        "the field's default: __post_init__ sets it to the window before anything reads it",
+    ("launcher/cgroups/placement.py", "float", "best = (0.0, effective, d)", "0.0"):
+        "a cpuset's size is never compared: the break right after it ends the search",
     ("launcher/telemetry/census.py", "statement",
      "Census = dict[str, dict[str, int]]  # pool label -> {thread name: count}",
      "Census = dict[str, dict[str, int]]"):

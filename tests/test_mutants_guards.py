@@ -488,3 +488,356 @@ def test_a_units_boundaries_are_one_within_the_documented_debounce_of_0_05_s(mon
         clock[0] += after
         watch.output("stdout", f"step {step}\n".encode())
     assert [r["cycle"]["n"] for r in rows.rows] == [1, 3, 4]  # type: ignore[index]
+
+
+# The sample of seed 2: v1's controllers, a mount holding nothing, a cycle named after a
+# repeated outer one, a pattern's group `n`, the memory words, the stacks already mapped, the
+# RSS for the memory limit, the peaks' fix
+
+
+def test_a_v1_controller_is_present_in_the_leaf_itself(tmp_path):
+    """v1: each controller is a hierarchy of its own, with no cgroup.controllers to read: the
+    leaf has its interface files."""
+    from launcher.probe.cgroup import present_dir
+
+    host(tmp_path, {"pids/a/leaf/pids.max": "9\n", "pids/a/pids.max": "max\n"})
+    chain = Chain("v1", (tmp_path / "pids/a/leaf", tmp_path / "pids/a"))
+    assert present_dir(chain, "pids") == tmp_path / "pids/a/leaf"
+
+
+def test_where_no_mount_holds_the_cgroup_one_that_exists_is_preferred(tmp_path):
+    """Neither mount's root holds the cgroup's path: a mount point that is there wins over a
+    longer root whose mount point is not."""
+    from launcher.probe.cgroup import holding_mount
+    from launcher.probe.mountinfo import Membership, Mount
+
+    host(tmp_path, {"sys/fs/cgroup/pids/tasks": ""})
+    there = Mount("/sys/fs/cgroup/pids", "/other", "cgroup", frozenset({"pids"}))
+    gone = Mount("/sys/fs/cgroup/gone", "/other/deeper", "cgroup", frozenset({"pids"}))
+    member = Membership("3", frozenset({"pids"}), "/jobs/a")
+    assert holding_mount(tmp_path, [gone, there], member) == there
+    assert holding_mount(tmp_path, [there, gone], member) == there
+
+
+def test_a_line_repeating_the_outer_cycle_marks_the_inner_one():
+    """Keras in a k-fold prints the fold on each epoch's line: `Fold 1/5 - Epoch 2/10` is
+    epoch 2, though fold 1 marks nothing again."""
+    from launcher.telemetry.cycles import Boundary, CycleMarks
+
+    marks = CycleMarks()
+    assert marks.feed("stdout", b"Fold 1/5\nFold 1/5 - Epoch 2/10\n") == [
+        Boundary("fold", 1, 5, "Fold 1/5"), Boundary("epoch", 2, 10, "Fold 1/5 - Epoch 2/10")]
+
+
+def test_a_patterns_group_n_is_the_number_wherever_it_is():
+    """docs: the first group, or the group named `n`: here the second."""
+    from launcher.telemetry.cycles import Boundary, CycleMarks, compile_pattern
+
+    marks = CycleMarks(compile_pattern(r"(train|eval) round (?P<n>\d+)"))
+    assert marks.feed("stdout", b"train round 3\neval round 4\n") == [
+        Boundary("cycle", 3, None, "train round 3"), Boundary("cycle", 4, None, "eval round 4")]
+
+
+@pytest.mark.parametrize("line", ["cannot allocate memory for thread-local data",
+                                  "OSError: [Errno 12] Cannot allocate memory",
+                                  "terminate called after throwing 'std::bad_alloc'",
+                                  "MemoryError", "RuntimeError: memory allocation failed"])
+def test_each_of_the_memory_words_is_kept(line):
+    from launcher.telemetry.failures import FailureText
+
+    text = FailureText()
+    text.feed(f"{line}\n".encode())
+    assert text.found == {"memory": line}
+
+
+@pytest.mark.parametrize(("key", "seen", "word", "fix"), [
+    ("data", "vm_data_seen", "RLIMIT_DATA", "ulimit -d"),
+    ("address_space", "vm_size_seen", "RLIMIT_AS", "ulimit -v")])
+def test_the_address_space_already_mapped_leaves_room_for_fewer_stacks(key, seen, word, fix):
+    """100MiB, 95MiB of it mapped when last seen: room for ~5 more 1MiB stacks, fewer than
+    pids.max 40 allows; with nothing seen mapped, pids.max would bind first."""
+    from launcher.telemetry.failures import likeliest
+
+    at = {key: 100 << 20, "stack": 1 << 20, "threads_seen": 3, "pids_max": 40}
+    assert likeliest({"thread": "x"}, {**at, seen: 95 << 20}) == (
+        f"likeliest (not counted: the peak was shorter than a sample), {word} 100MiB, with each "
+        f"thread reserving a 1MiB stack (set limits.stack and threads.omp_stack smaller, or "
+        f"raise {fix}): the workload printed 'x'")
+    assert "pids.max 40" in str(likeliest({"thread": "x"}, at))
+
+
+def test_an_oom_without_a_memory_cgroup_is_said_of_the_rss():
+    from launcher.telemetry.growth_verdict import growth_record
+    from tests.test_growth import rows_of
+
+    rows = rows_of([(100 + 64 * i) << 20 for i in range(8)], key="rss_bytes", limit=520 << 20,
+                   excess=1 << 20)
+    record = growth_record(rows, {"failure_text": {}}, {"reason": "oom", "diagnosis": "d."},
+                           status=137)
+    assert record["diagnosis"].startswith(
+        "RSS grew +64MiB per fold; the memory limit 520MiB was reached in fold 8; a higher "
+        "limit only delays it: free what each cycle keeps"), record["diagnosis"]
+
+
+def test_a_death_of_growing_peaks_gets_the_peaks_fix():
+    """Floors flat, peaks +10MiB a fold: what each cycle needs grows, not what it keeps."""
+    from launcher.telemetry.growth_verdict import growth_record
+    from tests.test_growth import rows_of
+
+    rows = rows_of([100 << 20] * 8, key="memory_bytes", limit=400 << 20)
+    for i, r in enumerate(r for r in rows if not r.get("cycle")):
+        r["memory_bytes"] = (100 << 20) + (10 << 20) * (i + 1)
+    record = growth_record(rows, {"failure_text": {}}, {"reason": "oom", "diagnosis": "d."},
+                           status=137)
+    assert record["diagnosis"] == (
+        "memory grew +10MiB per fold at each fold's peak; the memory limit 400MiB was reached "
+        "in fold 8; a higher limit only delays it: keep what each cycle needs from growing (its "
+        "batch, chunk, cache or pool is made larger each cycle, and freed at its end).")
+
+
+# The sample of seed 3: the v1 placement in words, its advisory's fix, the memory maps'
+# limit row, the RSS beside the cgroup's charge, the first time window
+
+
+def test_a_v1_placement_is_a_child_of_the_callers_cgroup_in_words(tmp_path):
+    from launcher.cgroups.placement import place
+
+    root = host(tmp_path, {"proc/self/cgroup": "3:pids:/jobs/a\n",
+                           "proc/self/mountinfo": (
+                               "30 25 0:30 / /sys/fs/cgroup/pids rw,nosuid - cgroup cgroup "
+                               "rw,pids\n"),
+                           "sys/fs/cgroup/pids/jobs/a/": ""})
+    a = root / "sys/fs/cgroup/pids/jobs/a"
+    (placement,) = place(("pids",), root, writable=lambda _p: True, ours={100}).placements
+    assert placement.describe() == f"cgroup v1: a child of the caller's cgroup {a}"
+    refused = place(("pids",), root, writable=lambda _p: False, ours={100})
+    assert refused.placements == ()
+    assert refused.advisory == {"pids": (
+        f"cannot write {a} (cgroup v1 pids); fix: start launcher in a cgroup of its own "
+        f"(`systemd-run --user --scope -p Delegate=yes launcher run ...`) or use --runtime "
+        f"docker")}
+
+
+def test_memory_maps_are_projected_to_the_max_map_count_the_sampler_writes():
+    """Rows as the sampler writes them: `maps` and its limit `max_map_count`."""
+    from launcher.telemetry import growth
+
+    rows = [{"t": float(i), "maps": 1000 + 500 * i, "max_map_count": 5000,
+             "cycle": {"unit": "fold", "n": i + 1, "total": None}} for i in range(6)]
+    _, _, found = growth.trends(rows, now=5.5)
+    (t,) = found
+    assert growth.live_line(t, ended=True) == (
+        "memory maps +500 per fold (folds 2-6): vm.max_map_count 5,000 reached in fold ~10")
+
+
+def test_the_rss_beside_the_cgroups_charge_is_not_projected_to_the_memory_limit():
+    """The cgroup's working set (memory_bytes) meets the memory limit; the tree's RSS counts
+    shared pages once per process: its trend has no limit."""
+    from launcher.telemetry import growth
+    from tests.test_growth import rows_of
+
+    rows = rows_of([(100 + 64 * i) << 20 for i in range(8)], key="memory_bytes",
+                   limit=1000 << 20, excess=1 << 20)
+    for r in rows:
+        r["rss_bytes"] = r["memory_bytes"] + (8 << 20)
+    _, _, found = growth.trends(rows, now=7.5)
+    trends = {t.series: t.to_json() for t in found}
+    assert (trends["memory_bytes"]["limit"], trends["memory_bytes"]["reached"]) == (1000 << 20,
+                                                                                    16)
+    assert trends["rss_bytes"]["grows"]
+    assert (trends["rss_bytes"]["limit"], trends["rss_bytes"]["reached"]) == (None, None)
+
+
+def test_the_first_time_window_ends_a_window_after_the_start(monkeypatch):
+    """Where no line marks a cycle, window 1 is marked at `growth.window` seconds, not at the
+    first sample."""
+    from launcher.telemetry import growth_watch
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+    clock = [1000.0]
+    monkeypatch.setattr(growth_watch.time, "monotonic", lambda: clock[0])
+    watch = GrowthWatch(GrowthOptions(window=30.0), [].append)
+    rows = _Rows()
+    watch.attach(rows, None)
+    for t in (0.5, 29.0, 30.0, 45.0, 60.5):
+        clock[0] += 1.0
+        watch.on_sample({"t": t})
+    assert [(r["cycle"]["unit"], r["cycle"]["n"]) for r in rows.rows] == [  # type: ignore[index]
+        ("window", 1), ("window", 2)]
+
+
+def test_time_windows_stop_once_a_line_marks_a_cycle(monkeypatch):
+    """Windows stand in for cycles until a line marks one; then the line's unit alone."""
+    from launcher.telemetry import growth_watch
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+    clock = [1000.0]
+    monkeypatch.setattr(growth_watch.time, "monotonic", lambda: clock[0])
+    watch = GrowthWatch(GrowthOptions(window=10.0), [].append)
+    rows = _Rows()
+    watch.attach(rows, None)
+    watch.on_sample({"t": 10.0})
+    clock[0] += 1.0
+    watch.output("stdout", b"epoch 1\n")
+    for t in (20.0, 30.0):
+        clock[0] += 1.0
+        watch.on_sample({"t": t})
+    assert [(r["cycle"]["unit"], r["cycle"]["n"]) for r in rows.rows] == [  # type: ignore[index]
+        ("window", 1), ("epoch", 1)]
+
+
+def test_a_stop_says_which_cycle_reaches_the_limit_or_the_one_about_to_start():
+    """One cycle's growth to spare: `in fold ~7, so it stops as fold 6 starts` where the limit
+    comes in a later cycle, `in fold 6, the one about to start` where it comes in that one."""
+    import dataclasses
+
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+    from tests.test_growth import rows_of, threads_trend
+
+    t = threads_trend(rows_of([3, 16, 23, 30], excess=8), now=3.0)
+    assert t is not None
+    why = ("stopped before fold 6 (--stop-before-limit): threads +7 per fold would pass pids.max "
+           "50 ")
+    for reached, when in ((7, "in fold ~7, so it stops as fold 6 starts (one fold's growth to "
+                              "spare: a fold's peak varies)"),
+                          (6, "in fold 6, the one about to start")):
+        said: list[str] = []
+        watch = GrowthWatch(GrowthOptions(stop=True), said.append)
+        watch._stop(dataclasses.replace(t, reached=reached), 6, 5.0)
+        assert watch.stopped is not None and watch.stopped["why"] == why + when
+        assert said == [f"growth: {why}{when}; SIGTERM now, SIGKILL after 10 s"]
+
+
+def test_a_pools_fix_is_its_declarations_else_the_generic_one():
+    from launcher.telemetry.census import fix_for
+    from launcher.threadpools import UNNAMED_FIX, ThreadPool
+
+    pools = (ThreadPool("tf_data", "tf.data", "close each cycle's iterators"),
+             ThreadPool("omp_", "OpenMP"))
+    assert fix_for("tf.data", pools) == "close each cycle's iterators"
+    assert fix_for("OpenMP", pools) == UNNAMED_FIX  # declared without one
+    assert fix_for("other", pools) == UNNAMED_FIX
+
+
+def test_a_failure_line_that_is_not_utf8_is_kept_with_replacement_characters():
+    from launcher.telemetry.failures import FailureText
+
+    text = FailureText()
+    text.feed(b"MemoryError in \xff\xfe buffer\n")
+    assert text.found == {"memory": "MemoryError in \ufffd\ufffd buffer"}
+
+
+# The sample of seed 4: a deprecated variable alone, the CPUs' fit under a refusal, the pids
+# headroom counted from each level's own pids.current
+
+
+def test_a_deprecated_variable_alone_makes_the_verdict_a_warning(tmp_path):
+    prof = tmp_path / "v.yaml"
+    prof.write_text("extends: base\nframework: none\nthreads: {intra_op: 1}\n")
+    facts = probe_host(LIMITED, environ={})
+    assert resolve(load_profile(prof), facts).caps.verdict.level == "ok"
+    v = resolve(load_profile(prof), facts, inherited={"OMP_NESTED": "true"}).caps.verdict
+    assert (v.level, v.reasons) == (
+        "warn", ["OMP_NESTED=true is deprecated; launcher removes it (use "
+                 "OMP_MAX_ACTIVE_LEVELS)."])
+
+
+def test_no_cpu_fit_is_offered_for_a_run_refused_for_its_memory(tmp_path):
+    """Oversubscribed pools, and processes beyond the memory budget: smaller pools would not
+    lift the refusal, so --fit offers nothing."""
+    r, fit = _fit_of(tmp_path, "workers: {processes: 2, memory: 200MiB}\n"
+                               "threads: {intra_op: 4}\n")
+    assert r.caps.verdict.level == "refuse"
+    assert r.caps.verdict.reasons[1] == ("2 processes x 200MiB = 400MiB exceed the 300MiB "
+                                         "memory budget; at most 1 fit.")
+    assert fit is None
+    r, fit = _fit_of(tmp_path, "workers: {processes: 2, memory: 100MiB}\n"
+                               "threads: {intra_op: 4}\n")
+    assert fit is not None and fit.values == {"threads.intra_op": 1}
+
+
+def test_the_pids_limit_that_binds_is_the_one_with_the_least_headroom_by_its_own_count(
+        tmp_path):
+    """The leaf's 50 with 45 in use binds before its parent's 60 with 10: each level's
+    pids.current counts, not the limit alone."""
+    from launcher.probe.cgroup import pids_binding, read_pids
+
+    host(tmp_path, {"p/leaf/pids.max": "50\n", "p/leaf/pids.current": "45\n",
+                    "p/pids.max": "60\n", "p/pids.current": "10\n"})
+    chain = Chain("v2", (tmp_path / "p/leaf", tmp_path / "p"))
+    assert pids_binding(chain) == (50, 45, tmp_path / "p/leaf")
+    assert read_pids(chain) == (50, 45)
+    (tmp_path / "p/leaf/pids.current").write_text("5\n")  # 45 free, and 20 above
+    (tmp_path / "p/pids.current").write_text("40\n")
+    assert read_pids(chain) == (60, 40)
+
+
+def test_a_malformed_pids_current_is_named_with_its_file(tmp_path):
+    from launcher.probe.cgroup import pids_binding
+
+    host(tmp_path, {"leaf/pids.max": "50\n", "leaf/pids.current": "lots\n"})
+    with pytest.raises(HostError) as caught:
+        pids_binding(Chain("v2", (tmp_path / "leaf",)))
+    assert str(caught.value) == f"{tmp_path / 'leaf/pids.current'}: malformed value 'lots'"
+
+
+def test_a_profile_without_growth_window_gets_the_documented_30_s(tmp_path):
+    from launcher.telemetry.growth_watch import GrowthOptions
+
+    prof = tmp_path / "p.yaml"
+    prof.write_text("extends: base\n")
+    assert GrowthOptions.of(load_profile(prof)).window == 30.0
+    prof.write_text("extends: base\ngrowth: {window: 5}\n")
+    assert GrowthOptions.of(load_profile(prof)).window == 5.0
+
+
+def test_the_rows_of_closed_cycles_are_dropped_from_a_samplers_memory(monkeypatch):
+    """A long run's rows stay few: at each boundary those before the open cycle go (they are
+    in the book's closed cycles, and in telemetry.jsonl)."""
+    import threading
+
+    from launcher.telemetry import growth_watch
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+    class Locked(_Rows):
+        def __init__(self) -> None:
+            super().__init__()
+            self.lock = threading.Lock()
+
+    clock = [1000.0]
+    monkeypatch.setattr(growth_watch.time, "monotonic", lambda: clock[0])
+    watch = GrowthWatch(GrowthOptions(), [].append)
+    rows = Locked()
+    watch.attach(rows, None)
+    for n in range(1, 5):
+        clock[0] += 1.0
+        rows.sample()  # a periodic sample inside the cycle
+        watch.output("stdout", f"epoch {n}\n".encode())
+    assert [r.get("cycle", {}).get("n") for r in rows.rows] == [4]  # type: ignore[union-attr]
+    assert [c.n for c in watch.book.closed] == [1, 2, 3]
+
+
+def test_a_death_at_vm_max_map_count_is_said_of_the_memory_maps_with_their_fix():
+    from launcher.telemetry.growth_verdict import growth_record
+    from tests.test_growth import rows_of
+
+    rows = rows_of([1000 + 500 * i for i in range(8)], key="maps", limit=5000, excess=10)
+    record = growth_record(rows, {"failure_text": {}}, {"reason": "maps", "diagnosis": "d."},
+                           status=134)
+    assert record["diagnosis"] == (
+        "memory maps grew +500 per fold; vm.max_map_count 5,000 was reached in fold 8; a higher "
+        "limit only delays it: free each cycle's mappings (memory-mapped files, allocator "
+        "arenas, thread stacks with their threads), or run each cycle in a fresh process.")
+
+
+@pytest.mark.parametrize(("peak", "reason"), [(973, "files"), (972, None), (1024, "files")])
+def test_open_files_sampled_within_5_percent_of_rlimit_nofile_met_it(peak, reason):
+    """`Too many open files` with the last cycle's peak at 95% of RLIMIT_NOFILE or more (a
+    sample rarely catches the very last descriptor): the files' limit is the reason."""
+    from launcher.telemetry import growth
+    from launcher.telemetry.growth_verdict import words_reason
+    from tests.test_growth import rows_of
+
+    rows = rows_of([900, 900, 900], key="files", limit=1024, excess=peak - 900)
+    _, cycles = growth.cycles_of(rows)
+    assert words_reason({"files": "OSError: Too many open files"}, cycles, []) == [reason, None]
