@@ -21,12 +21,7 @@ DEFAULTS = "launcher.defaults"
 
 # Modules not yet rewritten, each with why (their literal -> the launcher.defaults name or the
 # capability to use instead is in the note beside it).
-ALLOWED_MODULES = {
-    "launcher.cli": "being rewritten elsewhere; its literals -> launcher.defaults (NONE, "
-                    "NATIVE, LOCAL, K8S, AUTO) or a capability on the entry",
-    "launcher.usecases.run": "being rewritten elsewhere; `prof.get('framework', 'none')` and "
-                             "`w.framework != 'none'` -> launcher.defaults.NONE",
-}
+ALLOWED_MODULES: dict[str, str] = {}  # none: every module takes launcher.defaults
 # Literals that equal an entry name but name something else, each with why.
 ALLOWED = {
     ("launcher.probe.cgroup_facts", "none"): "a cgroup version (no cgroup), not a vendor",

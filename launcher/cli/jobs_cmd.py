@@ -52,9 +52,8 @@ def plan(req: JobsPlanRequest, *, as_json: bool, detailed: bool = False) -> int:
     print(f"each chunk: {memory}, ~{pl.tasks_per_chunk} tasks"
           + (", one GPU" if pl.gpus[0] is not None else ""))
     print(f"folder: {p.spec.folder()} (ledger.sqlite, chunks/NNNNN/out)")
-    for r in p.resolved.caps.verdict.reasons:
-        if not (got.shortfall and "this host shows" in r):  # said once, at the top
-            print(f"  - {r}")
+    for r in got.reasons:  # the GPUs' own, where the shortfall said it at the top, left out
+        print(f"  - {r}")
     return status
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from launcher.defaults import NONE
 from launcher.errors import LauncherError
 from launcher.names import NAME, NAME_RULE
 from launcher.render.images import default_tag
@@ -72,7 +73,7 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
     prof = load_profile(req.profile)
     check_write_profile(req, workload, prof)
     fw = (req.framework or (workload.framework if workload else None)
-          or prof.get("framework", "none"))
+          or prof.get("framework", NONE))
     image = req.image or default_tag(prof.name, fw)
     if req.name is not None and not NAME.match(req.name):
         raise LauncherError(f"--name must be {NAME_RULE} (got {req.name!r})")
