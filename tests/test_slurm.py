@@ -27,7 +27,7 @@ WORKER = """\
 import json, os, sys, time
 out = os.environ["LAUNCHER_CHUNK_OUT"]
 n = int(os.environ["LAUNCHER_CHUNK_END"]) - int(os.environ["LAUNCHER_CHUNK_START"])
-data = bytearray(n * (1 << 20))  # 1 MiB per item
+data = bytearray(n * int(os.environ.get("MIB_PER_ITEM", "1")) * (1 << 20))
 time.sleep(float(sys.argv[1]))
 rec = {"affinity": len(os.sched_getaffinity(0)), "omp": os.environ.get("OMP_NUM_THREADS"),
        "slurm": os.environ.get("SLURM_JOB_ID"), "items": n}
@@ -48,13 +48,13 @@ def slurm() -> None:
 
 
 def _job(tmp: Path, *, items: int, chunk: int, memory: str, sleep: float = 0.0,
-         name: str | None = None) -> tuple[Path, Path]:
+         name: str | None = None, mib_per_item: int = 1) -> tuple[Path, Path]:
     name = name or f"s{uuid.uuid4().hex[:6]}"
     (tmp / "worker.py").write_text(WORKER)
     spec = tmp / "job.yaml"
     spec.write_text(f"name: {name}\ncommand: [{sys.executable}, worker.py, '{sleep}']\n"
                     f"items: {items}\nchunk_size: {chunk}\noutput: out\n"
-                    f"env: {{MARKS: {tmp}/marks.log}}\n")
+                    f"env: {{MARKS: {tmp}/marks.log, MIB_PER_ITEM: '{mib_per_item}'}}\n")
     prof = tmp / "p.yaml"
     prof.write_text(f"extends: base\nworkers:\n  memory: {memory}\njobs:\n  max_concurrent: 2\n")
     return spec, prof
@@ -157,7 +157,9 @@ def test_chunks_run_as_slurm_jobs_with_their_caps(slurm, tmp_path) -> None:
 
 
 def test_slurms_oom_kill_is_split_and_retried(slurm, tmp_path) -> None:
-    spec, prof = _job(tmp_path, items=40, chunk=40, memory="45MiB")  # 40 MiB + python: killed
+    # 160 MiB at 40 items: killed; 80 MiB at 20, with launcher's task and supervisor beside it
+    # in the job (~35 MiB), fits its 130 MiB with room (45 MiB at 1 MiB an item did not always)
+    spec, prof = _job(tmp_path, items=40, chunk=40, memory="130MiB", mib_per_item=4)
     done = _run("jobs", "run", str(spec), "-p", str(prof), "--backend", "slurm")
     assert done.returncode == 0, done.stderr
     assert "chunk 0 (items 0-40) was killed by its memory limit" in done.stderr
