@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.test_layers import _imports  # the launcher modules a module imports
 
 PACKAGE = ROOT / "launcher"
 DEFAULTS = "launcher.defaults"
@@ -143,16 +144,6 @@ def test_the_name_check_can_fail(tmp_path):
     # in its own module, or in the defaults, the same text passes
     assert named_builtins({"launcher.jobs.local": leak, DEFAULTS: leak},
                           {"local": {"launcher.jobs.local"}}) == []
-
-
-def _imports(path: Path) -> set[str]:
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-    return found
 
 
 def builtins_importing_builtins(modules: dict[str, Path],
