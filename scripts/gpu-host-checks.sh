@@ -6,8 +6,9 @@
 #   bash scripts/gpu-host-checks.sh bench [OUTDIR]    # benchmarks/threads.py --quotas 1,4
 #   bash scripts/gpu-host-checks.sh nogpu [OUTDIR]    # jax with the host's GPUs hidden
 #   bash scripts/gpu-host-checks.sh atest [OUTDIR]    # calibrated, then limits.pids = estimate
+#   bash scripts/gpu-host-checks.sh sweep [OUTDIR]    # stress-jax + GPU at CPUS="4 6 ... 16"
 #
-# Wheels in .whl/ (docker, typer: see the device README) are installed into /tmp/site first.
+# Wheels in .whl/ (docker, click: see the device README) are installed into /tmp/site first.
 # Each step is logged to OUTDIR/log.txt, a line per check goes to OUTDIR/checks.txt, and
 # OUTDIR/results.tgz holds the run folders and the JSON (three files: the device returns few). A step that overruns its own limit is stopped and
 # the next one runs; the whole script keeps inside BUDGET_S seconds (default 540).
@@ -177,12 +178,24 @@ atest() {  # after calibrating, stress-jax with and without its GPU under limits
   done
 }
 
+sweep() {  # the built-in model against the run cgroup's pids.peak, one cpuset per run
+  facts | tee "$R/facts.txt"
+  local i=0 c
+  for c in ${CPUS:-4 6 8 10 11 12 13 14 16}; do
+    i=$((i + 1))
+    printf 'extends: auto\nlimits: {cpuset: "0-%s"}\n' $((c - 1)) >"$R/cpus-$c.yaml"
+    step "sweep-$c-$i" 60 "${RUN[@]}" --profile "$R/cpus-$c.yaml" --name "sweep-$c-$i" \
+      stress-jax --phase 1 --max-runs 3 "${Q[@]}"; summary "sweep-$c-$i"
+  done
+}
+
 case $mode in
   atest) atest ;;
+  sweep) sweep ;;
   main) main_checks ;;
   bench) bench ;;
   nogpu) nogpu ;;
-  *) echo "usage: $0 main|bench|nogpu|atest [OUTDIR]"; exit 2 ;;
+  *) echo "usage: $0 main|bench|nogpu|atest|sweep [OUTDIR]"; exit 2 ;;
 esac
 echo "== done in $(( SECONDS - t0 ))s"
 cat "$R/checks.txt"

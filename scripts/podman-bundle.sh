@@ -3,7 +3,7 @@
 # network, no Docker and no registry: Debian bookworm's Podman 4.3 with crun, conmon, catatonit,
 # the containers-common files and the shared libraries an Ubuntu 24.04 CUDA image may lack
 # (.debs/, about 13 MB, unpacked there with `dpkg -x` into /tmp/podroot, never into /), and the
-# wheels launcher needs there that the image lacks (.whl/: docker, typer).
+# wheels launcher needs there that the image lacks (.whl/: docker, click).
 #
 #   bash scripts/podman-bundle.sh          # in the repository root; both folders git-ignored
 #
@@ -34,10 +34,10 @@ rm -f .debs/*.deb
 # shellcheck disable=SC2086
 (cd .debs && apt-get "${apt_opts[@]}" download $PKGS)
 
-rm -f .whl/docker-*.whl .whl/typer-*.whl
+rm -f .whl/docker-*.whl .whl/click-*.whl .whl/typer-*.whl
 python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
-  -d .whl docker==7.1.0 typer==0.20.0
+  -d .whl docker==7.1.0 click==8.5.1
 
 # what the binaries need that is neither carried nor on this machine
 root=$(mktemp -d)

@@ -300,6 +300,12 @@ def test_read_counters_takes_each_figure_from_its_level(tmp_path):
     # the binding level's own peak wins over a nearer one
     (root / job / "pids.peak").write_text("49\n")
     assert read_counters(root).pids_peak == 49
+    # the exit file's peak is the nearest level's (the run's own): an ancestor's pids.peak
+    # counts launcher and anything else beside the run (an H200 host's outer pids.max 115:
+    # 95 there against the run's 90, 2026-11-26)
+    assert read_counters(root).pids_peak_nearest == 12
+    from launcher.supervise.__main__ import exit_record
+    assert exit_record(0, "ok", read_counters(root), read_counters(root))["pids_peak"] == 12
     # no limit: at or above 2^62 is the kernel's "max" written as a number
     (root / run / "memory.max").write_text(f"{1 << 62}\n")
     assert read_counters(root).memory_limit is None

@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     # run or at exit (~20 ms of every `launcher run`).
     gc.freeze()
     gc.enable()  # `launcher run` starts with it off (cli/main.py): nothing to collect yet
+    threading.Thread(target=_import_the_end, name="launcher-warm", daemon=True).start()
     try:
         result = engine.run(spec, sink, started_hook)
     except LauncherError:
@@ -126,6 +128,13 @@ def _growth(run_dir: Path, watch: Any, ended: dict[str, Any], status: int,
         say(f"warning: the growth record could not be made ({type(exc).__name__}: {exc})")
         return {"error": f"{type(exc).__name__}: {exc}"}, None
     return record, record.pop("status")
+
+
+def _import_the_end() -> None:
+    """The modules of a run's end, imported while the engine starts the workload (the main
+    thread waits on the daemon or the child meanwhile): its summary and growth record."""
+    import launcher.telemetry.growth_verdict
+    import launcher.telemetry.summary  # noqa: F401
 
 
 def _label(framework: str) -> str | None:

@@ -218,7 +218,7 @@ def exit_record(code: int, sentence: str, before: Counters, after: Counters) -> 
 
     return {"status": code, "diagnosis": sentence, "started": True,
             "oom": (after.oom_kills or 0) > (before.oom_kills or 0),
-            "memory_peak": after.memory_peak, "pids_peak": after.pids_peak,
+            "memory_peak": after.memory_peak, "pids_peak": after.pids_peak_nearest,
             "maxrss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
 
 

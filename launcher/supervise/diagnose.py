@@ -23,7 +23,8 @@ class Counters:
 
     def __init__(self) -> None:
         self.pids_max: int | None = None
-        self.pids_peak: int | None = None
+        self.pids_peak: int | None = None  # the binding level's, for a limit that was hit
+        self.pids_peak_nearest: int | None = None  # the nearest level's: the run's own, if any
         self.pids_events_max: int | None = None  # fork/clone refusals because of pids.max
         self.pids_events: dict[str, int] = {}  # per cgroup along the chain
         self.pids_where: str | None = None  # the cgroup whose pids.max binds
@@ -64,6 +65,8 @@ def read_counters(root: Path = Path("/")) -> Counters:
         if peak is None or not peak.exists():
             peak = nearest(ch, "pids.peak")
         c.pids_peak = read_int_or_none(peak) if peak else None
+        near = nearest(ch, "pids.peak")
+        c.pids_peak_nearest = read_int_or_none(near) if near else None
         for d in ch.dirs:
             n = _events(d / "pids.events", "max")
             if n is not None:
