@@ -2,7 +2,7 @@
 ConstrainCores and ConstrainRAMSpace): the chunks are Slurm jobs with the chunk's caps (inside
 one: nproc, OMP and torch's threads are its CPUs; its memory limit is the job's --mem), the OOM
 kill of Slurm's job memory limit is split like any other, a killed launcher's jobs are taken
-back by the next run, and `jobs status` reads each chunk's Slurm job and state."""
+over by the next run, and `jobs status` reads each chunk's Slurm job and state."""
 
 from __future__ import annotations
 
@@ -169,24 +169,36 @@ def test_slurms_oom_kill_is_split_and_retried(slurm, tmp_path) -> None:
     assert "oom-kill" in killed  # Slurm's own cgroup did it (slurmstepd says so)
 
 
-def test_a_killed_launchers_jobs_are_taken_back_by_the_next_run(slurm, tmp_path) -> None:
+def test_a_killed_launchers_jobs_are_taken_over_by_the_next_run(slurm, tmp_path) -> None:
     name = f"k{uuid.uuid4().hex[:6]}"
-    spec, prof = _job(tmp_path, items=12, chunk=2, memory="100MiB", sleep=2.0, name=name)
+    spec, prof = _job(tmp_path, items=12, chunk=2, memory="100MiB", sleep=4.0, name=name)
     argv = [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p", str(prof),
             "--backend", "slurm"]
     first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env={**os.environ, "PYTHONPATH": str(ROOT)})
     marks = tmp_path / "marks.log"
-    wait_until(while_running(first, lambda: marks.exists() and len(marks.read_text().split())
-                             >= 1), 120, what="a finished chunk")
+
+    def active() -> list[str]:
+        return subprocess.run(["squeue", "-h", "--name", f"launcher-{name}", "-o", "%i"],
+                              capture_output=True, text=True).stdout.split()
+
+    # a chunk done, the next one's job queued or running (one at a time here: 2 CPUs a job)
+    wait_until(while_running(first, lambda: marks.exists() and marks.read_text().split()
+                             and active()), 120, what="a finished chunk and a queued one")
     first.send_signal(signal.SIGKILL)
     first.wait()
-    queued = subprocess.run(["squeue", "-h", "--name", f"launcher-{name}"], capture_output=True,
-                            text=True).stdout
-    assert queued.strip(), "the killed launcher's jobs are still Slurm's"
+    assert active(), "the killed launcher's jobs are still Slurm's"
     done = _run("jobs", "run", str(spec), "-p", str(prof), "--backend", "slurm")
     assert done.returncode == 0, done.stderr
     assert "6 of 6 chunks done (12 items)" in done.stdout
+    # the rerun took over the job(s) still queued or running (4 s chunks) and submitted only
+    # the chunks no job had: each chunk one Slurm job across both runs, each run once
+    taken = next(x for x in done.stderr.splitlines() if "taken over" in x).split("job(s) ")[1]
+    index = tmp_path / "out" / "slurm" / "jobs.jsonl"
+    submitted = [json.loads(line) for line in index.read_text().splitlines()]
+    assert sorted(r["chunk"] for r in submitted) == list(range(6)), submitted
+    assert set(taken.split(";")[0].split(", ")) <= {r["job"] for r in submitted}, taken
+    assert sorted(int(n) for n in marks.read_text().split()) == [2] * 6
     time.sleep(1)
     left = subprocess.run(["squeue", "-h", "--name", f"launcher-{name}"], capture_output=True,
                           text=True).stdout

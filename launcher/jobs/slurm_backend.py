@@ -6,12 +6,14 @@ on its node the chunk runs under launcher's supervisor with the caps resolved th
 job's cgroup. Each chunk is its own job rather than an array task: the pull queue hands out
 chunks as slots free, and a split chunk's halves are new work an array could not hold.
 
-Its jobs are named `launcher-JOB`; a launcher killed with -9 leaves them to finish on their
-own, and the next `launcher jobs run` of that job cancels what is still queued or running
-under the name (`scancel --name launcher-JOB`), takes the chunks back and runs them again.
-Which Slurm job ran which chunk is kept in FOLDER/slurm/jobs.jsonl; `launcher jobs status`
-reads their states from Slurm through this backend's `external_state` (`squeue` while the
-controller knows a job, then `sacct`: accounting where it is on, else the jobcomp file).
+Its jobs are named `launcher-JOB`; a launcher killed with -9 leaves them to Slurm, and the next
+`launcher jobs run` of that job takes over each one still queued or running for a chunk it
+hands out again (watched to its end, its outcome read as before: not submitted twice), and
+cancels the rest (`scancel --name launcher-JOB` stops them all by hand).
+Which Slurm job ran which chunk (and where its outcome goes) is kept in
+FOLDER/slurm/jobs.jsonl; `launcher jobs status` reads their states from Slurm through this
+backend's `external_state` (`squeue` while the controller knows a job, then `sacct`:
+accounting where it is on, else the jobcomp file).
 """
 
 from __future__ import annotations
@@ -129,6 +131,28 @@ class SlurmExecutor:
         self.spool = folder / "slurm"
         self.spool.mkdir(parents=True, exist_ok=True)
         self.index = self.spool / JOBS_FILE
+        # chunk -> (Slurm job, outcome file): a killed launcher's, still queued or running
+        self.adoptable: dict[int, tuple[str, Path]] = {}
+
+    def take_over(self) -> list[str]:
+        """The jobs a killed launcher left under this job's name: each chunk's last job, still
+        queued or running, kept for that chunk's next claim; any other is cancelled. Returns
+        the ids taken over."""
+        try:
+            active = [j for j, st in squeue_states(self.name).items() if st["state"] in ACTIVE]
+        except LauncherError:  # unread: none taken over, none left running beside this run
+            _slurm("scancel", f"--name={self.name}")
+            return []
+        last = _recorded_outcomes(self.spool / JOBS_FILE)
+        ours = {job: (chunk, outcome) for chunk, (job, outcome) in last.items() if outcome}
+        stale = [j for j in active if j not in ours]
+        if stale:
+            _slurm("scancel", *stale)
+        for job in active:
+            if job in ours:
+                chunk, outcome = ours[job]
+                self.adoptable[chunk] = (job, Path(outcome))
+        return sorted(j for j in active if j in ours)
 
     def asked(self) -> dict[str, str | None]:
         """What each job gets: sbatch's last word for each option (sbatch_args may say one
@@ -150,11 +174,14 @@ class SlurmExecutor:
                                 f"{(done.stderr or done.stdout).strip()[:300]}")
         job_id = done.stdout.strip().split(";")[0]
         with self.lock, self.index.open("a") as f:  # one line per job: chunk -> Slurm job
-            f.write(json.dumps({"chunk": chunk.id, "job": job_id, "at": time.time()}) + "\n")
+            f.write(json.dumps({"chunk": chunk.id, "job": job_id, "at": time.time(),
+                                "outcome": str(outcome)}) + "\n")
         return job_id, outcome
 
     def execute(self, chunk: Chunk, gpu: int | None, stopping: threading.Event) -> Outcome:
-        job_id, outcome = self.submit(chunk)
+        with self.lock:  # a killed launcher's job for this chunk, else a new one
+            adopted = self.adoptable.pop(chunk.id, None)
+        job_id, outcome = adopted or self.submit(chunk)
         with self.lock:
             self.jobs[chunk.id] = job_id
         try:
@@ -176,8 +203,9 @@ class SlurmExecutor:
                 self.jobs.pop(chunk.id, None)
 
     def stop_all(self, sig: int = 15) -> None:
-        with self.lock:
-            ids = list(self.jobs.values())
+        with self.lock:  # the running ones, and any taken over whose chunk never came
+            ids = [*self.jobs.values(), *(job for job, _ in self.adoptable.values())]
+            self.adoptable.clear()
         if ids:
             _slurm("scancel", *ids)
 
@@ -231,8 +259,7 @@ class SlurmBackend:
         given = {k: str(v) for k, v in options.items() if k in FLAGS}
         self.concurrency = max(1, p.plan.concurrency)
         self._executor = SlurmExecutor(p, folder, items, given, engine.name)
-        # what a killed launcher left under the job's name: cancelled, its chunks run again
-        _slurm("scancel", f"--name={self._executor.name}")
+        self.taken_over = self._executor.take_over()  # what a killed launcher left running
 
     def slots(self) -> list[Slot]:
         return [Slot(f"slurm{i}", None) for i in range(self.concurrency)]
@@ -251,6 +278,9 @@ class SlurmBackend:
         if peak and mem is not None and mem * 2**20 < int(peak):
             note += (f"; its --mem={asked['mem']} is below the profile's workers.memory "
                      f"({-(-int(peak) // 2**20)}M): the job's limit binds")
+        if self.taken_over:
+            note += (f"; taken over from a killed launcher, not submitted again: Slurm job(s) "
+                     f"{', '.join(self.taken_over)}")
         return note
 
     @staticmethod
@@ -265,16 +295,21 @@ class SlurmBackend:
 
 def _recorded(folder: Path) -> dict[int, str]:
     """chunk -> its last Slurm job, from FOLDER/slurm/jobs.jsonl."""
-    out: dict[int, str] = {}
+    return {c: job for c, (job, _) in _recorded_outcomes(folder / "slurm" / JOBS_FILE).items()}
+
+
+def _recorded_outcomes(index: Path) -> dict[int, tuple[str, str | None]]:
+    """chunk -> its last Slurm job and that job's outcome file (None in an older line)."""
+    out: dict[int, tuple[str, str | None]] = {}
     try:
-        text = (folder / "slurm" / JOBS_FILE).read_text()
+        text = index.read_text()
     except OSError:
         return out
     for line in text.splitlines():
         try:
             rec = json.loads(line)
-            out[int(rec["chunk"])] = str(rec["job"])
-        except (ValueError, KeyError, TypeError):
+            out[int(rec["chunk"])] = (str(rec["job"]), rec.get("outcome"))
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue  # a line a killed launcher left half-written
     return out
 
@@ -356,8 +391,9 @@ def slurm_state(folder: Path, name: str, launcher_running: bool) -> dict[str, An
         lines.append(f"Slurm still has {len(data['active'])} job(s) of this job queued or "
                      f"running though no launcher runs it (killed?), and no launcher will "
                      f"record how they end: rerunning the job (the command above) records the "
-                     f"chunks that finished by then as done, cancels the rest and runs them "
-                     f"again; `scancel --name={name}` cancels them alone")
+                     f"chunks that finished by then as done and takes over the jobs still "
+                     f"queued or running (not submitted again); `scancel --name={name}` "
+                     f"cancels them alone")
     data["lines"] = lines
     return data
 

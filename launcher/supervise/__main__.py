@@ -9,7 +9,6 @@ when CMD ends says why in one sentence and exits with CMD's status.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import signal
 import sys
@@ -34,6 +33,8 @@ def prepare_env() -> tuple[dict[str, str], list[str]] | tuple[int, str]:
     """Resolve the caps here (image started by docker, compose or a cloud) and return the
     child's environment and the cgroups it must join, or an exit status and why when the
     workload must not start (the profile decides: `limits.require`, `limits.fit`)."""
+    import dataclasses
+
     from launcher.caps.fit import apply as apply_fit
     from launcher.caps.fit import fit_to_budget
     from launcher.errors import LauncherError

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 
 from launcher import contract as c
-from launcher.supervise import commit
 
 
 def from_index(argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
@@ -21,6 +20,8 @@ def from_index(argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[st
     Indexed Job)."""
     if "JOB_COMPLETION_INDEX" not in env or c.CHUNK_SIZE not in env:
         return argv, env
+    from launcher.supervise import commit  # shutil's imports: only for a pod's chunk
+
     index = int(env["JOB_COMPLETION_INDEX"])
     size, items = int(env[c.CHUNK_SIZE]), int(env[c.ITEMS])
     start, end = index * size, min((index + 1) * size, items)
@@ -49,6 +50,8 @@ def commit_in_pod(env: dict[str, str], code: int) -> tuple[int, str]:
     attempt = env.get(c.COMMIT_ATTEMPT)
     if not attempt or code != 0:
         return code, ""
+    from launcher.supervise import commit
+
     index = env.get(c.CHUNK_INDEX, "?")
     try:
         final = commit.commit(attempt, {"chunk": int(index), "items": [
