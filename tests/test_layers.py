@@ -205,7 +205,7 @@ def test_the_supervise_check_can_fail(tmp_path):
 RANKS = {
     "launcher": 0, "__version__": 0, "errors": 0, "units": 0, "glibc": 0, "kernel": 0, "cpulist": 0,
     "names": 0, "proctree": 0, "rlimits": 0,
-    "shipped": 0, "dists": 0, "contract": 0, "keys": 0, "threadpools": 0, "flags": 0,
+    "shipped": 0, "dists": 0, "contract": 0, "keys": 0, "threadpools": 0, "flags": 0, "checks": 0,
     "commands": 0, "defaults": 0,
     "registry": 1,
     "vendors": 2, "frameworks": 2,

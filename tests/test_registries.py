@@ -42,6 +42,16 @@ def test_fake_vendor_is_found_validated_and_planned(xpu):
     env = json.loads(plan.stdout)["env"]
     assert env["XPU_QUEUE_MODE"]["value"] == "single"
     assert env["XPU_QUEUE_MODE"]["source"].startswith("profile gpu.count (")
+    assert json.loads(plan.stdout)["verdict"]["level"] == "ok"
+    # its own verdict check, said by the plan as launcher's own are
+    (host / "sys/class/example-xpu/xpu2").mkdir()
+    (host / "sys/class/example-xpu/xpu2/name").write_text("Example XPU 9000\n")
+    three = prof.with_name("three.yaml")
+    three.write_text("extends: base\ngpu: {vendor: xpu, count: 3}\nframework: torch\n")
+    plan = runner.invoke(app, ["plan", "-p", str(three), "--json", "--host-root", str(host)])
+    assert json.loads(plan.stdout)["verdict"] == {"level": "refuse", "reasons": [
+        "the XPU runtime drives at most 2 devices from one process (asked: 3); run a process "
+        "per device."]}
     bad = prof.with_name("bad.yaml")
     bad.write_text("extends: base\ngpu: {vendor: xpx}\n")
     result = runner.invoke(app, ["profiles", "validate", str(bad)])
@@ -286,6 +296,14 @@ def test_fake_workload_declares_a_profile_key_and_a_variable(fakes, tmp_path):
     plan = json.loads(runner.invoke(app, ["plan", "-p", str(prof), "--json"]).stdout)
     assert plan["env"]["HELLO_GREETING"]["value"] == "hey"
     assert plan["env"]["HELLO_GREETING"]["source"] == f"profile hello.greeting ({prof}:4)"
+    assert plan["verdict"]["level"] == "ok"
+    # its own verdict check, on its own key: said by `plan` beside launcher's
+    long = tmp_path / "long.yaml"
+    long.write_text("extends: base\nframework: onnx\nhello:\n  greeting: " + "o" * 25 + "\n")
+    said = runner.invoke(app, ["plan", "-p", str(long)])
+    assert "hello.greeting is 25 characters; hello-onnx prints the first 20." in said.stdout
+    assert json.loads(runner.invoke(app, ["plan", "-p", str(long), "--json"]).stdout)[
+        "verdict"]["level"] == "warn"
     proc = launcher("run", "-p", str(prof), "--runtime", "native", "hello-onnx",
                     env={"PYTHONPATH": f"{fakes}:{ROOT}"}, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

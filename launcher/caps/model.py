@@ -62,6 +62,8 @@ class Why(Enum):
     MEMORY = "memory"  # the workers' memory against the memory budget
     GPU_SHORT = "gpu_short"  # more GPUs asked for than this host shows
     FRAMEWORK = "framework"  # a framework's own check
+    VENDOR = "vendor"  # a GPU vendor's own check
+    WORKLOAD = "workload"  # a workload's own check (on its profile keys)
     STACKS = "stacks"  # thread stacks against an address-space limit
     ABOVE_OUTER = "above_outer"  # a limit above one the workload is already under
     DEPRECATED = "deprecated"  # an inherited variable that is deprecated

@@ -8,9 +8,11 @@ from launcher.caps.budget import memory_budget
 from launcher.caps.model import Budget, GpuPlan, Limit, Origin, Reason, Verdict, Why, threads_in_all
 from launcher.caps.stacks import Stacks, stack_reasons
 from launcher.caps.threads import ThreadEstimate
+from launcher.checks import CheckInput
 from launcher.frameworks import get as get_framework
 from launcher.probe.host import HostFacts
 from launcher.profiles.loader import Profile
+from launcher.profiles.schema import workloads
 from launcher.units import format_size
 from launcher.variables import DEPRECATED
 from launcher.vendors import get as get_vendor
@@ -67,9 +69,13 @@ def verdict(profile: Profile, *, facts: HostFacts, fw: str, procs: int, est: Thr
         say("warn", Why.GPU_SHORT, f"the profile asks for {gpu.count} {label} GPU(s) and "
                                    f"this host shows {gpu.found}; use --gpus none to run on "
                                    f"the CPU.")
-    for check in get_framework(fw).checks:
-        for level, reason in check(gpu.count, facts):
-            say(level, Why.FRAMEWORK, reason)
+    asked = CheckInput(profile, facts, gpu.count)
+    for kind, checks in ((Why.FRAMEWORK, get_framework(fw).checks),
+                         (Why.VENDOR, get_vendor(gpu.vendor).checks if gpu.count else ()),
+                         *((Why.WORKLOAD, w.checks) for w in workloads())):
+        for check in checks:
+            for level, reason in check(asked):
+                say(level, kind, reason)
     for level, reason in stack_reasons(stacks, address_limits(facts)):
         say(level, Why.STACKS, reason)
     for reason in above_outer(limits, facts):

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from launcher.checks import Check
 from launcher.keys import Key
 from launcher.threadpools import ThreadPool
 
@@ -133,8 +134,7 @@ class Framework:
     # the variable of pools no thread variable caps, only the affinity (XLA's codegen: its
     # PJRT_NPROC); `--fit` may then shrink the cpuset
     affinity_bound: str | None = None
-    # its own verdict checks: (GPUs it gets, host facts) -> (level, reason) pairs
-    checks: tuple[Callable[[int, Any], list[tuple[str, str]]], ...] = ()
+    checks: tuple[Check, ...] = ()  # its own verdict checks (launcher/checks.py)
     # its own profile keys (section -> key -> Key), variables (name -> why, for the managed
     # table), the values it sets for them, and the Settings names those variables feed back
     # (an explicit -e of one counts in the thread model)

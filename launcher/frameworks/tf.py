@@ -4,8 +4,8 @@ the first device creation, and may exceed the affinity (4 on 2 CPUs starts 4).""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from launcher.checks import CheckInput
 from launcher.frameworks.base import (
     Framework,
     Installed,
@@ -77,10 +77,11 @@ def matmul(n: int) -> Callable[[], object]:
     return lambda: float(tf.matmul(a, a)[0, 0])
 
 
-def _map_count(gpus: int, facts: Any) -> list[tuple[str, str]]:
+def _map_count(c: CheckInput) -> list[tuple[str, str]]:
     """TF/CUDA leak memory maps per fold; a container cannot raise vm.max_map_count."""
-    if gpus and (facts.max_map_count is None or facts.max_map_count <= 65530):
-        return [("warn", f"vm.max_map_count is {facts.max_map_count} and cannot be raised from "
+    count = c.facts.max_map_count
+    if c.gpus and (count is None or count <= 65530):
+        return [("warn", f"vm.max_map_count is {count} and cannot be raised from "
                          f"a container; TF/CUDA leak ~730 maps per fold, so run one process per "
                          f"fold.")]
     return []

@@ -18,7 +18,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 # Parts of the package an image needs: the standard-library-only supervisor and what it imports.
 IMAGE_MODULES = ("__init__.py", "errors.py", "units.py", "glibc.py", "kernel.py", "variables.py",
                  "keys.py", "threadpools.py", "cpulist.py", "shipped.py", "registry.py",
-                 "dists.py", "contract.py", "proctree.py", "rlimits.py", "defaults.py",
+                 "dists.py", "contract.py", "proctree.py", "rlimits.py", "defaults.py", "checks.py",
                  "probe", "caps", "profiles", "vendors", "frameworks", "supervise", "workloads",
                  "cgroups")
 

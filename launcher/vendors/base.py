@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from launcher.checks import Check
 from launcher.defaults import NONE
 from launcher.keys import Key
 from launcher.threadpools import ThreadPool
@@ -91,6 +92,7 @@ class Vendor:
     # framework picks its build's own variables by it
     gpu_build = "cpu"
     thread_pools: tuple[ThreadPool, ...] = ()  # its runtime's threads by name, for the census
+    checks: tuple[Check, ...] = ()  # its own verdict checks (launcher/checks.py)
 
     def detect(self, root: Path, use_tools: bool = False) -> list[Gpu]:
         """This vendor's GPUs under `root` (a live host when `use_tools`)."""

@@ -9,6 +9,7 @@ import importlib
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from launcher.checks import Check
 from launcher.keys import Key
 
 
@@ -27,6 +28,8 @@ class Workload:
     profile_keys: dict[str, dict[str, Key]] = field(default_factory=dict, compare=False)
     variables: dict[str, str] = field(default_factory=dict, compare=False)
     from_keys: dict[str, str] = field(default_factory=dict, compare=False)  # KEY -> VARIABLE
+    # its verdict checks (launcher/checks.py): on its own keys, so they run for any profile
+    checks: tuple[Check, ...] = field(default=(), compare=False)
 
     def module_object(self) -> Any:
         return importlib.import_module(self.module) if self.module else None

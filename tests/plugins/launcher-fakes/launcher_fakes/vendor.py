@@ -6,7 +6,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from launcher.checks import CheckInput
 from launcher.vendors.base import Gpu, GpuAccess, GpuSelection, HostGpus, Vendor
+
+
+def _one_queue_each(c: CheckInput) -> list[tuple[str, str]]:
+    """Its own verdict check: its runtime drives at most 2 devices from one process."""
+    if c.gpus > 2:
+        return [("refuse", f"the XPU runtime drives at most 2 devices from one process "
+                           f"(asked: {c.gpus}); run a process per device.")]
+    return []
 
 
 class ExampleXpu(Vendor):
@@ -20,6 +29,7 @@ class ExampleXpu(Vendor):
     template_dir = Path(__file__).parent
     base_image = "example/xpu-runtime:1"
     requirements = {"torch": ["torch-xpu"], "none": []}
+    checks = (_one_queue_each,)
 
     def detect(self, root: Path, use_tools: bool = False) -> list[Gpu]:
         base = root / "sys/class/example-xpu"

@@ -7,8 +7,21 @@ import argparse
 import os
 import threading
 
+from launcher.checks import CheckInput
 from launcher.keys import Key
 from launcher.workloads.workload import Workload
+
+LONGEST = 20  # the longest greeting it prints whole
+
+
+def _greeting_fits(c: CheckInput) -> list[tuple[str, str]]:
+    """Its own verdict check, on its own key."""
+    said = c.profile.get("hello.greeting")
+    if said is not None and len(said) > LONGEST:
+        return [("warn", f"hello.greeting is {len(said)} characters; hello-onnx prints the "
+                         f"first {LONGEST}.")]
+    return []
+
 
 WORKLOAD = Workload(
     name="hello-onnx", description="the fake framework's pool, counted", framework="onnx",
@@ -16,12 +29,13 @@ WORKLOAD = Workload(
     # its own profile key, the variable it reads, and which sets which: declared here alone
     profile_keys={"hello": {"greeting": Key("str", "hello-onnx: the word it says first")}},
     variables={"HELLO_GREETING": "hello-onnx: the word it says first"},
-    from_keys={"hello.greeting": "HELLO_GREETING"})
+    from_keys={"hello.greeting": "HELLO_GREETING"},
+    checks=(_greeting_fits,))
 
 
 def parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(prog="hello-onnx")
-    ap.add_argument("--say", default=os.environ.get("HELLO_GREETING", "hello"),
+    ap.add_argument("--say", default=os.environ.get("HELLO_GREETING", "hello")[:LONGEST],
                     help="a word to print first (default: the profile's hello.greeting)")
     return ap
 
