@@ -107,7 +107,7 @@ def test_nvidia_gpus_without_a_cdi_spec_are_their_device_nodes(tmp_path, monkeyp
     dev.mkdir(), cdi.mkdir()
     for n in ("nvidiactl", "nvidia-uvm", "nvidia0", "nvidia1", "nvidia10", "nvidia-caps"):
         (dev / n).touch()
-    monkeypatch.setattr(podman_engine, "_DEV", str(dev))
+    monkeypatch.setattr(podman_engine, "_HOST_ROOT", tmp_path)
     monkeypatch.setattr(podman_engine, "_CDI_DIRS", (str(cdi),))
     access = get_vendor("nvidia").access(GpuSelection("nvidia", ids, all_), HostGpus())
     argv = create_argv(_spec(gpu_access=access), as_rootless=False)
@@ -119,15 +119,14 @@ def test_nvidia_gpus_without_a_cdi_spec_are_their_device_nodes(tmp_path, monkeyp
 
 def test_a_gpu_index_is_mapped_to_its_device_minor(tmp_path, monkeypatch):
     """GPU 1 in PCI order whose driver gave it minor 10: /dev/nvidia10, not /dev/nvidia1."""
-    dev, gpus = tmp_path / "dev", tmp_path / "gpus"
+    dev, gpus = tmp_path / "dev", tmp_path / "proc/driver/nvidia/gpus"
     dev.mkdir()
     for n in ("nvidiactl", "nvidia0", "nvidia1", "nvidia10"):
         (dev / n).touch()
     for bus, minor in (("0000:17:00.0", 0), ("0000:65:00.0", 10), ("0000:ca:00.0", 1)):
         (gpus / bus).mkdir(parents=True)
         (gpus / bus / "information").write_text(f"Model: H100\nDevice Minor: {minor}\n")
-    monkeypatch.setattr(podman_engine, "_DEV", str(dev))
-    monkeypatch.setattr(podman_engine, "_PROC_GPUS", str(gpus))
+    monkeypatch.setattr(podman_engine, "_HOST_ROOT", tmp_path)
     monkeypatch.setattr(podman_engine, "_CDI_DIRS", (str(tmp_path / "no-cdi"),))
     access = get_vendor("nvidia").access(GpuSelection("nvidia", (1,), False), HostGpus())
     argv = create_argv(_spec(gpu_access=access), as_rootless=False)

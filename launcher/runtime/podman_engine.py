@@ -69,8 +69,7 @@ _V1_ROOTLESS = ("rootless Podman sets no cgroup limits on cgroup v1 and starts t
                 "without them; run as root, or on a cgroup v2 host")
 _DELEGATE = "a systemd drop-in for user@.service with Delegate= adds it"
 _CDI_DIRS = ("/etc/cdi", "/var/run/cdi")  # where Podman reads CDI specs
-_DEV = "/dev"
-_PROC_GPUS = "/proc/driver/nvidia/gpus"  # one folder per GPU, named by its PCI bus id
+_HOST_ROOT = Path("/")  # where a vendor finds its device nodes
 _CGROUP2 = "/sys/fs/cgroup"
 _CONTROLLERS = {"pids": "pids", "memory": "memory", "cpus": "cpu", "cpuset": "cpuset"}
 
@@ -159,37 +158,12 @@ def cdi_spec(kind: str) -> bool:
 
 
 def device_nodes(request: DeviceRequest) -> list[str] | None:
-    """Without CDI, an NVIDIA request as its device nodes: the control nodes and each GPU's
-    /dev/nvidiaN (all, or the ids asked for); the driver's libraries are the image's (or the
-    host's, mounted). None: another vendor's, or no node found."""
-    if request.driver != "nvidia":
-        return None
-    dev = Path(_DEV)
-    gpus = sorted((f for f in dev.glob("nvidia[0-9]*") if f.name[6:].isdigit()),
-                  key=lambda f: int(f.name[6:]))
-    if request.ids is not None:  # a GPU's index (NVML's, in PCI order) is not its minor
-        minors = _minors()
-        wanted = {minors.get(i, i) for i in request.ids}
-        gpus = [f for f in gpus if f.name[6:] in wanted]
-    if not gpus:
-        return None
-    control = [dev / n for n in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
-                                 "nvidia-modeset")]
-    return [str(f) for f in [*control, *gpus] if f.exists()]
+    """Without CDI, the request as its vendor's device nodes (vendors/*.py: NVIDIA's control
+    nodes and each GPU's /dev/nvidiaN); None where the vendor has none."""
+    from launcher.vendors import get, known
 
-
-def _minors() -> dict[str, str]:
-    """Each GPU's index (its place in PCI bus order, as nvidia-smi and CUDA_DEVICE_ORDER=
-    PCI_BUS_ID count) -> its /dev/nvidiaN minor, from the driver's own
-    /proc/driver/nvidia/gpus/BUS/information ("Device Minor: N"); {} where it is not there."""
-    out = {}
-    with contextlib.suppress(OSError):
-        for i, d in enumerate(sorted(Path(_PROC_GPUS).iterdir())):
-            for line in _read(d / "information").splitlines():
-                key, _, value = line.partition(":")
-                if key.strip() == "Device Minor" and value.strip().isdigit():
-                    out[str(i)] = value.strip()
-    return out
+    return get(request.driver).device_nodes(request, _HOST_ROOT) if known(
+        request.driver) else None
 
 
 def cgroup_parent(spec: RunSpec) -> tuple[str | None, Callable[[], None]]:

@@ -98,6 +98,12 @@ class Vendor:
         """This vendor's GPUs under `root` (a live host when `use_tools`)."""
         return []
 
+    def device_nodes(self, request: DeviceRequest, root: Path) -> list[str] | None:
+        """Its device request as the device nodes under `root` a container needs, for an
+        engine with no hook for the request (Podman without a CDI spec); None: none found,
+        or the vendor has no such fallback."""
+        return None
+
     def environment(self, selection: GpuSelection, gpu: dict[str, Any]) -> dict[str, str]:
         """Variables the image or container sets for `selection`; `gpu` is the profile's gpu
         section. Each value's source is the profile key named by `sources`."""

@@ -13,6 +13,23 @@ from launcher.threadpools import ThreadPool
 from launcher.vendors.base import DeviceRequest, Gpu, GpuAccess, GpuSelection, HostGpus, Vendor
 
 DEFAULT_CAPABILITIES = "compute,utility"
+PROC_GPUS = "proc/driver/nvidia/gpus"  # one folder per GPU, named by its PCI bus id
+
+
+def _minors(gpus: Path) -> dict[str, str]:
+    """Each GPU's index (its place in PCI bus order, as nvidia-smi and CUDA_DEVICE_ORDER=
+    PCI_BUS_ID count) -> its /dev/nvidiaN minor, from the driver's own
+    /proc/driver/nvidia/gpus/BUS/information ("Device Minor: N"); {} where it is not there."""
+    out = {}
+    try:
+        for i, d in enumerate(sorted(gpus.iterdir())):
+            for line in (d / "information").read_text().splitlines():
+                key, _, value = line.partition(":")
+                if key.strip() == "Device Minor" and value.strip().isdigit():
+                    out[str(i)] = value.strip()
+    except OSError:
+        return out
+    return out
 
 
 class Nvidia(Vendor):
@@ -79,6 +96,22 @@ class Nvidia(Vendor):
         return {"CUDA_VISIBLE_DEVICES": ""}
 
     container_only = ("NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES")
+
+    def device_nodes(self, request: DeviceRequest, root: Path) -> list[str] | None:
+        """The control nodes and each GPU's /dev/nvidiaN (all, or the ids asked for); the
+        driver's libraries are the image's (or the host's, mounted)."""
+        dev = root / "dev"
+        gpus = sorted((f for f in dev.glob("nvidia[0-9]*") if f.name[6:].isdigit()),
+                      key=lambda f: int(f.name[6:]))
+        if request.ids is not None:  # a GPU's index (NVML's, in PCI order) is not its minor
+            minors = _minors(root / PROC_GPUS)
+            wanted = {minors.get(i, i) for i in request.ids}
+            gpus = [f for f in gpus if f.name[6:] in wanted]
+        if not gpus:
+            return None
+        control = [dev / n for n in ("nvidiactl", "nvidia-uvm", "nvidia-uvm-tools",
+                                     "nvidia-modeset")]
+        return [str(f) for f in [*control, *gpus] if f.exists()]
 
     def access(self, selection: GpuSelection, host: HostGpus) -> GpuAccess:
         if not selection.ids:
