@@ -26,6 +26,10 @@ GRACE_S = 3.0  # between SIGTERM and SIGKILL
 
 
 def become_subreaper() -> None:
+    """Orphaned descendants come to this process (a container's PID 1 is their reaper
+    already: no ctypes to load at its every start)."""
+    if os.getpid() == 1:
+        return
     import ctypes
 
     with contextlib.suppress(OSError, AttributeError):
