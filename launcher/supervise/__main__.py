@@ -133,6 +133,10 @@ def run(cmd: list[str]) -> int:
     lifeline.become_subreaper()  # the workload's descendants stay below us
     before = read_counters()
     start = Start(env)  # the limits the workload starts under
+    # the signals to forward are held from here until their handlers are set, so that one
+    # sent as the workload starts is forwarded, not lost (ignored, where launcher started
+    # with SIGINT ignored); the workload starts with the mask this process had
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARD)
     try:  # posix_spawnp: no subprocess import (~10 ms of every container start)
         actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)] if watch else []
         # the signals Python ignores go back to their defaults, as subprocess's
@@ -143,7 +147,8 @@ def run(cmd: list[str]) -> int:
         defaults = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGQUIT,
                     signal.SIGTERM)
         try:
-            pid = os.posix_spawnp(cmd[0], cmd, env, file_actions=actions, setsigdef=defaults)
+            pid = os.posix_spawnp(cmd[0], cmd, env, file_actions=actions, setsigdef=defaults,
+                                  setsigmask=mask)
         except PermissionError:
             from launcher.supervise.causes import clone3_refused
 
@@ -153,8 +158,9 @@ def run(cmd: list[str]) -> int:
             # fork() is clone: the workload starts, and its threads' failure is named
             say("warning: a seccomp filter refuses clone3 here; the workload's threads will "
                 "fail to start (glibc creates them with clone3)")
-            pid = fork_exec(cmd, env, watch, defaults)
+            pid = fork_exec(cmd, env, watch, defaults, mask)
     except OSError as exc:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         release()
         return not_started(exit_file, 127 if isinstance(exc, FileNotFoundError) else 126,
                            f"cannot run {cmd[0]!r}: {exc.strerror}")
@@ -165,6 +171,7 @@ def run(cmd: list[str]) -> int:
 
     for sig in FORWARD:
         signal.signal(sig, forward)
+    signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # any held meanwhile: forwarded now
     sampled = Watch(pid)  # its threads and address space, for the diagnosis
     # with `watch`: stdin's end means launcher is gone
     status = lifeline.wait_for(pid, watch, sampled.sample)
@@ -190,7 +197,7 @@ def run(cmd: list[str]) -> int:
 
 
 def fork_exec(cmd: list[str], env: dict[str, str], devnull_stdin: bool,
-              defaults: tuple[signal.Signals, ...]) -> int:
+              defaults: tuple[signal.Signals, ...], mask: set[signal.Signals]) -> int:
     """posix_spawnp's work by fork() and exec: the child's exec failure is its exit 127."""
     pid = os.fork()
     if pid:
@@ -198,6 +205,7 @@ def fork_exec(cmd: list[str], env: dict[str, str], devnull_stdin: bool,
     try:  # pragma: no mutate - the child of a fork
         for sig in defaults:
             signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         if devnull_stdin:
             fd = os.open(os.devnull, os.O_RDONLY)
             os.dup2(fd, 0)
