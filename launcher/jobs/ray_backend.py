@@ -4,11 +4,13 @@ that runs on whichever node has a free slot (an existing engine; no home-made co
 Each node declares its own cap as a custom resource (`launcher_slot`; `launcher jobs ray-node`
 prints the `ray start` command from the node's profile), and each chunk takes one unit of it,
 so no node ever runs more than its cap. A task asks for `num_gpus` 1 (0 on the CPU), `memory`
-the measured peak (Ray schedules on it; launcher's cgroup enforces it), `num_cpus` from the
-caps, and carries every managed variable in `runtime_env` (Ray sets only OMP_NUM_THREADS,
-ray#36936). On its node the chunk runs under launcher's supervisor with the caps resolved there,
-against that node's cgroup. Ray never retries a chunk (`max_retries=0`): an OOM-killed chunk is
-split by launcher, not rerun with the same work (ray#45257, ray#41857).
+the measured peak (Ray schedules on it; launcher's cgroup enforces it) and `num_cpus` from the
+caps. On its node the chunk runs under launcher's supervisor with the caps resolved there,
+against that node's cgroup: the supervisor sets every managed variable for the workload (Ray
+itself sets only OMP_NUM_THREADS, ray#36936), so the task carries no `runtime_env`, which
+would make Ray start workers of their own for it (~3 s of a 99-chunk job's first wave here).
+Ray never retries a chunk (`max_retries=0`): an OOM-killed chunk is split by launcher, not
+rerun with the same work (ray#45257, ray#41857).
 """
 
 from __future__ import annotations
@@ -42,7 +44,6 @@ class RayExecutor:
             "num_cpus": max(1, r.caps.threads["omp"]),
             "resources": {SLOT: 1},
             "max_retries": 0,  # launcher retries, and splits what the OOM killer took
-            "runtime_env": {"env_vars": r.caps.environment()},
         }
         if p.plan.peak_bytes:
             self.options["memory"] = int(p.plan.peak_bytes)
