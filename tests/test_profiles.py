@@ -227,7 +227,7 @@ def test_a_parsed_profile_is_kept_and_an_edit_is_seen(tmp_path, monkeypatch):
     assert len(kept) == 2  # mine and base
     calls = []
     real = yamlsrc._parse
-    monkeypatch.setattr(yamlsrc, "_parse", lambda p: calls.append(p) or real(p))
+    monkeypatch.setattr(yamlsrc, "_parse", lambda p, what: calls.append(p) or real(p, what))
     again = load_profile(str(prof))
     assert calls == [] and again.get("threads.intra_op") == 3
     assert again.where("threads.intra_op").endswith("mine.yaml:2")  # lines kept too
