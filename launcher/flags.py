@@ -20,7 +20,8 @@ PLUGIN_FLAGS = "launcher.plugin_flags"  # metadata: this dict field takes a regi
 @dataclass(frozen=True)
 class Flag:
     """One option (or argument) of a command. `help` may name `${runtimes}`, `${backends}`,
-    `${targets}` or `${frameworks}`: the registries' names, filled in when the command is built."""
+    `${targets}`, `${profile_targets}` or `${frameworks}`: the registries' names, filled in when
+    the command is built."""
 
     opts: tuple[str, ...]  # ("--profile", "-p"); () for a positional argument
     help: str = ""
@@ -44,10 +45,11 @@ def flag(declared: Flag, default: Any = None) -> Any:
     return dataclasses.field(default=default, metadata={FLAG: declared})
 
 
-def plugin_flags(group: str) -> Any:
+def plugin_flags(group: str, kind: str | None = None) -> Any:
     """A `dict[str, Any]` request field that takes the flags the entries of the entry-point
-    `group` declare (their `flags`: dest -> Flag), by dest, where given."""
-    return dataclasses.field(default_factory=dict, metadata={PLUGIN_FLAGS: group})
+    `group` declare (their `flags`: dest -> Flag), by dest, where given; with `kind`, only
+    those of the entries of that `kind` (a render target's: "profile" or "job")."""
+    return dataclasses.field(default_factory=dict, metadata={PLUGIN_FLAGS: (group, kind)})
 
 
 @dataclass(frozen=True)
@@ -67,11 +69,12 @@ def declared(request: type) -> Iterator[Declared]:
             yield Declared(f.name, f.metadata[FLAG], default)
 
 
-def plugin_group(request: type) -> tuple[str, str] | None:
-    """(field, entry-point group) of the request's plugin-flags field, if it has one."""
+def plugin_group(request: type) -> tuple[str, str, str | None] | None:
+    """(field, entry-point group, kind) of the request's plugin-flags field, if it has one."""
     for f in dataclasses.fields(request):
         if PLUGIN_FLAGS in f.metadata:
-            return f.name, f.metadata[PLUGIN_FLAGS]
+            group, kind = f.metadata[PLUGIN_FLAGS]
+            return f.name, group, kind
     return None
 
 

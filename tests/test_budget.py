@@ -30,9 +30,9 @@ def test_rlimit_nproc_leaves_the_limit_less_the_uids_tasks(tmp_path):
     r = _resolve(tmp_path, "limits: {nproc: 50}\n")
     assert r.facts.uid == 1000 and r.facts.uid_tasks == 5 and not r.facts.nproc_exempt
     b = _budget(r)
-    assert b["available"] == 45
-    assert b["binding"] == "RLIMIT_NPROC 50 (5 tasks of UID 1000 running)"
-    assert b["notes"] == []
+    assert b.available == 45
+    assert b.binding == "RLIMIT_NPROC 50 (5 tasks of UID 1000 running)"
+    assert b.notes == ()
 
 
 def test_root_of_the_initial_namespace_is_exempt_and_told_so(tmp_path):
@@ -44,8 +44,8 @@ def test_root_of_the_initial_namespace_is_exempt_and_told_so(tmp_path):
     r = _resolve(tmp_path, "limits: {nproc: 50}\n", host)
     assert r.facts.nproc_exempt
     b = _budget(r)
-    assert "RLIMIT_NPROC" not in b["binding"]
-    assert b["notes"] == ["RLIMIT_NPROC 50 does not bind: the kernel exempts root (of the "
+    assert "RLIMIT_NPROC" not in b.binding
+    assert list(b.notes) == ["RLIMIT_NPROC 50 does not bind: the kernel exempts root (of the "
                           "initial user namespace, or CAP_SYS_RESOURCE/CAP_SYS_ADMIN there)"]
     # a rootless container's root (uid 0 mapped to another) is not exempt
     (host / "proc/self/uid_map").write_text("         0       1000          1\n")
@@ -62,11 +62,11 @@ def test_root_of_the_initial_namespace_is_exempt_and_told_so(tmp_path):
 def test_the_smallest_limit_binds_and_a_tie_names_the_first(tmp_path):
     # pids.max 77 of the fixture's cgroup with 3 running: 74; nproc 79 - 5 = 74 too
     b = _budget(_resolve(tmp_path, "limits: {nproc: 79}\n"))
-    assert b["available"] == 74 and b["binding"].startswith("pids.max 77")
+    assert b.available == 74 and b.binding.startswith("pids.max 77")
     b = _budget(_resolve(tmp_path, "limits: {nproc: 78}\n"))
-    assert b["available"] == 73 and b["binding"].startswith("RLIMIT_NPROC 78")
+    assert b.available == 73 and b.binding.startswith("RLIMIT_NPROC 78")
     b = _budget(_resolve(tmp_path, "limits: {nproc: 80, pids: 60}\n"))
-    assert b["available"] == 60 and b["binding"] == "pids limit 60"
+    assert b.available == 60 and b.binding == "pids limit 60"
 
 
 def test_memory_budget_is_the_smaller_of_the_profiles_hardware_and_this_hosts(tmp_path):
@@ -106,19 +106,19 @@ def test_each_host_limit_binds_where_it_is_the_smallest(tmp_path):
     # pids.current unread: nothing counted as running
     b = pids_budget(limits, {}, _facts(**{**none, "cgroup_pids_max": 50,
                                            "cgroup_pids_current": None}))
-    assert b["available"] == 50 and b["binding"].startswith("pids.max 50 of ")
-    assert b["binding"].endswith("(pids.current 0)")
+    assert b.available == 50 and b.binding.startswith("pids.max 50 of ")
+    assert b.binding.endswith("(pids.current 0)")
     # the host's own RLIMIT_NPROC, where the profile sets none
     b = pids_budget(limits, {}, _facts(**{**none, "rlimits": {"nproc": Rlimit(40, 40)}}))
-    assert b["available"] == 35 and b["binding"].startswith("RLIMIT_NPROC 40")
+    assert b.available == 35 and b.binding.startswith("RLIMIT_NPROC 40")
     # 0 is a limit (no new task at all); unlimited is none
     b = pids_budget(limits, {}, _facts(**{**none, "rlimits": {"nproc": Rlimit(0, 0)}}))
-    assert b["available"] == -5
+    assert b.available == -5
     b = pids_budget(limits, {}, _facts(**{**none, "rlimits": {"nproc": Rlimit(None, None)}}))
-    assert b["available"] is None
+    assert b.available is None
     b = pids_budget(limits, {}, _facts(**{**none, "nproc_exempt": True,
                                            "rlimits": {"nproc": Rlimit(0, 0)}}))
-    assert b["available"] is None and b["notes"][0].startswith("RLIMIT_NPROC 0 does not bind")
+    assert b.available is None and b.notes[0].startswith("RLIMIT_NPROC 0 does not bind")
     b = pids_budget(limits, {}, _facts(**{**none, "threads_max": 30}))
     assert b.to_json() == {"available": 30, "binding": "kernel.threads-max 30", "notes": []}
     b = pids_budget(limits, {}, _facts(**{**none, "pid_max": 400}))

@@ -66,7 +66,7 @@ def test_explicit_overrides_win(tmp_path, limited):
     assert caps.env["MKL_NUM_THREADS"].value == "5"
     assert caps.env["MKL_NUM_THREADS"].source == "--env (explicit override)"
     # the estimate uses the values that will really be in force
-    assert caps.threads["omp"] == 1 and "openblas" not in caps.estimate["breakdown"]
+    assert caps.threads["omp"] == 1 and "openblas" not in caps.estimate.breakdown
 
 
 def test_pids_refusal_names_the_limit(tmp_path):
@@ -75,7 +75,7 @@ def test_pids_refusal_names_the_limit(tmp_path):
                            "threads: {intra_op: 4, inter_op: 4}\n")
     caps = resolve(p, facts, processes=5).caps
     assert caps.verdict.level == "refuse"
-    per = caps.estimate["per_process"]
+    per = caps.estimate.per_process
     assert (f"~{5 * per + 1} threads (5 processes x ~{per} + 1 supervisor) would exceed the "
             f"pids limit 40.") in caps.verdict.reasons
 
@@ -84,8 +84,8 @@ def test_cgroup_pids_headroom_binds(limited):
     facts = dataclasses.replace(limited, cgroup=dataclasses.replace(limited.cgroup,
                                                                      pids_current=70))
     caps = resolve(load_profile("runpod"), facts, framework="jax").caps
-    assert caps.budget["available"] == 7
-    assert caps.budget["binding"] == "pids.max 77 of /sys/fs/cgroup/job (pids.current 70)"
+    assert caps.budget.available == 7
+    assert caps.budget.binding == "pids.max 77 of /sys/fs/cgroup/job (pids.current 70)"
     assert caps.verdict.level == "refuse"
 
 
@@ -97,11 +97,11 @@ def test_rig_memory_budget(limited):
     # 12 processes, 12 GPUs: each process sees its own (as render and jobs give it), so
     # autograd's device threads and the driver's event handler are 1 each, and (the build
     # unknown under a fixture root) the CUDA or HIP build's own thread
-    parts = caps.estimate["breakdown"]
+    parts = caps.estimate.breakdown
     assert parts["torch_autograd_device"] == parts["gpu_event_handler"] == 1
-    assert parts["gpu_build"] == 1 and caps.estimate["per_process"] == 4
+    assert parts["gpu_build"] == 1 and caps.estimate.per_process == 4
     assert caps.verdict.level == "warn"  # ~49 threads fit the pids.max 77; memory 90%+
-    assert caps.estimate["total"] == 49 and caps.budget["available"] == 74
+    assert caps.estimate.total == 49 and caps.budget.available == 74
     assert caps.environment()["HSA_OVERRIDE_GFX_VERSION"] == "10.3.0"
     assert caps.environment()["PYTORCH_HIP_ALLOC_CONF"] == "max_split_size_mb:64"
 
@@ -154,6 +154,6 @@ def test_a_calibration_corrects_the_cpu_side_and_keeps_the_gpu_terms(limited):
              "peak": 4, "gpus": 0, "date": "2026-11-22", "method": 2}  # the model's 2, + 2
     facts = dataclasses.replace(limited, calibration=[entry])
     est = resolve(rig, facts, for_this_host=False).caps.estimate
-    assert est["source"] == "calibrated on this host, torch 2.13.0, 2026-11-22"
-    assert est["per_process"] == model["per_process"] + 2
-    assert est["breakdown"]["torch_autograd_device"] == 1  # the GPU each process sees
+    assert est.source == "calibrated on this host, torch 2.13.0, 2026-11-22"
+    assert est.per_process == model.per_process + 2
+    assert est.breakdown["torch_autograd_device"] == 1  # the GPU each process sees

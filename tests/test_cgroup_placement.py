@@ -334,12 +334,17 @@ def test_the_profiles_limits_require_refuses_and_names_itself(tmp_path):
 
 
 def test_the_shortfall_says_a_shared_fix_once():
+    from launcher.cgroups.advisory import Advisory
     from launcher.runtime.engine import Enforcement
 
-    assert Enforcement({}, {"pids": "a; fix: F", "cpus": "b; fix: F"}).shortfall() == (
+    a, b = Advisory("a", "fix: F"), Advisory("b", "fix: F")
+    assert Enforcement({}, {"pids": a, "cpus": b}).shortfall() == (
         "the pids limit (a), the cpus limit (b) cannot be enforced here; fix: F")
-    assert Enforcement({}, {"pids": "a; fix: F", "rdma": "none"}).shortfall() == (
+    assert Enforcement({}, {"pids": a, "rdma": "none"}).shortfall() == (
         "the pids limit (a; fix: F), the rdma limit (none) cannot be enforced here")
+    # words that hold "; " are no fix: only an Advisory's fix is said once
+    assert Enforcement({}, {"pids": "a; b", "cpus": "a; b"}).shortfall() == (
+        "the pids limit (a; b), the cpus limit (a; b) cannot be enforced here")
 
 
 def test_the_engine_refuses_too_when_the_cgroup_falls_short(tmp_path):

@@ -63,8 +63,8 @@ def test_torch_is_fitted_with_fewer_threads(tmp_path):
     fit = fit_to_budget(r)
     assert fit is not None and list(fit.values) == ["threads.intra_op"]
     n = fit.values["threads.intra_op"]
-    assert r.with_values({"threads.intra_op": n}, "--fit").caps.estimate["total"] <= 8
-    assert r.with_values({"threads.intra_op": n + 1}, "--fit").caps.estimate["total"] > 8
+    assert r.with_values({"threads.intra_op": n}, "--fit").caps.estimate.total <= 8
+    assert r.with_values({"threads.intra_op": n + 1}, "--fit").caps.estimate.total > 8
 
 
 def test_nothing_fits_and_the_refusal_stands(tmp_path):
@@ -187,15 +187,15 @@ def test_jax_is_fitted_through_pjrt_nproc_before_its_cpus(tmp_path):
                     "limits: {cpuset: '0-1', pids: 25}\n")
     r = resolve(load_profile(prof), probe_host("/", environ={}))
     assert r.caps.env["PJRT_NPROC"].value == "2"
-    avail = r.caps.budget["available"]
-    assert r.caps.estimate["total"] > HEADROOM * avail
+    avail = r.caps.budget.available
+    assert r.caps.estimate.total > HEADROOM * avail
     fit = fit_to_budget(r)
     assert fit is not None and fit.values == {"threads.intra_op": 1}, fit
     assert "its CPU pools (PJRT_NPROC) shrink from 2 to 1" in fit.describe()
     fitted = r.with_values(fit.values, "--fit")
     assert fitted.caps.env["PJRT_NPROC"].value == "1"
-    assert fitted.caps.estimate["total"] <= HEADROOM * avail
-    assert fitted.caps.estimate["breakdown"]["xla_eigen"] == 1
+    assert fitted.caps.estimate.total <= HEADROOM * avail
+    assert fitted.caps.estimate.breakdown["xla_eigen"] == 1
 
 
 def test_a_jax_run_fitted_through_pjrt_nproc_completes_under_the_kernels_limit(tmp_path):

@@ -89,7 +89,7 @@ def test_every_parameter_fills_a_request_field_or_the_command_s_own():
         fields = {f.name for f in dataclasses.fields(request) if FLAG in f.metadata}
         own = {d.dest for d in cells["own"]}
         bag = plugin_group(request)
-        plugins = {dest for _, dest, _ in plugin_flags(bag[1])} if bag else set()
+        plugins = {dest for _, dest, _ in plugin_flags(*bag[1:])} if bag else set()
         parsed = {p.name for p in cmd.get_params(click.Context(cmd))} - {"_click_default_help"}
         assert parsed == fields | own | plugins, name
         checked += 1

@@ -156,8 +156,8 @@ def test_a_fit_records_the_estimate_before_as_was_and_the_fitted_as_now(tmp_path
     r = resolve(load_profile(prof), facts)
     fit = fit_to_budget(r)
     assert fit is not None
-    now = r.with_values(fit.values, "--fit").caps.estimate["total"]
-    assert (fit.was, fit.now) == (r.caps.estimate["total"], now)
+    now = r.with_values(fit.values, "--fit").caps.estimate.total
+    assert (fit.was, fit.now) == (r.caps.estimate.total, now)
     assert fit.was > fit.now
     assert f"(threads at the peak ~{fit.was} -> ~{fit.now}): " in fit.describe()
 
@@ -234,7 +234,7 @@ def test_processes_taking_turns_on_the_cpus_are_fitted_with_pools_of_their_share
     it (else it follows intra_op)."""
     r, fit = _fit_of(tmp_path, "workers: {processes: 2}\nthreads: {intra_op: 4}\n")
     assert fit is not None and fit.values == {"threads.intra_op": 1}
-    assert (fit.was, fit.now) == (r.caps.estimate["total"], 5) and fit.was > 5
+    assert (fit.was, fit.now) == (r.caps.estimate.total, 5) and fit.was > 5
     assert fit.cost == "its CPU pools shrink from 4 to 1 threads, so 2 processes x 1 fit the 2 CPUs"
     r, fit = _fit_of(tmp_path, "workers: {processes: 4}\nthreads: {intra_op: 3, omp: 2}\n")
     assert fit is not None and fit.values == {"threads.intra_op": 1, "threads.omp": 1}

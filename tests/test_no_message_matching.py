@@ -77,13 +77,6 @@ ALLOWED = {
     ("launcher/runtime/podman_engine.py", "x.startswith('Error:')"),
     # the lines a `launcher` child process printed: its own prefix marks what it said
     ("launcher/jobs/runner.py", "line.startswith('launcher: ')"),
-    # Not yet data, in modules this change left to their owners (each is a known debt):
-    # cgroups/ words an advisory limit as "why; FIX"; the fix should come apart from the why
-    # (a pair, or the fix a parameter of make_run_cgroup) so that none is split or swapped
-    ("launcher/supervise/enforce.py", "why.replace(FIX, CONTAINER_FIX)"),
-    ("launcher/runtime/engine.py", "why.rpartition('; ')"),
-    # a profile error reworded for a job spec: the loader should take the file's kind
-    ("launcher/jobs/spec.py", "text.replace(phrase, phrase.replace('profile', 'job spec'))"),
 }
 
 

@@ -126,6 +126,28 @@ def test_schema_keys_documented_in_readme():
         assert f"`{dotted}`" in readme, f"docs/profiles.md does not document {dotted}"
 
 
+def test_the_plugin_keys_table_is_current():
+    """docs/profiles.md's table of the plugins' keys is the registries' (vendors, frameworks,
+    workloads shipped with launcher): a key added, renamed or reworded fails here until
+    scripts/profile-keys-doc.py is run."""
+    from launcher.profiles.key_table import plugin_keys_table, with_table
+
+    doc = (ROOT / "docs" / "profiles.md").read_text()
+    assert with_table(doc, plugin_keys_table()) == doc, "run scripts/profile-keys-doc.py"
+    assert "| `recommended.num_envs` | integer | workload stress-jax |" in doc
+    assert "| `allocator.xla_mem_fraction` | number (0.01-1) | framework jax |" in doc
+
+
+def test_the_plugin_keys_check_can_fail():
+    from launcher.profiles.key_table import BEGIN, END, plugin_keys_table, with_table
+
+    doc = f"a\n{BEGIN}\n| old |\n{END}\nb\n"
+    assert with_table(doc, "| new |\n") == f"a\n{BEGIN}\n| new |\n{END}\nb\n" != doc
+    assert "| `gpu.gfx_version` | string | vendor amd |" in plugin_keys_table()
+    with pytest.raises(ValueError, match="markers"):
+        with_table("no markers here\n", "| new |\n")
+
+
 def test_a_written_profile_replaces_the_old_one_only_when_it_loads(tmp_path):
     from launcher.errors import LauncherError
     from launcher.profiles.writer import check_target, write_profile
@@ -205,7 +227,7 @@ def test_a_parsed_profile_is_kept_and_an_edit_is_seen(tmp_path, monkeypatch):
     assert len(kept) == 2  # mine and base
     calls = []
     real = yamlsrc._parse
-    monkeypatch.setattr(yamlsrc, "_parse", lambda p: calls.append(p) or real(p))
+    monkeypatch.setattr(yamlsrc, "_parse", lambda p, what: calls.append(p) or real(p, what))
     again = load_profile(str(prof))
     assert calls == [] and again.get("threads.intra_op") == 3
     assert again.where("threads.intra_op").endswith("mine.yaml:2")  # lines kept too

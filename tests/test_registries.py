@@ -310,6 +310,19 @@ def test_fake_workload_declares_a_profile_key_and_a_variable(fakes, tmp_path):
     assert any(x.startswith("hey onnx: ") for x in proc.stdout.splitlines()), proc.stdout
 
 
+def test_a_third_party_s_profile_key_is_listed_by_the_key_table(fakes):
+    """The generator of docs/profiles.md's plugin keys (launcher/profiles/key_table.py) lists
+    whatever is installed: the fake workload's key here, never in the project's own docs."""
+    from launcher.profiles.key_table import plugin_keys_table
+    from tests.conftest import ROOT
+
+    table = plugin_keys_table()
+    assert "| `hello.greeting` | string | workload hello-onnx | hello-onnx: the word it says " \
+           "first |" in table
+    assert "`recommended.num_envs`" in table  # launcher's own, beside it
+    assert "hello.greeting" not in (ROOT / "docs" / "profiles.md").read_text()
+
+
 def test_fake_sub_command_is_one_module_and_one_line(fakes):
     """`launcher fakes-hello` is the fakes' own command (launcher_fakes/command.py): listed by
     `launcher --help`, its flags from its request, --json from launcher."""

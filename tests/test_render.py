@@ -157,3 +157,48 @@ def test_hostile_profile_values_stay_out_of_the_dockerfile(tmp_path):
     dockerfile = (out / "Dockerfile").read_text()
     assert "pwned" not in dockerfile and "six" not in dockerfile
     assert (out / "requirements.txt").read_text() == "six==1.16.0\n"
+
+
+def test_help_lists_each_target_s_own_flags_under_its_name():
+    """compose's and RunPod's flags are theirs (launcher/render/compose_target.py, runpod.py),
+    listed as `jobs run` lists a backend's; `jobs render` does not take them."""
+    shown = " ".join(runner.invoke(app, ["render", "--help"]).stdout.split())
+    assert "(compose) SRC:DST[:ro]" in shown and "(runpod) A port the RunPod pod" in shown
+    assert "compose | runpod" in shown  # --target's choices
+    jobs = runner.invoke(app, ["jobs", "render", "--help"]).stdout
+    assert "(compose)" not in jobs and "--port" not in jobs and "(k8s)" in jobs
+    assert "(k8s)" not in shown
+
+
+def test_a_flag_of_a_target_not_written_is_refused(tmp_path):
+    out = tmp_path / "o"
+    result = runner.invoke(app, ["render", "--out", str(out), "--target", "compose", "--port",
+                                 "8888/http"])
+    assert result.exit_code == 1
+    assert result.stderr == ("error: --port is an option of --target runpod (this render writes "
+                             "--target compose)\n")
+    result = runner.invoke(app, ["render", "--out", str(out), "--target", "runpod", "-v",
+                                 "/a:/b"])
+    assert result.exit_code == 1 and result.stderr.count("\n") == 1
+    assert "--volume is an option of --target compose" in result.stderr
+    result = runner.invoke(app, ["render", "--out", str(out), "--target", "k8s"])
+    assert result.exit_code == 1 and result.stderr == (
+        "error: --target must be one of compose, runpod (got 'k8s': a job's target, `launcher "
+        "jobs render` writes it)\n")
+    bad = runner.invoke(app, ["render", "--out", str(out), "--port", "8888"])
+    assert bad.exit_code == 1 and "--port: expected PORT/http" in bad.stderr
+    assert not out.exists()  # refused before anything is read or written
+
+
+def test_one_target_writes_its_file_alone(tmp_path):
+    out = render(tmp_path, "--profile", "runpod", "--target", "runpod", "--port", "8888/http")
+    assert json.loads((out / "runpod.json").read_text())["ports"] == "8888/http"
+    assert not (out / "compose.yaml").exists() and (out / "Dockerfile").is_file()
+    both = render(tmp_path / "both", "--profile", "gtx1650", "-v", "/data:/data:ro", "-w",
+                  "/data", "--user", "1000:1000", "--port", "22/tcp")
+    import yaml
+
+    services = yaml.safe_load((both / "compose.yaml").read_text())["services"]
+    assert all(s["volumes"][-1] == "/data:/data:ro" and s["working_dir"] == "/data"
+               and s["user"] == "1000:1000" for s in services.values())
+    assert json.loads((both / "runpod.json").read_text())["ports"] == "22/tcp"

@@ -59,7 +59,7 @@ def test_the_estimate_is_the_peak_through_training(framework, cpus, tmp_path):
     path.write_text(f"extends: base\nlimits: {{cpuset: '0-{cpus - 1}'}}\n")
     caps = resolve(load_profile(path), probe_host("/", environ={}), framework=framework).caps
     got = probe(framework, caps.environment(), set(range(cpus)))
-    est = caps.estimate["per_process"]
+    est = caps.estimate.per_process
     assert got["threads"] <= got["peak"] <= est, got  # the calm, the peak, the estimate
     assert got["peak"] >= 0.8 * est, (got, caps.estimate)
 
@@ -77,7 +77,7 @@ def test_jax_pools_follow_pjrt_nproc_and_the_estimate_with_them(pjrt, tmp_path):
     assert caps.environment()["PJRT_NPROC"] == str(pjrt)
     got = probe("jax", caps.environment(), {0, 1})
     assert got["peak_names"].count("tf_XLAEigen") == pjrt, got["peak_names"]
-    est = caps.estimate["per_process"]
+    est = caps.estimate.per_process
     assert 0.8 * est <= got["peak"] <= est, (got, caps.estimate)
 
 

@@ -129,7 +129,7 @@ def test_stacks_are_offered_below_the_current_size_only_and_omp_follows(tmp_path
     facts = probe_host(_limits(tmp_path, str(4 << 20), str(40 << 20)), environ={})
     r = _r(tmp_path, "framework: tf\nthreads: {intra_op: 8, omp_stack: 8MiB}\n"
                      "limits: {stack: auto}\n", facts)
-    assert r.caps.estimate["stacks"]["stack"] == 4 << 20
+    assert r.caps.estimate.stacks.stack == 4 << 20
     fit = fit_to_budget(r)
     assert fit is not None
     assert fit.values["limits.stack"] < 4 << 20  # 4 MiB is no change: not offered
@@ -163,9 +163,9 @@ def _largest_fit(tmp_path: Path, text: str, key: str, smaller: object, facts=Non
     import math
 
     r = _r(tmp_path, text, facts)
-    small = r.with_values({key: smaller}, "test").caps.estimate["total"]
+    small = r.with_values({key: smaller}, "test").caps.estimate.total
     pids = math.ceil(small / 0.8)
-    if r.caps.estimate["total"] <= 0.8 * pids:
+    if r.caps.estimate.total <= 0.8 * pids:
         pytest.skip("no pids limit separates the two here")
     return _r(tmp_path, text + f"limits: {{pids: {pids}}}\n", facts)
 
@@ -189,9 +189,9 @@ def test_a_stack_already_at_the_smallest_is_not_offered_again(tmp_path):
     text = "framework: tf\nthreads: {intra_op: 8}\nlimits: {stack: auto}\n"
     probe = _r(tmp_path, text, probe_host(_limits(tmp_path, str(1 << 20), "unlimited"),
                                           environ={}))
-    assert probe.caps.estimate["stacks"]["stack"] == 1 << 20
-    four = probe.with_values({"threads.intra_op": 4}, "test").caps.estimate["stacks"]
-    data = 2 * four["reserved"]  # 4 threads per pool fit in half of it, 8 do not
+    assert probe.caps.estimate.stacks.stack == 1 << 20
+    four = probe.with_values({"threads.intra_op": 4}, "test").caps.estimate.stacks
+    data = 2 * four.reserved  # 4 threads per pool fit in half of it, 8 do not
     facts = probe_host(_limits(tmp_path, str(1 << 20), str(data)), environ={})
     fit = fit_to_budget(_r(tmp_path, text, facts))
     assert fit is not None and list(fit.values) == ["threads.intra_op"], fit

@@ -111,22 +111,8 @@ class GpuPlan:
     by_layout: bool = False  # one each because the profile runs a process per GPU
 
 
-class ReadAsJson:
-    """`value["key"]` as the --json output has it, for readers not yet moved to attributes
-    (jobs/plan.py); new code reads the attributes."""
-
-    def to_json(self) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def __getitem__(self, key: str) -> Any:
-        return self.to_json()[key]
-
-    def get(self, key: str, default: Any = None) -> Any:
-        return self.to_json().get(key, default)
-
-
 @dataclass(frozen=True)
-class Estimate(ReadAsJson):
+class Estimate:
     """Threads at their peak, for the whole run."""
 
     per_process: int
@@ -157,7 +143,7 @@ class Bound(Enum):
 
 
 @dataclass(frozen=True)
-class Budget(ReadAsJson):
+class Budget:
     """Tasks available to the workload, and which limit gives the fewest."""
 
     available: int | None

@@ -60,6 +60,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from launcher.cgroups.advisory import Advisory
 from launcher.cgroups.leaf import LEAF
 from launcher.probe.cgroup import cgroup_dirs, holding_mount
 from launcher.probe.mountinfo import Membership, Mount, parse_mountinfo, parse_proc_cgroup
@@ -155,14 +156,15 @@ def place(controllers: Iterable[str], root: Path = Path("/"), *, pid: str = "sel
         if writable(d):
             placements.append(Placement("v1", d, tuple(cs), caller=d))
         else:
-            advisory.update({c: f"cannot write {d} (cgroup v1 {c}); {FIX}" for c in cs})
+            advisory.update({c: Advisory(f"cannot write {d} (cgroup v1 {c})", FIX) for c in cs})
     _, holding = _unified_mount(root, mounts, members)
     outside = holding if holding is not None and holding.root.startswith("/..") else None
     if v2 and outside is not None:  # a cgroup namespace seeing a cgroupfs mounted above it
-        advisory.update({c: f"cgroup v2 {c}: this process's cgroup namespace sees "
-                            f"{outside.mount_point} mounted from outside it (its root is "
-                            f"{outside.root}), so its own cgroup is not there to find; mount "
-                            f"cgroup2 inside the namespace, as container runtimes do"
+        advisory.update({c: Advisory(f"cgroup v2 {c}: this process's cgroup namespace sees "
+                                     f"{outside.mount_point} mounted from outside it (its root "
+                                     f"is {outside.root}), so its own cgroup is not there to "
+                                     f"find", "mount cgroup2 inside the namespace, as container "
+                                     "runtimes do")
                          for c in v2})
         v2 = []
     if v2:
@@ -279,7 +281,7 @@ def _place_v2(wanted: list[str], dirs: tuple[Path, ...], writable: Writable,
         first_why = {c: f"{w}, and no cgroup above it is visible" for c, w in first_why.items()}
     missing = [c for c in wanted if c not in enforced]
     return best, {c: NO_CONTROLLER.format(c=c) if first_why.get(c) == NO_CONTROLLER.format(c=c)
-                  else f"cgroup v2 {c}: {first_why.get(c, 'no place found')}; {FIX}"
+                  else Advisory(f"cgroup v2 {c}: {first_why.get(c, 'no place found')}", FIX)
                   for c in missing}
 
 

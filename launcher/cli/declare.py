@@ -27,7 +27,8 @@ def _names(key: str) -> str:
     from launcher.usecases import names
 
     read = {"runtimes": names.runtimes, "backends": names.backends,
-            "targets": names.render_targets, "frameworks": names.frameworks}
+            "targets": names.render_targets, "profile_targets": names.profile_targets,
+            "frameworks": names.frameworks}
     return ("|" if key == "frameworks" else " | ").join(read[key]())
 
 
@@ -39,7 +40,8 @@ class _Names(dict):  # type: ignore[type-arg]
 
 
 def fill(text: str | None) -> str | None:
-    """`text` with `${runtimes}`, `${backends}`, `${targets}`, `${frameworks}` filled in."""
+    """`text` with `${runtimes}`, `${backends}`, `${targets}`, `${profile_targets}`,
+    `${frameworks}` filled in."""
     from string import Template
 
     return None if text is None else Template(text).safe_substitute(_Names())
@@ -109,10 +111,11 @@ def _ints(spelling: str, text: str) -> tuple[int, ...]:
                             f"(got {text!r})") from None
 
 
-def _plugin_params(group: str) -> list[tuple[Declared, click.Parameter]]:
-    """The flags the entries of `group` declare, as parameters marked with their owner."""
+def _plugin_params(group: str, kind: str | None) -> list[tuple[Declared, click.Parameter]]:
+    """The flags the entries of `group` (of `kind`) declare, as parameters marked with their
+    owner."""
     out = []
-    for owner, dest, f in plugin_flags(group):
+    for owner, dest, f in plugin_flags(group, kind):
         d = Declared(dest, f, None)
         p = param(d)
         if isinstance(p, click.Option) and p.help is not None:
@@ -139,7 +142,7 @@ def command(name: str, request: type | None, handler: Handler, *, help: str,
             """The parameters, with the plugins' flags as installed now (kept while the
             same plugins are: click compares parameters by identity)."""
             if bag:
-                now = _plugin_params(bag[1])
+                now = _plugin_params(*bag[1:])
                 seen = tuple(d.dest for d, _ in now)
                 if seen != self.plugins_seen:
                     self.plugins_seen = seen
@@ -154,7 +157,7 @@ def command(name: str, request: type | None, handler: Handler, *, help: str,
             kwargs = {d.dest: value_of(d, given[d.dest]) for d in fields}
             if bag:
                 kwargs[bag[0]] = {d.dest: value_of(d, given[d.dest])
-                                  for d, _ in _plugin_params(bag[1])
+                                  for d, _ in _plugin_params(*bag[1:])
                                   if given.get(d.dest) not in (None, False, ())}
             return handler(request(**kwargs), **extra)
 

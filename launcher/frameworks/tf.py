@@ -110,9 +110,11 @@ FRAMEWORK = Framework(
     rounding="half-up",
     checks=(_map_count,),
     profile_keys={"threads": {
-        "data_parallelism": Key("int", "tf.data map num_parallel_calls", auto=True),
+        "data_parallelism": Key("int", "tf.data map num_parallel_calls (`auto` = intra_op)",
+                                auto=True),
         "prefetch": Key("int", "tf.data prefetch buffer", auto=True),
-        "private_threadpool_size": Key("int", "tf.data private_threadpool_size", auto=True)}},
+        "private_threadpool_size": Key("int", "tf.data private_threadpool_size (`auto` = "
+                                              "intra_op)", auto=True)}},
     # tf.data's are read by launcher's workloads and by user code through the caps file
     variables={"TF_NUM_INTRAOP_THREADS": "TensorFlow intra-op pool (process_util.cc)",
                "TF_NUM_INTEROP_THREADS": "TensorFlow inter-op pool",

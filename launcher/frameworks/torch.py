@@ -143,7 +143,9 @@ FRAMEWORK = Framework(
            "torch.set_num_interop_threads works once, before any parallel work",),
     probe=__name__,
     detect_build=detect_build,
-    profile_keys={"allocator": {"torch": Key("str", "PYTORCH_ALLOC_CONF (and CUDA/HIP variants)",
+    profile_keys={"allocator": {"torch": Key("str", "PYTORCH_ALLOC_CONF, PYTORCH_CUDA_ALLOC_CONF "
+                                                    "(and PYTORCH_HIP_ALLOC_CONF on AMD); "
+                                                    "max_split_size_mb must be >= 21",
                                              check=_alloc_conf)}},
     variables={"PYTORCH_ALLOC_CONF": "PyTorch allocator (newer name)",
                "PYTORCH_CUDA_ALLOC_CONF": "PyTorch CUDA allocator (older name)",

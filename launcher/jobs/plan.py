@@ -91,10 +91,10 @@ def plan_job(spec: JobSpec, r: Resolved, max_concurrent: int | None = None) -> J
         bounds["the profile's jobs.max_concurrent"] = int(cap)
     if max_concurrent:
         bounds["--max-concurrent"] = max_concurrent
-    tasks = int(caps.estimate["per_process"]) + 1  # + the chunk's supervisor
-    if caps.budget["available"]:
-        bounds[f"the pids budget ({caps.budget['binding']})"] = max(
-            1, int(caps.budget["available"]) // tasks)
+    tasks = caps.estimate.per_process + 1  # + the chunk's supervisor
+    if caps.budget.available:
+        bounds[f"the pids budget ({caps.budget.binding})"] = max(
+            1, caps.budget.available // tasks)
     binding, concurrency = min(bounds.items(), key=lambda kv: kv[1])
     size = spec.chunk_size or profile.get("jobs.chunk_size") or max(
         1, math.ceil(spec.items / (concurrency * spec.nodes * WAVES)))

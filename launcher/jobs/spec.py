@@ -85,12 +85,9 @@ def load_job(path: Path) -> JobSpec:
     if not path.is_file():
         raise JobSpecError(f"{path}: no such job spec")
     try:
-        doc = load_yaml(path)
+        doc = load_yaml(path, "job spec")
     except ProfileError as exc:
-        text = str(exc)
-        for phrase in ("no such profile file", "the profile is empty"):
-            text = text.replace(phrase, phrase.replace("profile", "job spec"))
-        raise JobSpecError(text) from None
+        raise JobSpecError(str(exc)) from None
     if not isinstance(doc.data, dict):
         raise JobSpecError(f"{path}:1: expected a mapping of job keys ({', '.join(KEYS)})")
     errors: list[str] = []

@@ -151,18 +151,23 @@ BASE: dict[str, Key | dict[str, Key]] = {
 }
 
 
-@functools.cache
-def composed() -> dict[str, Key | dict[str, Key]]:
-    """launcher's keys, then each vendor's (under gpu), each framework's and each workload's
-    (the entry-point group's), in registry order."""
+def contributions() -> list[tuple[str, dict[str, dict[str, Key]]]]:
+    """(whose, keys by section) of each vendor (under gpu), framework and workload (the
+    entry-point groups'), in registry order: "vendor amd", "workload stress-jax"."""
     from launcher.frameworks import get as get_framework
     from launcher.vendors import all_vendors
 
+    out = [(f"vendor {v.name}", {"gpu": v.profile_keys}) for v in all_vendors()]
+    out += [(f"framework {n}", get_framework(n).profile_keys) for n in framework_names()]
+    out += [(f"workload {w.name}", w.profile_keys) for w in workloads()]
+    return out
+
+
+@functools.cache
+def composed() -> dict[str, Key | dict[str, Key]]:
+    """launcher's keys, then the plugins' (contributions), in registry order."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in BASE.items()}
-    contributions = [{"gpu": v.profile_keys} for v in all_vendors()]
-    contributions += [get_framework(n).profile_keys for n in framework_names()]
-    contributions += [w.profile_keys for w in workloads()]
-    for keys in contributions:
+    for _, keys in contributions():
         for section, more in keys.items():
             here = out.setdefault(section, {})
             assert isinstance(here, dict), section

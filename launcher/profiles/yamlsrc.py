@@ -29,12 +29,14 @@ class Located:
         return self.lines.get(key, 1)
 
 
-def load_yaml(path: Path) -> Located:
+def load_yaml(path: Path, what: str = "profile") -> Located:
+    """The YAML file at `path` with each key's line; a mistake names the file as `what` (a
+    profile, a job spec)."""
     cache = _cache_file(path)
     cached = _read_cache(cache, path) if cache else None
     if cached is not None:
         return cached
-    doc = _parse(path)
+    doc = _parse(path, what)
     if cache:
         _write_cache(cache, doc)
     return doc
@@ -110,20 +112,20 @@ def _tab_hint(text: str, mark: Any) -> str:
     return ""
 
 
-def _parse(path: Path) -> Located:
+def _parse(path: Path, what: str) -> Located:
     import yaml  # deferred: only paths that read profiles pay for it
 
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ProfileError(f"{path}: no such profile file") from None
+        raise ProfileError(f"{path}: no such {what} file") from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ProfileError(f"{path}: cannot read: {exc}") from None
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
     try:
         node = loader.get_single_node()
         if node is None:
-            raise ProfileError(f"{path}:1: the profile is empty")
+            raise ProfileError(f"{path}:1: the {what} is empty")
         lines: dict[KeyPath, int] = {}
         _walk(node, (), lines, path)
         data = loader.construct_document(node)

@@ -56,23 +56,56 @@ class ProfileRender:
     per_service: dict[str, dict[str, str]]  # name -> its variables
     env: dict[str, str]  # the explicit variables (the command's and --env)
     command: list[str]
-    ports: list[str]
     notes: list[str]  # what to tell the user (a target may add to it)
+    own: dict[str, Any] = field(default_factory=dict)  # the targets' own flags, where given
+    push: str | None = None  # the `launcher build --push` to name, where `image` is local
+    lacking_groups: list[str] = field(default_factory=list)  # the vendor's, not on this host
 
 
 def kind_of(target: object) -> str:
     return str(getattr(target, "kind", JOB))
 
 
-def profile_targets() -> list[Any]:
-    """The targets `launcher render` writes, in registry order."""
-    return [t for t in _registry.loaded() if kind_of(t) == PROFILE]
+def profile_targets(chosen: tuple[str, ...] = ()) -> list[Any]:
+    """The targets `launcher render` writes, in registry order: those `chosen`, else all."""
+    return [t for t in _registry.loaded() if kind_of(t) == PROFILE
+            and (not chosen or t.name in chosen)]
+
+
+def profile_names() -> tuple[str, ...]:
+    """The targets `launcher render --target` takes."""
+    return tuple(t.name for t in profile_targets())
+
+
+def check_profile_options(chosen: tuple[str, ...], given: dict[str, Any]) -> None:
+    """Each profile target `chosen` is one, and each target flag given is one of theirs (each
+    target checks its own values: `check_options`), before anything is read."""
+    known = profile_names()
+    for name in chosen:
+        if name not in known:
+            raise LauncherError(f"--target must be one of {', '.join(known)} (got {name!r}"
+                                + (": a job's target, `launcher jobs render` writes it)"
+                                   if name in names() else ")"))
+    targets = profile_targets(chosen)
+    mine = {dest for t in targets for dest in getattr(t, "flags", {})}
+    for other in profile_targets():
+        for dest, f in getattr(other, "flags", {}).items():
+            if dest in given and dest not in mine:
+                raise LauncherError(f"{f.opts[0]} is an option of --target {other.name} (this "
+                                    f"render writes --target {', '.join(chosen)})")
+    for t in targets:
+        check = getattr(t, "check_options", None)
+        if check is not None:
+            check({d: v for d, v in given.items() if d in getattr(t, "flags", {})})
 
 
 class RenderTarget(Protocol):
     name: str
     description: str
-    flags: dict[str, Flag]  # its own options of `jobs render` (dest -> Flag); may be absent
+    flags: dict[str, Flag]  # its own options (dest -> Flag) of `jobs render` or `launcher
+    # render` (by its kind); may be absent. A profile target may check their values before
+    # anything is read: check_options(own: dict[str, Any]) -> None, and is given them in
+    # ProfileRender.own.
 
     def check(self, options: JobRenderOptions) -> None:
         """The options alone, before the spec and the host are read."""

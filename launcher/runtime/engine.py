@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from launcher.cgroups.advisory import parts
 from launcher.errors import EngineError
 from launcher.runtime.spec import RunSpec
 
@@ -44,11 +45,11 @@ class Enforcement:
 
     def shortfall(self) -> str:
         """One sentence: each advisory limit and why, a fix they share said once."""
-        items = list(self.advisory.items())
-        fixes = {why.rpartition("; ")[2] for _, why in items}
-        shared = fixes.pop() if len(fixes) == 1 and all("; " in w for _, w in items) else ""
-        whys = [f"the {cap} limit ({why.rpartition('; ')[0] if shared else why})"
-                for cap, why in items]
+        items = [(cap, advisory, *parts(advisory)) for cap, advisory in self.advisory.items()]
+        fixes = {fix for *_, fix in items}
+        shared = fixes.pop() if len(fixes) == 1 and all(fix for *_, fix in items) else ""
+        whys = [f"the {cap} limit ({why if shared else advisory})"
+                for cap, advisory, why, _ in items]
         return (", ".join(whys) + f" cannot be enforced here{'; ' + shared if shared else ''}")
 
     def refusal(self, by: str = "--require-limits") -> str:

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from launcher.cgroups.advisory import Advisory
 from launcher.cgroups.leaf import undo_leaf
 from launcher.cgroups.placement import Placement, own_processes, place
 from launcher.cgroups.run_cgroup import make_placed
@@ -65,8 +66,8 @@ _INHERITED = {"nofile": resource.RLIMIT_NOFILE, "nproc": resource.RLIMIT_NPROC}
 _PODMAN_NPROC = 32768
 _CDI_KIND = "{driver}.com/gpu"  # a device request's driver -> its CDI kind (nvidia.com/gpu)
 # Rootless: why a cgroup limit is not kept (each limit's controller: _CONTROLLERS)
-_V1_ROOTLESS = ("rootless Podman sets no cgroup limits on cgroup v1 and starts the container "
-                "without them; run as root, or on a cgroup v2 host")
+_V1_ROOTLESS = Advisory("rootless Podman sets no cgroup limits on cgroup v1 and starts the "
+                        "container without them", "run as root, or on a cgroup v2 host")
 _DELEGATE = "a systemd drop-in for user@.service with Delegate= adds it"
 _CDI_DIRS = ("/etc/cdi", "/var/run/cdi")  # where Podman reads CDI specs
 _HOST_ROOT = Path("/")  # where a vendor finds its device nodes
@@ -291,12 +292,13 @@ def _rootless_lacks(limits: list[str]) -> dict[str, str]:
                                      "user may use is unknown")
     have = frozenset(info["cgroupControllers"] or ())
     if info.get("cgroupManager") != "systemd":  # a user may create no cgroup of its own
-        return dict.fromkeys(cgroup, "rootless Podman without a systemd user session "
-                                     "(cgroup manager cgroupfs) sets no cgroup limits; log in "
-                                     "through systemd (loginctl enable-linger USER)")
+        return dict.fromkeys(cgroup, Advisory("rootless Podman without a systemd user session "
+                                              "(cgroup manager cgroupfs) sets no cgroup limits",
+                                              "log in through systemd (loginctl enable-linger "
+                                              "USER)"))
     seen = " ".join(sorted(have)) or "none"
-    return {k: f"no {_CONTROLLERS[k]} controller delegated to this user, who has "
-               f"{seen}; {_DELEGATE}" for k in cgroup if _CONTROLLERS[k] not in have}
+    return {k: Advisory(f"no {_CONTROLLERS[k]} controller delegated to this user, who has "
+                        f"{seen}", _DELEGATE) for k in cgroup if _CONTROLLERS[k] not in have}
 
 
 def delegated_controllers() -> frozenset[str]:

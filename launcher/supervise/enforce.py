@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from launcher.caps.model import Bound, Caps
+from launcher.cgroups.advisory import swap_fix
 from launcher.cgroups.placement import FIX
 from launcher.cgroups.run_cgroup import RunCgroup, make_run_cgroup
 from launcher.probe.cgroup_facts import CgroupFacts
@@ -92,5 +93,6 @@ def enforce(caps: Caps, cg: CgroupFacts, root: Path = Path("/")) -> Entry:
                          memory=int(missing["memory"]) if "memory" in missing else None,
                          cpus=missing.get("cpus"), root=root)
     entry.cgroup = rc
-    entry.advisory = {cap: why.replace(FIX, CONTAINER_FIX) for cap, why in rc.advisory.items()}
+    # the host's fix (a cgroup of launcher's own) is the engine's flag in a container
+    entry.advisory = {cap: swap_fix(a, FIX, CONTAINER_FIX) for cap, a in rc.advisory.items()}
     return entry

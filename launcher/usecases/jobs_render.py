@@ -20,7 +20,7 @@ from launcher.flags import (
     flag,
     plugin_flags,
 )
-from launcher.render.targets import JobRenderOptions, RenderedJob
+from launcher.render.targets import JOB, JobRenderOptions, RenderedJob
 from launcher.render.targets import get as get_target
 from launcher.usecases.render import write_tree
 
@@ -42,7 +42,7 @@ class JobsRenderRequest:
     max_concurrent: int | None = flag(MAX_CONCURRENT)
     gpus: str | None = flag(GPUS)
     host_root: Path | None = flag(HOST_ROOT)
-    target_options: dict[str, Any] = plugin_flags("launcher.render_targets")
+    target_options: dict[str, Any] = plugin_flags("launcher.render_targets", JOB)
 
 
 def render(req: JobsRenderRequest) -> RenderedJob:

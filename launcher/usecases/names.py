@@ -38,6 +38,13 @@ def render_targets() -> tuple[str, ...]:
     return job_names()
 
 
+def profile_targets() -> tuple[str, ...]:
+    """The targets `launcher render --target` takes."""
+    from launcher.render.targets import profile_names
+
+    return profile_names()
+
+
 COMMANDS = Registry("command", group="launcher.commands", default="COMMAND")
 
 
@@ -56,9 +63,12 @@ def plugin_command_help(entry: str) -> str:
     return text.splitlines()[0] if text else ""
 
 
-def plugin_flags(group: str) -> list[tuple[str, str, Flag]]:
+def plugin_flags(group: str, kind: str | None = None) -> list[tuple[str, str, Flag]]:
     """(entry, dest, flag) for every flag the entries of entry-point `group` declare (their
-    `flags`: dest -> Flag); their modules are imported."""
+    `flags`: dest -> Flag), with `kind` only those of the entries of that kind (an entry that
+    names none is a job's: render targets' rule); their modules are imported."""
     registry: Registry[Any] = Registry(group, group=group, default="")
-    return [(name, dest, f) for name in registry.names()
-            for dest, f in getattr(registry.get(name), "flags", {}).items()]
+    entries = [(name, registry.get(name)) for name in registry.names()]
+    return [(name, dest, f) for name, entry in entries
+            if kind is None or str(getattr(entry, "kind", "job")) == kind
+            for dest, f in getattr(entry, "flags", {}).items()]

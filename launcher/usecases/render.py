@@ -6,12 +6,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shlex
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from launcher.caps.resolve import Resolved
 from launcher.contract import IN_IMAGE
@@ -27,30 +27,29 @@ from launcher.flags import (
     TAG,
     Flag,
     flag,
+    plugin_flags,
 )
 from launcher.render.compose import service_specs
 from launcher.render.dockerfile import PACKAGE_DIRS, context_files, copy_package, image_spec
 from launcher.render.images import default_tag
-from launcher.render.targets import ProfileRender, profile_targets
+from launcher.render.targets import PROFILE as PROFILE_KIND
+from launcher.render.targets import ProfileRender, check_profile_options, profile_targets
 from launcher.runtime.spec import Mount, RunSpec
 from launcher.units import format_size
 from launcher.usecases.build_request import build_command
 
 RESULTS = "/workspace/runs"  # where a rendered workload writes (RunPod's volume, compose's ./runs)
 MARKER = ".launcher-render"  # the files a render wrote: a later render may replace them
-_PORT = re.compile(r"^\d{1,5}/(http|tcp|udp)$")
 
 
 @dataclass(frozen=True, kw_only=True)
 class Target:
-    """What the rendered stack and pod run: a command, volumes, working directory, user."""
+    """What the rendered stack and pod run: a command, its variables and volumes (a workload's
+    results folder), and the framework."""
 
     command: tuple[str, ...] = ()
     env: dict[str, str] = field(default_factory=dict)  # besides --env
     mounts: tuple[Mount, ...] = ()
-    workdir: str | None = None
-    user: str | None = None
-    ports: tuple[str, ...] = ()
     framework: str | None = None  # a workload's, when --framework is not given
 
 
@@ -70,21 +69,16 @@ class RenderRequest:
     workload: str | None = flag(Flag(
         ("--workload",), "Run a built-in workload instead, e.g. 'stress-jax --phase 1' (results "
         "in ./runs beside compose.yaml, /workspace/runs on RunPod)."))
-    volumes: tuple[str, ...] = flag(Flag(("--volume", "-v"), "SRC:DST[:ro] for the compose "
-                                         "services. Repeatable.", repeat=True), ())
-    workdir: str | None = flag(Flag(("--workdir", "-w"), "Working directory of the compose "
-                                                         "services."))
-    user: str | None = flag(Flag(("--user",), "UID[:GID] of the compose services."))
-    ports: tuple[str, ...] = flag(Flag(("--port",), "A port the RunPod pod exposes, e.g. "
-                                       "8888/http. Repeatable.", repeat=True), ())
+    targets: tuple[str, ...] = flag(Flag(("--target",), "Write only this target's file: "
+                                         "${profile_targets}. Repeatable (default: every one).",
+                                         repeat=True), ())
     force: bool = flag(Flag(("--force",), "Replace files in --out that launcher did not write.",
                             kind="bool"), False)
     host_root: Path | None = flag(HOST_ROOT)
+    target_options: dict[str, Any] = plugin_flags("launcher.render_targets", PROFILE_KIND)
 
     def target(self) -> Target:
-        return target_of(command=self.command, workload=self.workload,
-                         volumes=list(self.volumes), workdir=self.workdir, user=self.user,
-                         ports=list(self.ports))
+        return target_of(command=self.command, workload=self.workload)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,9 +92,8 @@ class RenderResult:
     build: str | None  # the `launcher build` of the same image, where it builds the same
 
 
-def target_of(*, command: str | None, workload: str | None, volumes: list[str],
-              workdir: str | None, user: str | None, ports: list[str]) -> Target:
-    """--command or --workload, volumes, working directory, user and ports, checked."""
+def target_of(*, command: str | None, workload: str | None) -> Target:
+    """--command or --workload, checked."""
     if command and workload:
         raise LauncherError("give --command or --workload, not both")
     words: list[str] = _split("--command", command) if command else []
@@ -111,12 +104,7 @@ def target_of(*, command: str | None, workload: str | None, volumes: list[str],
         words, framework = _workload_command(workload)
         env = {"PYTHONPATH": IN_IMAGE, "LAUNCHER_RUNS_DIR": RESULTS}
         mounts.append(Mount("./runs", RESULTS))
-    mounts += [Mount.parse(v) for v in volumes]
-    for p in ports:
-        if not _PORT.match(p):
-            raise LauncherError(f"--port: expected PORT/http, PORT/tcp or PORT/udp (got {p!r})")
-    return Target(command=tuple(words), env=env, mounts=tuple(mounts), workdir=workdir,
-                  user=user, ports=tuple(ports), framework=framework)
+    return Target(command=tuple(words), env=env, mounts=tuple(mounts), framework=framework)
 
 
 def _workload_command(workload: str) -> tuple[list[str], str]:
@@ -145,9 +133,14 @@ def _workload_command(workload: str) -> tuple[list[str], str]:
 
 
 def render_files(r: Resolved, *, base_image: str | None, ca_cert: Path | None, tag: str,
-                 target: Target | None = None) -> tuple[dict[str, str], list[str]]:
+                 target: Target | None = None, targets: tuple[str, ...] = (),
+                 own: dict[str, Any] | None = None,
+                 push: str | None = None) -> tuple[dict[str, str], list[str]]:
     """All text files of a render, in memory (nothing is written if any step fails), and the
-    notes to tell the user."""
+    notes to tell the user: the profile targets' files (those in `targets`, else all), each
+    given the flags in `own` (checked: check_profile_options) and `push` (ProfileRender's)."""
+    from launcher.vendors import get as get_vendor
+
     target = target or Target()
     if ca_cert is not None and not ca_cert.is_file():
         raise LauncherError(f"--ca-cert: no such file {str(ca_cert)!r}")
@@ -158,7 +151,7 @@ def render_files(r: Resolved, *, base_image: str | None, ca_cert: Path | None, t
     command = list(target.command)
     services = service_specs(r, command, tag)
     for s in services.values():
-        s.mounts, s.workdir, s.user = list(target.mounts), target.workdir, target.user
+        s.mounts = list(target.mounts)
     env = {**target.env, **r.overrides}
     per_service = {name: {**target.env, **({"LAUNCHER_RUN_DIR": f"{RESULTS}/{name}"}
                                            if target.env else {}), **r.overrides}
@@ -168,9 +161,11 @@ def render_files(r: Resolved, *, base_image: str | None, ca_cert: Path | None, t
         notes.append("no --command or --workload was given: the services run the image's CMD "
                      "(python3), which exits at once without a terminal")
     job = ProfileRender(profile=r.profile.name, image=tag, services=services,
-                        per_service=per_service, env=env, command=command,
-                        ports=list(target.ports), notes=notes)
-    for each in profile_targets():  # compose, RunPod, a third party's
+                        per_service=per_service, env=env, command=command, notes=notes,
+                        own=dict(own or {}), push=push,
+                        lacking_groups=[g for g in get_vendor(r.selection.vendor).host_groups
+                                        if g not in r.facts.groups])
+    for each in profile_targets(targets):  # compose, RunPod, a third party's
         files.update(each.render_profile(job))
     if ca_cert is not None:
         files["launcher-ca.crt"] = ca_cert.read_text()
@@ -239,26 +234,20 @@ def _previous(out: Path) -> list[str]:
 
 def render(req: RenderRequest) -> RenderResult:
     from launcher.caps.load import load_and_resolve
-    from launcher.vendors import get as get_vendor
 
+    check_profile_options(req.targets, req.target_options)
     target = req.target()
     r = load_and_resolve(req.profile, host_root=req.host_root, inherit_shell=False,
                          framework=req.framework or target.framework,
                          overrides=dict(req.env), gpus=req.gpus, for_this_host=False)
     image = req.tag or default_tag(r.profile.name, r.framework)
-    files, notes = render_files(r, base_image=req.base_image, ca_cert=req.ca_cert, tag=image,
-                                target=target)
     cert = None if req.ca_cert is None else str(req.ca_cert)
-    if req.tag is None:
-        push = build_command(req.profile, r.framework, image="REGISTRY/NAME:TAG",
-                             base_image=req.base_image, ca_cert=cert, push=True)
-        notes.append(f"runpod.json names {image}, a local tag RunPod cannot pull: pass "
-                     f"--image REGISTRY/NAME:TAG and push it with `{push}`")
-    lacking = [g for g in get_vendor(r.selection.vendor).host_groups if g not in r.facts.groups]
-    if lacking:
-        notes.append(f"this host has no {', '.join(lacking)} group: compose.yaml's group_add "
-                     f"lacks its numeric GID; render on the target machine, or add it there "
-                     f"(`getent group {lacking[-1]}`)")
+    push = None if req.tag is not None else build_command(
+        req.profile, r.framework, image="REGISTRY/NAME:TAG", base_image=req.base_image,
+        ca_cert=cert, push=True)
+    files, notes = render_files(r, base_image=req.base_image, ca_cert=req.ca_cert, tag=image,
+                                target=target, targets=req.targets, own=req.target_options,
+                                push=push)
     write_tree(req.out, files, force=req.force)
     # `launcher build` takes no --env or --gpus: then only docker builds what was written
     same = None if req.env or req.gpus else build_command(

@@ -43,7 +43,8 @@ class Nvidia(Vendor):
                    "(torch.distributed.destroy_process_group) before the next"),
     )
     label = "NVIDIA"
-    profile_keys = {"driver_capabilities": Key("str", "NVIDIA: NVIDIA_DRIVER_CAPABILITIES")}
+    profile_keys = {"driver_capabilities": Key(
+        "str", "NVIDIA: NVIDIA_DRIVER_CAPABILITIES (default compute,utility)")}
     variables = {
         "NVIDIA_VISIBLE_DEVICES": "GPUs the NVIDIA container runtime exposes",
         "NVIDIA_DRIVER_CAPABILITIES": "driver libraries mounted (compute,utility)",

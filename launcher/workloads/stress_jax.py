@@ -154,8 +154,8 @@ WORKLOAD = Workload(
     description="JAX environment stress test: largest stable num_envs for this hardware",
     framework="jax", module=__name__, extra_threads=1,  # its thread sampler
     profile_keys={"recommended": {"num_envs": Key(
-        "int", "stress-jax: the environments it runs by default (written by `launcher run "
-               "stress-jax --write-profile`)")}},
+        "int", "stress-jax: the environments it runs by default, `LAUNCHER_NUM_ENVS` (written "
+               "by `launcher run stress-jax --write-profile`)")}},
     variables={"LAUNCHER_NUM_ENVS": "stress-jax: num_envs to run when no flag is given"},
     from_keys={"recommended.num_envs": "LAUNCHER_NUM_ENVS"})
 
