@@ -42,7 +42,7 @@ ALLOWED = {
     ("launcher/probe/cgroup.py", "line.partition(' ')"),
     ("launcher/supervise/diagnose.py", "line.partition(' ')"),
     ("launcher/telemetry/sampler.py", "line.partition(b' ')"),
-    ("launcher/runtime/podman_engine.py", "line.partition(':')"),
+    ("launcher/vendors/nvidia.py", "line.partition(':')"),
     ("launcher/runtime/docker_api.py", "line.partition(':')"),
     ("launcher/vendors/amd.py", "line.partition(' ')"),
     ("launcher/dists.py", "line.partition('=')"),
