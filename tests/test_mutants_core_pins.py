@@ -1,7 +1,7 @@
 """Pins of the seven core modules (scripts/mutation.py maps this file first to them): their
 functions called directly over every fixture host and a matrix of profiles, counters and
 sizes, each output compared whole (sentences, keys, numbers, paths) with a golden file under
-tests/golden/mutants/. The tests beside them check behaviour and read many sentences loosely;
+tests/golden/pins/. The tests beside them check behaviour and read many sentences loosely;
 these notice a changed word, key, number or argument order at once (no subprocess, no sleep).
 The goldens are what the code does today (`pytest --update-golden` rewrites them; read the
 diff before accepting one). Paths are written relative to the tree read (`<root>`), so a copy
@@ -27,7 +27,7 @@ from launcher.units import format_rlimit, format_size, kib, mib_up, parse_size, 
 from tests.conftest import GOLDEN, HOSTS, ROOT, check_golden
 from tests.host_trees import V2_MOUNT, host, limited_host
 
-PINS = GOLDEN / "mutants"
+PINS = GOLDEN / "pins"  # not ".../mutants": scripts/mutation.py copies no such folder
 PLACEMENT = ROOT / "tests/fixtures/placement"
 
 

@@ -1,6 +1,6 @@
 """Pins of the growth watch's six modules (scripts/mutation.py maps this file first to them):
 their public functions called directly over a small matrix of inputs, each output compared
-whole (every sentence, key and number) with a golden file under tests/golden/mutants/. The
+whole (every sentence, key and number) with a golden file under tests/golden/pins/. The
 end-to-end tests of tests/test_growth.py read a run's sentences loosely; these notice a
 changed word, key, number or argument order at once (no subprocess, no sleep: a second or
 two). The goldens are what the code does today (`pytest --update-golden` rewrites them; read
@@ -23,7 +23,7 @@ from launcher.telemetry import census, cycles, failures, growth, growth_verdict,
 from launcher.threadpools import UNNAMED, ThreadPool
 from tests.conftest import GOLDEN, check_golden
 
-PINS = GOLDEN / "mutants"
+PINS = GOLDEN / "pins"  # not ".../mutants": scripts/mutation.py copies no such folder
 
 
 def _pin(name: str, value: Any, update: bool) -> None:
