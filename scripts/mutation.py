@@ -72,32 +72,35 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 # module -> the unit-level test files that exercise it, the most direct first (-x stops at
-# the first failure). Left out on purpose: docker, podman, ray and UML lab tests, the thread
-# estimates and jobs (minutes), tests/test_everyday.py, and tests/test_native.py except for
-# the supervisor's diagnosis (diagnose.py never decides a limit, so a mutant there cannot let
-# a thread bomb or a memory hog loose on this host).
+# the first failure): the pins first (tests/test_mutants_core_pins.py and
+# test_mutants_growth_pins.py: each output compared whole with a golden file, in a second or
+# two). Left out on purpose: docker, podman, ray and UML lab tests, the thread estimates and
+# jobs (minutes), tests/test_everyday.py, and tests/test_native.py except for the supervisor's
+# diagnosis (diagnose.py never decides a limit, so a mutant there cannot let a thread bomb or
+# a memory hog loose on this host).
+CORE_PINS = "tests/test_mutants_core_pins.py"
 TESTS: dict[str, list[str]] = {
-    "launcher/caps/budget.py": ["tests/test_budget.py", "tests/test_verdict_bounds.py",
+    "launcher/caps/budget.py": [CORE_PINS, "tests/test_budget.py", "tests/test_verdict_bounds.py",
                                 "tests/test_caps.py",
                                 "tests/test_fit.py", "tests/test_cli.py",
                                 "tests/test_plan_golden.py", "tests/test_run_cli.py"],
-    "launcher/units.py": ["tests/test_mutants_units.py", "tests/test_units.py",
+    "launcher/units.py": [CORE_PINS, "tests/test_mutants_units.py", "tests/test_units.py",
                           "tests/test_wording.py", "tests/test_caps.py",
                           "tests/test_profiles.py"],
-    "launcher/caps/verdict.py": ["tests/test_mutants_guards.py", "tests/test_verdict_bounds.py",
-                                 "tests/test_fit.py",
+    "launcher/caps/verdict.py": [CORE_PINS, "tests/test_mutants_guards.py",
+                                 "tests/test_verdict_bounds.py", "tests/test_fit.py",
                                  "tests/test_caps.py", "tests/test_cli.py",
                                  "tests/test_plan_golden.py", "tests/test_run_cli.py"],
-    "launcher/probe/cgroup.py": ["tests/test_mutants_guards.py",
+    "launcher/probe/cgroup.py": [CORE_PINS, "tests/test_mutants_guards.py",
                                  "tests/test_mutants_cgroup_probe.py", "tests/test_probe.py",
                                  "tests/test_cgroup_placement.py", "tests/test_caps.py",
                                  "tests/test_cli.py"],
-    "launcher/supervise/diagnose.py": ["tests/test_mutants_guards.py",
+    "launcher/supervise/diagnose.py": [CORE_PINS, "tests/test_mutants_guards.py",
                                        "tests/test_thread_causes.py", "tests/test_native.py"],
-    "launcher/caps/fit.py": ["tests/test_mutants_guards.py", "tests/test_verdict_bounds.py",
-                             "tests/test_fit.py",
+    "launcher/caps/fit.py": [CORE_PINS, "tests/test_mutants_guards.py",
+                             "tests/test_verdict_bounds.py", "tests/test_fit.py",
                              "tests/test_caps.py"],
-    "launcher/cgroups/placement.py": ["tests/test_mutants_guards.py",
+    "launcher/cgroups/placement.py": [CORE_PINS, "tests/test_mutants_guards.py",
                                       "tests/test_mutants_placement.py",
                                       "tests/test_cgroup_placement.py"],
     # issue 21's: the thread-failure causes, the stacks against the address space
@@ -108,7 +111,8 @@ TESTS: dict[str, list[str]] = {
     "launcher/caps/stacks.py": ["tests/test_stacks_evidence.py", "tests/test_verdict_bounds.py",
                                 "tests/test_fit.py"],
     # the growth watch (telemetry): the cycles, the trend, the census, the likeliest limit
-    **{f"launcher/telemetry/{name}.py": ["tests/test_mutants_guards.py", "tests/test_growth.py"]
+    **{f"launcher/telemetry/{name}.py": ["tests/test_mutants_growth_pins.py",
+                                         "tests/test_mutants_guards.py", "tests/test_growth.py"]
        for name in ("growth", "cycles", "growth_watch", "census", "failures", "growth_verdict")},
 }
 # The core modules (--core; the default run is every module in TESTS): the seven the docs'
@@ -145,6 +149,20 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("launcher/telemetry/growth_watch.py", "statement", "next_window: float = 0.0",
      "next_window: float = 0.0"):
         "the field's default: __post_init__ sets it to the window before anything reads it",
+    ("launcher/telemetry/growth_watch.py", "float", "next_window: float = 0.0", "0.0"):
+        "the field's default: __post_init__ sets it to the window before anything reads it",
+    ("launcher/telemetry/growth.py", "statement", "Row = dict[str, Any]",
+     "Row = dict[str, Any]"):
+        "a type alias read in annotations only, which are never evaluated (from __future__ "
+        "import annotations)",
+    ("launcher/telemetry/growth.py", "swap",
+     "uncertainty = math.hypot(ahead * se, math.sqrt(ahead) * sd) / mean if mean else None",
+     "ahead * se, math.sqrt(ahead) * sd"):
+        "math.hypot is symmetric: its two arguments swapped are the same length",
+    ("launcher/supervise/diagnose.py", "statement", "c.oom_kills = None",
+     "c.oom_kills = None"):
+        "the except's: Counters() starts oom_kills at None and the failed read set nothing, "
+        "so it is None either way",
     ("launcher/cgroups/placement.py", "float", "best = (0.0, effective, d)", "0.0"):
         "a cpuset's size is never compared: the break right after it ends the search",
     ("launcher/telemetry/census.py", "statement",

@@ -302,7 +302,7 @@ def carried_limits(left: Sequence[Path]) -> tuple[Carried, ...]:
                     if effective:
                         best = (0.0, effective, d)
                         break  # the nearest that sets it is named as its source
-                    continue
+                    continue  # pragma: no mutate (left[0]'s file: no later level has it)
                 fields = text.split()
                 try:
                     size = (int(fields[0]) / int(fields[1]) if name == "cpu.max"
