@@ -421,7 +421,10 @@ def test_the_report_shows_cycles_trend_census_and_a_what_if(tmp_path):
     got = CliRunner().invoke(app, ["report", str(run_dir), "--profile", str(prof)])
     assert got.exit_code == 0, got.output
     assert "growth per cycle (12 cycles, marked by the workload's output)" in got.output
-    assert re.search(r"trend: threads \+2(\.\d+)? per cycle", got.output), got.output
+    # +2 threads a cycle: a floor sampled as a thread was still starting (a busy host) bends
+    # the fit a little (+1.89 in one CI run), never to another leak
+    step = re.search(r"trend: threads \+(\d+(?:\.\d+)?) per cycle", got.output)
+    assert step and 1.7 <= float(step.group(1)) <= 2.3, got.output
     assert "threads at the start of cycle 12: unnamed" in got.output
     dies = next(ln for ln in got.output.splitlines() if ln.startswith("  pids.max 15:"))
     # the real run under pids 15: the cycle the replay names, within one
