@@ -46,8 +46,6 @@ ALLOWED = {
     ("launcher/runtime/docker_api.py", "line.partition(':')"),
     ("launcher/vendors/amd.py", "line.partition(' ')"),
     ("launcher/dists.py", "line.partition('=')"),
-    # nvidia-smi -q's output
-    ("launcher/vendors/nvidia.py", "line.startswith('Model:')"),
     # a config file's comments (pip.conf and the like)
     ("launcher/dists.py", "line.lstrip().startswith(('#', ';'))"),
     # the YAML source a profile error points into: a tab is a YAML mistake

@@ -16,19 +16,23 @@ DEFAULT_CAPABILITIES = "compute,utility"
 PROC_GPUS = "proc/driver/nvidia/gpus"  # one folder per GPU, named by its PCI bus id
 
 
-def _minors(gpus: Path) -> dict[str, str]:
-    """Each GPU's index (its place in PCI bus order, as nvidia-smi and CUDA_DEVICE_ORDER=
-    PCI_BUS_ID count) -> its /dev/nvidiaN minor, from the driver's own
-    /proc/driver/nvidia/gpus/BUS/information ("Device Minor: N"); {} where it is not there."""
-    out = {}
-    try:
-        for i, d in enumerate(sorted(gpus.iterdir())):
+def _information(root: Path) -> list[dict[str, str]]:
+    """Each GPU's /proc/driver/nvidia/gpus/BUS/information as its fields ("Model", "Device
+    Minor"), in PCI bus order (nvidia-smi's and CUDA_DEVICE_ORDER=PCI_BUS_ID's); a GPU whose
+    file cannot be read has none. [] where the driver shows no GPU."""
+    base = root / PROC_GPUS
+    if not base.is_dir():
+        return []
+    out = []
+    for d in sorted(base.iterdir()):
+        fields: dict[str, str] = {}
+        try:
             for line in (d / "information").read_text().splitlines():
                 key, _, value = line.partition(":")
-                if key.strip() == "Device Minor" and value.strip().isdigit():
-                    out[str(i)] = value.strip()
-    except OSError:
-        return out
+                fields[key.strip()] = value.strip()
+        except OSError:
+            pass
+        out.append(fields)
     return out
 
 
@@ -62,20 +66,8 @@ class Nvidia(Vendor):
             found = _nvidia_smi()
             if found is not None:
                 return found
-        base = root / "proc/driver/nvidia/gpus"
-        if not base.is_dir():
-            return []
-        gpus = []
-        for i, d in enumerate(sorted(base.iterdir())):
-            model = "NVIDIA GPU"
-            try:
-                for line in (d / "information").read_text().splitlines():
-                    if line.startswith("Model:"):
-                        model = line.split(":", 1)[1].strip()
-            except OSError:
-                pass
-            gpus.append(Gpu("nvidia", i, model))
-        return gpus
+        return [Gpu("nvidia", i, info.get("Model") or "NVIDIA GPU")
+                for i, info in enumerate(_information(root))]
 
     def environment(self, selection: GpuSelection, gpu: dict[str, Any]) -> dict[str, str]:
         if not selection.ids:
@@ -105,7 +97,9 @@ class Nvidia(Vendor):
         gpus = sorted((f for f in dev.glob("nvidia[0-9]*") if f.name[6:].isdigit()),
                       key=lambda f: int(f.name[6:]))
         if request.ids is not None:  # a GPU's index (NVML's, in PCI order) is not its minor
-            minors = _minors(root / PROC_GPUS)
+            # each GPU's index -> its /dev/nvidiaN minor, as the driver numbered them
+            minors = {str(i): m for i, info in enumerate(_information(root))
+                      if (m := info.get("Device Minor", "")).isdigit()}
             wanted = {minors.get(i, i) for i in request.ids}
             gpus = [f for f in gpus if f.name[6:] in wanted]
         if not gpus:
