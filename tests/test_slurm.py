@@ -171,7 +171,9 @@ def test_slurms_oom_kill_is_split_and_retried(slurm, tmp_path) -> None:
 
 def test_a_killed_launchers_jobs_are_taken_over_by_the_next_run(slurm, tmp_path) -> None:
     name = f"k{uuid.uuid4().hex[:6]}"
-    spec, prof = _job(tmp_path, items=12, chunk=2, memory="100MiB", sleep=4.0, name=name)
+    # 6 s chunks: the rerun (an interpreter, the ledger, squeue) finds the killed launcher's
+    # next job still queued or running on a busy host too
+    spec, prof = _job(tmp_path, items=12, chunk=2, memory="100MiB", sleep=6.0, name=name)
     argv = [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p", str(prof),
             "--backend", "slurm"]
     first = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
@@ -191,7 +193,7 @@ def test_a_killed_launchers_jobs_are_taken_over_by_the_next_run(slurm, tmp_path)
     done = _run("jobs", "run", str(spec), "-p", str(prof), "--backend", "slurm")
     assert done.returncode == 0, done.stderr
     assert "6 of 6 chunks done (12 items)" in done.stdout
-    # the rerun took over the job(s) still queued or running (4 s chunks) and submitted only
+    # the rerun took over the job(s) still queued or running and submitted only
     # the chunks no job had: each chunk one Slurm job across both runs, each run once
     taken = next(x for x in done.stderr.splitlines() if "taken over" in x).split("job(s) ")[1]
     index = tmp_path / "out" / "slurm" / "jobs.jsonl"
