@@ -89,6 +89,7 @@ def fakes(fakes_site: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no
     def forget() -> None:  # what launcher found installed, and the schema composed from it
         dists.installed.cache_clear()
         dists.entry_points.cache_clear()
+        dists._declarations.cache_clear()
         schema.composed.cache_clear()
 
     sys.path.insert(0, str(fakes_site))

@@ -13,10 +13,36 @@ def main() -> None:
         gc.disable()  # once its start-up objects are frozen (runtime/session.py)
         from launcher.cli.run_command import run
 
-        run.main(args=sys.argv[2:], prog_name="launcher run")  # exits
+        try:
+            run.main(args=sys.argv[2:], prog_name="launcher run")
+        except SystemExit as done:
+            exit_now(done.code)
     from launcher.cli.main import main as group_main
 
     group_main()
+
+
+def exit_now(code: object) -> None:
+    """The end of `launcher run`: what the interpreter's own exit does that matters (threads
+    joined, atexit, the output flushed), then out without tearing down the ~300 modules and
+    objects the run built: ~10 ms of every run, memory the kernel frees at once. Every file
+    the run wrote is closed by then (the summary, the telemetry, the growth record)."""
+    import atexit
+    import contextlib
+    import os
+    import threading
+
+    for t in threading.enumerate():  # as the interpreter does: non-daemon threads first
+        if t is not threading.current_thread() and not t.daemon:
+            t.join()
+    atexit._run_exitfuncs()
+    if code is not None and not isinstance(code, int):
+        print(code, file=sys.stderr)  # sys.exit("message")
+        code = 1
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):  # a closed pipe: nothing more to say
+            stream.flush()
+    os._exit(code or 0)
 
 
 if __name__ == "__main__":

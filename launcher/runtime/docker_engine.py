@@ -163,7 +163,8 @@ class DockerEngine(Engine):
             raise
         except EngineError:
             return []
-        return orphan_containers(found, idle=("created",))
+        return orphan_containers([c for c in found if not _removed_by_daemon(c)],
+                                 idle=("created",))
 
     def remove(self, leftover: Leftover) -> None:
         from launcher.runtime.docker_api import ApiError, DockerAPI
@@ -238,10 +239,13 @@ class DockerEngine(Engine):
     def run(self, spec: RunSpec, on_output: OutputSink,
             on_start: StartHook | None = None) -> RunResult:
         """Create with AutoRemove; attach and register the waits for its exit and for its
-        removal before start (as `docker run --rm` does); stream; the status from the exit.
-        The removal is waited for beside the caller's own end of the run (a thread the
-        interpreter joins before it exits), so nothing is left when launcher exits; a run that
-        did not end is removed here."""
+        removal before start (as `docker run --rm` does); stream. The stream's end is the
+        supervisor's: the status is the one its exit file reports, and the daemon's own end of
+        the container (its exit, then AutoRemove: 50-80 ms more) goes on beside launcher's.
+        Without that file (the supervisor killed, or none) the status is the daemon's; then,
+        and for a named container (its name free for the next run when launcher returns), the
+        removal is waited for beside the caller's end of the run (a thread the interpreter
+        joins before it exits). A run that did not end is removed here."""
         from launcher.runtime.docker_api import ApiError, DockerAPI
 
         api = DockerAPI()
@@ -285,13 +289,17 @@ class DockerEngine(Engine):
                     on_output("stderr" if stream == 2 else "stdout", data)
                 except OutputClosed:  # the reader is gone: the rest of the stream is dropped
                     closed.add(stream)
-            result = json.loads(waiter.read() or b"{}")
+            reported = _reported_status(spec)
+            status = reported if reported is not None else int(  # else the daemon's
+                json.loads(waiter.read() or b"{}").get("StatusCode", 1))
+            if reported is None or spec.name:  # and its removal (a name: free when we return)
+                _await_removal(removal)
+                removal = None
+            waiter.sock.close()
             if starter is not None:
                 starter.join()
             finished = True
-            _await_removal(removal)
-            removal = None
-            return RunResult(int(result.get("StatusCode", 1)), enforcement)
+            return RunResult(status, enforcement)
         finally:
             restore_signals(old)
             if removal is not None:
@@ -299,6 +307,31 @@ class DockerEngine(Engine):
             if not finished:  # AutoRemove removes a container that ended; this one did not
                 _quiet(lambda: api.request("DELETE", f"/containers/{cid}",
                                            query={"force": "1"}))
+
+
+def _removed_by_daemon(listed: dict[str, Any]) -> bool:
+    """An exited container that the daemon removes itself (AutoRemove; a restarted daemon
+    too): launcher returns at its supervisor's end, some 50-80 ms before that removal."""
+    from launcher.runtime.docker_api import DockerAPI
+
+    if listed.get("State") != "exited":
+        return False
+    try:
+        found = DockerAPI().request("GET", f"/containers/{listed['Id']}/json", timeout=10)
+    except EngineError:  # gone meanwhile: nothing to report either
+        return True
+    return bool((found.get("HostConfig") or {}).get("AutoRemove"))
+
+
+def _reported_status(spec: RunSpec) -> int | None:
+    """The status the supervisor wrote into its exit file before it ended (the stream's end
+    is its end): the run is over, and the daemon's own teardown of the container (its exit,
+    then AutoRemove: some 50-80 ms) goes on without launcher waiting for it."""
+    from launcher import contract
+
+    path = spec.env.get(contract.EXIT_FILE) if spec.supervised else None
+    ended = contract.read_exit(path) if path else None
+    return None if ended is None else int(ended["status"])
 
 
 REMOVAL_S = 30.0  # the most an exit waits for the daemon to remove an ended container

@@ -1,0 +1,173 @@
+"""The end of a Docker run: launcher returns at its supervisor's end, with the status from the
+supervisor's exit file, and leaves the exited container to the daemon's AutoRemove; without
+that file (the supervisor killed) the status is the daemon's and, as for a named container, the
+removal is waited for.
+An exited container the daemon removes itself is no leftover; one it keeps is."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from launcher import contract
+from launcher.runtime import docker_api
+from launcher.runtime.docker_engine import DockerEngine
+from launcher.runtime.spec import RunSpec
+from tests.conftest import ROOT, docker_client
+from tests.docker_helpers import BASE, run_dir_of
+from tests.polling import wait_until
+
+
+class _Sock:
+    def __init__(self) -> None:
+        self.closed = False
+
+    def close(self) -> None:
+        self.closed = True
+
+    def settimeout(self, _: float) -> None:
+        pass
+
+
+class _Wait:
+    """A wait request registered with the (fake) daemon; `read` is the daemon's answer."""
+
+    def __init__(self, answer: bytes, log: list[str], what: str) -> None:
+        self.sock, self.answer, self.log, self.what = _Sock(), answer, log, what
+
+    def read(self) -> bytes:
+        self.log.append(self.what)
+        return self.answer
+
+
+class _FakeAPI:
+    """The daemon as the engine sees it: the container's output, then its supervisor's end
+    (the exit file written, or not), then the daemon's own exit and removal."""
+
+    exit_file: Path | None = None
+    writes: dict[str, Any] | None = None
+    log: list[str] = []
+
+    def __init__(self) -> None:
+        pass
+
+    def request(self, method: str, path: str, body: Any = None, query: Any = None,
+                timeout: float | None = None) -> Any:
+        self.log.append(f"{method} {path.rsplit('/', 1)[-1]}")
+        return {"Id": "c0ffee"} if path.endswith("/create") else {}
+
+    def attach(self, cid: str, stdin: bool = False) -> Iterator[tuple[int, bytes]]:
+        yield 1, b"hello\n"
+        if self.writes is not None and self.exit_file is not None:
+            contract.write_exit(str(self.exit_file), self.writes)  # the supervisor's last act
+
+    def wait_stream(self, cid: str, condition: str = "next-exit") -> _Wait:
+        return _Wait(b'{"StatusCode": 137}', self.log, f"wait {condition}")
+
+
+def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: dict[str, Any] | None,
+         name: str | None = None) -> tuple[int, list[str]]:
+    exit_file = tmp_path / "exit.json"
+    monkeypatch.setattr(_FakeAPI, "exit_file", exit_file)
+    monkeypatch.setattr(_FakeAPI, "writes", writes)
+    monkeypatch.setattr(_FakeAPI, "log", [])
+    monkeypatch.setattr(docker_api, "DockerAPI", _FakeAPI)
+    spec = RunSpec(command=["true"], image="img", env={contract.EXIT_FILE: str(exit_file)},
+                   name=name)
+    out: list[bytes] = []
+    result = DockerEngine().run(spec, lambda _stream, data: out.append(data))
+    assert out == [b"hello\n"]
+    return result.status, _FakeAPI.log
+
+
+def test_the_status_is_the_supervisors_without_waiting_for_the_daemon(tmp_path, monkeypatch):
+    status, log = _run(tmp_path, monkeypatch, {"status": 7, "diagnosis": "seven."})
+    assert status == 7
+    assert log == ["POST create", "POST start"]  # neither the exit nor the removal awaited
+
+
+def test_a_named_containers_removal_is_awaited_its_name_free_for_the_next(tmp_path,
+                                                                         monkeypatch):
+    status, log = _run(tmp_path, monkeypatch, {"status": 0, "diagnosis": "ok."}, name="x")
+    assert status == 0
+    wait_until(lambda: "wait removed" in log, timeout=5, what="the removal to be awaited")
+    assert "wait next-exit" not in log
+
+
+def test_without_the_exit_file_the_status_and_removal_are_the_daemons(tmp_path, monkeypatch):
+    status, log = _run(tmp_path, monkeypatch, None)
+    assert status == 137
+    wait_until(lambda: "wait removed" in log, timeout=5, what="the removal to be awaited")
+    assert log[:3] == ["POST create", "POST start", "wait next-exit"]
+
+
+def test_an_exited_container_the_daemon_removes_is_no_leftover(monkeypatch):
+    dead = f"{socket.gethostname()}:{_dead_pid()}"
+    listed = [{"Id": f"{n}" * 12, "Names": [f"/{n}"], "State": "exited",
+               "Labels": {"launcher.owner": dead, "launcher.run": n}} for n in "ab"]
+
+    class Listing(_FakeAPI):
+        def request(self, method: str, path: str, body: Any = None, query: Any = None,
+                    timeout: float | None = None) -> Any:
+            if path == "/containers/json":
+                return listed
+            return {"HostConfig": {"AutoRemove": path.startswith("/containers/a")}}
+
+    monkeypatch.setattr(docker_api, "DockerAPI", Listing)
+    assert [x.ident for x in DockerEngine().leftovers()] == ["b" * 12]
+
+
+def _dead_pid() -> int:
+    p = subprocess.Popen(["true"])
+    p.wait()
+    return p.pid
+
+
+@pytest.mark.docker
+def test_an_exited_container_the_daemon_keeps_is_a_leftover():
+    client = docker_client()
+    owner = f"{socket.gethostname()}:{_dead_pid()}"
+    c = client.containers.run(BASE, ["true"], detach=True, auto_remove=False,
+                              labels={"launcher.owner": owner, "launcher.run": "kept-run"})
+    try:
+        c.wait(timeout=60)
+        found = [x for x in DockerEngine().leftovers() if x.ident == c.id[:12]]
+        assert [x.detail for x in found] == [f"{c.name}, run kept-run, exited"]
+    finally:
+        subprocess.run(["docker", "rm", "-f", c.id], capture_output=True)
+
+
+@pytest.mark.docker
+def test_a_killed_supervisor_ends_with_the_daemons_status_and_nothing_left(tmp_path):
+    docker_client()
+    name = f"lt-end-{uuid.uuid4().hex[:8]}"
+    ready = tmp_path / "ready"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "launcher", "run", "--runtime", "docker", "--image", BASE,
+         "--name", name, "--", "sh", "-c", f"touch {ready}; sleep 300"],
+        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_until(ready.exists, timeout=120, what="the workload to start")
+        subprocess.run(["docker", "kill", name], check=True, capture_output=True)  # PID 1
+        _, err = proc.communicate(timeout=60)
+        held = subprocess.run(["docker", "ps", "--all", "--quiet", "--filter", f"name={name}"],
+                              capture_output=True, text=True).stdout
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        subprocess.run(["docker", "rm", "-f", name], capture_output=True)
+    assert proc.returncode == 137, err
+    assert held == "", err  # at once: that end's removal was awaited
+    summary = json.loads((run_dir_of(err) / "summary.json").read_text())
+    assert summary["exit_status"] == 137, summary
