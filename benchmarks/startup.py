@@ -41,7 +41,8 @@ def median_time(cmd: list[str], runs: int, env: dict[str, str] | None = None) ->
 
 def interleaved(cmds: dict[str, tuple[list[str], dict[str, str] | None]],
                 runs: int) -> dict[str, float]:
-    """Median wall time of each command, taking turns every round so drift hits all alike."""
+    """Median wall time of each command, taking turns every round so drift hits all alike;
+    the daemon settles between two (untimed)."""
     times: dict[str, list[float]] = {k: [] for k in cmds}
     for cmd, env in cmds.values():  # warm-up
         subprocess.run(cmd, capture_output=True, env=env, check=True)
@@ -50,7 +51,18 @@ def interleaved(cmds: dict[str, tuple[list[str], dict[str, str] | None]],
             t = time.perf_counter()
             subprocess.run(cmd, capture_output=True, env=env, check=True)
             times[name].append(time.perf_counter() - t)
+            settle()
     return {k: statistics.median(v) for k, v in times.items()}
+
+
+def settle(timeout: float = 5.0) -> None:
+    """Untimed, between two commands: until the daemon holds no container (launcher returns
+    at its supervisor's end, some 50-80 ms before the daemon removes the exited container;
+    that removal must not slow the next command measured)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and subprocess.run(
+            ["docker", "ps", "--all", "--quiet"], capture_output=True, text=True).stdout.strip():
+        time.sleep(0.02)
 
 
 END = "import time; time.sleep(3); print(time.time(), flush=True)"
@@ -161,6 +173,7 @@ def phases(cmd: list[str], env: dict[str, str], runs: int) -> list[tuple[str, fl
             subprocess.run([sys.executable, "-c", PHASE_RUNNER, *cmd], capture_output=True,
                            env={**env, "PHASES_OUT": str(out)}, check=True)
             t1 = time.time()
+            settle()
             if i == 0:
                 continue  # warm-up
             marks = {**json.loads(out.read_text()), "exec": t0, "exit": t1}

@@ -1,7 +1,7 @@
 """The end of a Docker run: launcher returns at its supervisor's end, with the status from the
 supervisor's exit file, and leaves the exited container to the daemon's AutoRemove; without
-that file (the supervisor killed) the status is the daemon's and, as for a named container, the
-removal is waited for.
+that file (the supervisor killed) the status is the daemon's and the removal is waited for. A
+name still held by the ended container of the run before is waited for, then created again.
 An exited container the daemon removes itself is no leftover; one it keeps is."""
 
 from __future__ import annotations
@@ -75,12 +75,12 @@ class _FakeAPI:
 
 
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: dict[str, Any] | None,
-         name: str | None = None) -> tuple[int, list[str]]:
+         name: str | None = None, api: type[_FakeAPI] = _FakeAPI) -> tuple[int, list[str]]:
     exit_file = tmp_path / "exit.json"
     monkeypatch.setattr(_FakeAPI, "exit_file", exit_file)
     monkeypatch.setattr(_FakeAPI, "writes", writes)
     monkeypatch.setattr(_FakeAPI, "log", [])
-    monkeypatch.setattr(docker_api, "DockerAPI", _FakeAPI)
+    monkeypatch.setattr(docker_api, "DockerAPI", api)
     spec = RunSpec(command=["true"], image="img", env={contract.EXIT_FILE: str(exit_file)},
                    name=name)
     out: list[bytes] = []
@@ -95,19 +95,36 @@ def test_the_status_is_the_supervisors_without_waiting_for_the_daemon(tmp_path, 
     assert log == ["POST create", "POST start"]  # neither the exit nor the removal awaited
 
 
-def test_a_named_containers_removal_is_awaited_its_name_free_for_the_next(tmp_path,
-                                                                         monkeypatch):
-    status, log = _run(tmp_path, monkeypatch, {"status": 0, "diagnosis": "ok."}, name="x")
-    assert status == 0
-    wait_until(lambda: "wait removed" in log, timeout=5, what="the removal to be awaited")
-    assert "wait next-exit" not in log
-
-
 def test_without_the_exit_file_the_status_and_removal_are_the_daemons(tmp_path, monkeypatch):
     status, log = _run(tmp_path, monkeypatch, None)
     assert status == 137
     wait_until(lambda: "wait removed" in log, timeout=5, what="the removal to be awaited")
     assert log[:3] == ["POST create", "POST start", "wait next-exit"]
+
+
+class _NameHeld(_FakeAPI):
+    """The name is held by the run before's container, ended, which the daemon removes."""
+
+    def request(self, method: str, path: str, body: Any = None, query: Any = None,
+                timeout: float | None = None) -> Any:
+        if path.endswith("/create") and "POST create" not in self.log:
+            self.log.append("POST create")
+            raise docker_api.ApiError(409, 'Conflict. The container name "/x" is already in use')
+        if path == "/containers/x/json":
+            self.log.append("GET x")
+            return {"Id": "before", "State": {"Status": "exited"},
+                    "HostConfig": {"AutoRemove": True}}
+        return super().request(method, path, body, query, timeout)
+
+    def wait_stream(self, cid: str, condition: str = "next-exit") -> _Wait:
+        return _Wait(b'{"StatusCode": 0}', self.log, f"wait {condition} {cid}")
+
+
+def test_a_name_held_by_the_ended_run_before_is_waited_for(tmp_path, monkeypatch):
+    status, log = _run(tmp_path, monkeypatch, {"status": 0, "diagnosis": "ok."}, name="x",
+                       api=_NameHeld)
+    assert status == 0
+    assert log == ["POST create", "GET x", "wait removed before", "POST create", "POST start"]
 
 
 def test_an_exited_container_the_daemon_removes_is_no_leftover(monkeypatch):

@@ -242,21 +242,13 @@ class DockerEngine(Engine):
         removal before start (as `docker run --rm` does); stream. The stream's end is the
         supervisor's: the status is the one its exit file reports, and the daemon's own end of
         the container (its exit, then AutoRemove: 50-80 ms more) goes on beside launcher's.
-        Without that file (the supervisor killed, or none) the status is the daemon's; then,
-        and for a named container (its name free for the next run when launcher returns), the
+        Without that file (the supervisor killed, or none) the status is the daemon's, and the
         removal is waited for beside the caller's end of the run (a thread the interpreter
         joins before it exits). A run that did not end is removed here."""
         from launcher.runtime.docker_api import ApiError, DockerAPI
 
         api = DockerAPI()
-        req = create_request(spec)
-        try:
-            cid = api.request("POST", "/containers/create", req["body"], req["query"])["Id"]
-        except ApiError as exc:
-            if exc.status == 404:
-                raise ImageNotFound(f"image {spec.image!r} not found; build it with `launcher "
-                                    f"build` or pass --image") from None
-            raise EngineError(f"the daemon refused the container: {exc}") from None
+        cid = _create(api, spec)
         stopping = threading.Event()
         enforcement = enforcement_of(spec)
 
@@ -289,10 +281,9 @@ class DockerEngine(Engine):
                     on_output("stderr" if stream == 2 else "stdout", data)
                 except OutputClosed:  # the reader is gone: the rest of the stream is dropped
                     closed.add(stream)
-            reported = _reported_status(spec)
-            status = reported if reported is not None else int(  # else the daemon's
-                json.loads(waiter.read() or b"{}").get("StatusCode", 1))
-            if reported is None or spec.name:  # and its removal (a name: free when we return)
+            status = _reported_status(spec)
+            if status is None:  # no word from the supervisor: the daemon's, and its removal
+                status = int(json.loads(waiter.read() or b"{}").get("StatusCode", 1))
                 _await_removal(removal)
                 removal = None
             waiter.sock.close()
@@ -335,6 +326,51 @@ def _reported_status(spec: RunSpec) -> int | None:
 
 
 REMOVAL_S = 30.0  # the most an exit waits for the daemon to remove an ended container
+
+
+def _create(api: Any, spec: RunSpec) -> str:
+    """POST /containers/create. A name still held by the ended container of a run before
+    (`--name` or `--resume` again at once: launcher returned before the daemon removed it) is
+    waited for, once, and the create tried again."""
+    from launcher.runtime.docker_api import ApiError
+
+    req = create_request(spec)
+
+    def create() -> str:
+        return str(api.request("POST", "/containers/create", req["body"], req["query"])["Id"])
+
+    try:
+        try:
+            return create()
+        except ApiError as exc:
+            if not (exc.status == 409 and spec.name and _ending(api, spec.name)):
+                raise
+        return create()
+    except ApiError as exc:
+        if exc.status == 404:
+            raise ImageNotFound(f"image {spec.image!r} not found; build it with `launcher "
+                                f"build` or pass --image") from None
+        raise EngineError(f"the daemon refused the container: {exc}") from None
+
+
+def _ending(api: Any, name: str) -> bool:
+    """The container named `name` has ended and the daemon removes it itself (AutoRemove):
+    True once it is gone (REMOVAL_S at most); False for any other holder of the name."""
+    from launcher.runtime.docker_api import ApiError
+
+    try:
+        found = api.request("GET", f"/containers/{name}/json", timeout=10)
+    except ApiError as exc:
+        return exc.status == 404  # gone meanwhile
+    if found["State"]["Status"] not in ("exited", "removing") or not found["HostConfig"].get(
+            "AutoRemove"):
+        return False
+    removal = api.wait_stream(found["Id"], "removed")
+    removal.sock.settimeout(REMOVAL_S)
+    with contextlib.suppress(Exception):  # gone already (404), or the wait ran out
+        removal.read()
+    removal.sock.close()
+    return True
 
 
 def _await_removal(removal: Any) -> None:
