@@ -1,13 +1,15 @@
 """The end of a Docker run: launcher returns at its supervisor's end, with the status from the
 supervisor's exit file, and leaves the exited container to the daemon's AutoRemove; without
-that file (the supervisor killed) the status is the daemon's and the removal is waited for. A
-name still held by the ended container of the run before is waited for, then created again.
-An exited container the daemon removes itself is no leftover; one it keeps is."""
+that file (the supervisor killed), or after a stop (Ctrl-C), the status is the daemon's and the
+removal is waited for. A name still held by the ended container of the run before is waited
+for, then created again. An exited container the daemon removes itself is no leftover; one it
+keeps is."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -100,6 +102,22 @@ def test_without_the_exit_file_the_status_and_removal_are_the_daemons(tmp_path, 
     assert status == 137
     wait_until(lambda: "wait removed" in log, timeout=5, what="the removal to be awaited")
     assert log[:3] == ["POST create", "POST start", "wait next-exit"]
+
+
+class _Stopped(_FakeAPI):
+    """Ctrl-C while the container runs: forwarded, then the supervisor's end as usual."""
+
+    def attach(self, cid: str, stdin: bool = False) -> Iterator[tuple[int, bytes]]:
+        os.kill(os.getpid(), signal.SIGINT)  # launcher's handler forwards it to the container
+        yield from super().attach(cid, stdin)
+
+
+def test_after_a_stop_the_exit_and_removal_are_awaited(tmp_path, monkeypatch):
+    status, log = _run(tmp_path, monkeypatch, {"status": 130, "diagnosis": "int."},
+                       api=_Stopped)
+    assert status == 137  # the daemon's word: nothing is left when launcher returns
+    assert log[:4] == ["POST create", "POST start", "POST kill", "wait next-exit"]
+    wait_until(lambda: "wait removed" in log, timeout=5, what="the removal to be awaited")
 
 
 class _NameHeld(_FakeAPI):

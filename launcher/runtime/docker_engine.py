@@ -242,9 +242,10 @@ class DockerEngine(Engine):
         removal before start (as `docker run --rm` does); stream. The stream's end is the
         supervisor's: the status is the one its exit file reports, and the daemon's own end of
         the container (its exit, then AutoRemove: 50-80 ms more) goes on beside launcher's.
-        Without that file (the supervisor killed, or none) the status is the daemon's, and the
-        removal is waited for beside the caller's end of the run (a thread the interpreter
-        joins before it exits). A run that did not end is removed here."""
+        After a stop (a signal forwarded) or without that file (the supervisor killed) the
+        status is the daemon's, and the removal is waited for beside the caller's end of the
+        run (a thread the interpreter joins before it exits): nothing is left when launcher
+        returns. A run that did not end is removed here."""
         from launcher.runtime.docker_api import ApiError, DockerAPI
 
         api = DockerAPI()
@@ -281,8 +282,9 @@ class DockerEngine(Engine):
                     on_output("stderr" if stream == 2 else "stdout", data)
                 except OutputClosed:  # the reader is gone: the rest of the stream is dropped
                     closed.add(stream)
-            status = _reported_status(spec)
-            if status is None:  # no word from the supervisor: the daemon's, and its removal
+            # after a stop (Ctrl-C, kill): nothing left when launcher returns, as always
+            status = None if stopping.is_set() else _reported_status(spec)
+            if status is None:  # else no word from the supervisor: the daemon's, and removal
                 status = int(json.loads(waiter.read() or b"{}").get("StatusCode", 1))
                 _await_removal(removal)
                 removal = None
