@@ -56,12 +56,13 @@ def interleaved(cmds: dict[str, tuple[list[str], dict[str, str] | None]],
 
 
 def settle(timeout: float = 5.0) -> None:
-    """Untimed, between two commands: until the daemon holds no container (launcher returns
-    at its supervisor's end, some 50-80 ms before the daemon removes the exited container;
-    that removal must not slow the next command measured)."""
+    """Untimed, between two commands: until the daemon holds none of launcher's containers
+    (launcher returns at its supervisor's end, some 50-80 ms before the daemon removes the
+    exited container; that removal must not slow the next command measured)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and subprocess.run(
-            ["docker", "ps", "--all", "--quiet"], capture_output=True, text=True).stdout.strip():
+            ["docker", "ps", "--all", "--quiet", "--filter", "label=launcher.owner"],
+            capture_output=True, text=True).stdout.strip():
         time.sleep(0.02)
 
 

@@ -120,6 +120,28 @@ def test_after_a_stop_the_exit_and_removal_are_awaited(tmp_path, monkeypatch):
     wait_until(lambda: "wait removed" in log, timeout=5, what="the removal to be awaited")
 
 
+class _StoppedByCaller(_FakeAPI):
+    """A stop through the start hook's `stop` (a job's Ctrl-C or timeout, the growth watch):
+    the container ends once the kill is sent."""
+
+    def attach(self, cid: str, stdin: bool = False) -> Iterator[tuple[int, bytes]]:
+        wait_until(lambda: "POST kill" in self.log, timeout=10, what="the stop")
+        yield from super().attach(cid, stdin)
+
+
+def test_a_stop_by_the_caller_awaits_the_exit_and_removal_too(tmp_path, monkeypatch):
+    exit_file = tmp_path / "exit.json"
+    monkeypatch.setattr(_FakeAPI, "exit_file", exit_file)
+    monkeypatch.setattr(_FakeAPI, "writes", {"status": 143, "diagnosis": "term."})
+    monkeypatch.setattr(_FakeAPI, "log", [])
+    monkeypatch.setattr(docker_api, "DockerAPI", _StoppedByCaller)
+    spec = RunSpec(command=["true"], image="img", env={contract.EXIT_FILE: str(exit_file)})
+    result = DockerEngine().run(spec, lambda _s, _d: None, lambda started: started.stop(15))
+    assert result.status == 137  # the daemon's word
+    assert "wait next-exit" in _FakeAPI.log
+    wait_until(lambda: "wait removed" in _FakeAPI.log, timeout=5, what="the removal")
+
+
 class _NameHeld(_FakeAPI):
     """The name is held by the run before's container, ended, which the daemon removes."""
 

@@ -101,7 +101,7 @@ def test_a_refusal_for_missing_gpus_says_them_once_in_the_selections_words(tmp_p
     kinds = [x.kind for x in r.caps.verdict.said]
     assert r.caps.verdict.level == "refuse" and Why.GPU_SHORT in kinds and Why.PIDS in kinds
     with pytest.raises(Refused) as refused:
-        check_verdict(r, "launcher plan", None)
+        check_verdict(r, lambda: "launcher plan", None)
     gpu_reason = next(x.text for x in r.caps.verdict.said if x.kind is Why.GPU_SHORT)
     assert gpu_reason not in str(refused.value)
     assert r.selection.shortfall and r.selection.shortfall[1:] in str(refused.value)

@@ -31,7 +31,7 @@ from launcher.runtime.engine import (
     forward_signals,
     restore_signals,
 )
-from launcher.runtime.owner import OWNER_LABEL, orphan_containers
+from launcher.runtime.owner import OWNER_LABEL, is_orphan, orphan_containers
 from launcher.runtime.spec import RunSpec
 from launcher.units import format_size
 
@@ -271,8 +271,8 @@ class DockerEngine(Engine):
                 raise EngineError(f"the daemon could not start the container: {exc}") from None
             starter = None
             if on_start is not None:  # the PID for telemetry, beside the output, not before it
-                starter = threading.Thread(target=_announce, args=(api, cid, enforcement,
-                                                                   on_start), daemon=True)
+                starter = threading.Thread(target=_announce, args=(
+                    api, cid, enforcement, on_start, stopping), daemon=True)
                 starter.start()
             closed: set[int] = set()
             for stream, data in frames:  # drained to the end: the container must not block
@@ -303,16 +303,20 @@ class DockerEngine(Engine):
 
 
 def _removed_by_daemon(listed: dict[str, Any]) -> bool:
-    """An exited container that the daemon removes itself (AutoRemove; a restarted daemon
-    too): launcher returns at its supervisor's end, some 50-80 ms before that removal."""
-    from launcher.runtime.docker_api import DockerAPI
+    """An exited container of a launcher gone that the daemon removes itself (AutoRemove; a
+    restarted daemon too): launcher returns at its supervisor's end, some 50-80 ms before
+    that removal. One the daemon cannot say of is reported."""
+    from launcher.runtime.docker_api import ApiError, DockerAPI
 
-    if listed.get("State") != "exited":
+    if listed.get("State") != "exited" or not is_orphan(
+            (listed.get("Labels") or {}).get(OWNER_LABEL, "")):
         return False
     try:
         found = DockerAPI().request("GET", f"/containers/{listed['Id']}/json", timeout=10)
-    except EngineError:  # gone meanwhile: nothing to report either
-        return True
+    except ApiError as exc:
+        return exc.status == 404  # gone meanwhile: nothing to report
+    except EngineError:
+        return False
     return bool((found.get("HostConfig") or {}).get("AutoRemove"))
 
 
@@ -436,12 +440,14 @@ class PullProgress:
                 + (f", {format_size(total)} fetched)" if total else ")"))
 
 
-def _announce(api: Any, cid: str, enforcement: Enforcement, on_start: StartHook) -> None:
+def _announce(api: Any, cid: str, enforcement: Enforcement, on_start: StartHook,
+              stopping: threading.Event) -> None:
     pid = None
     with contextlib.suppress(Exception):  # telemetry must not stop the run
         pid = int(api.request("GET", f"/containers/{cid}/json")["State"]["Pid"])
 
-    def stop(sig: int) -> None:
+    def stop(sig: int) -> None:  # a job's stop, a timeout, the growth watch's stop
+        stopping.set()
         _quiet(lambda: api.request("POST", f"/containers/{cid}/kill",
                                    query={"signal": signal.Signals(sig).name}))
 

@@ -101,7 +101,8 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
         check_on_path(command[0], spec.env.get("PATH"), spec.workdir)
     overridden = None
     if not req.dry_run:  # a refusal before any warning: nothing else matters then
-        overridden = check_verdict(r, plan_command(req, workload), who_overrides(req, r))
+        overridden = check_verdict(r, lambda: plan_command(req, workload),
+                                   who_overrides(req, r))
         if overridden is not None and fitted is None:
             r = plain
             overridden = dataclasses.replace(overridden,

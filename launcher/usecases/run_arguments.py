@@ -45,10 +45,10 @@ def user_workload_help(w: Workload) -> str:
 
 def check_not_a_typo(word: str, names: list[str]) -> None:
     """A first word that is no workload, no command here, and close to a workload name."""
-    import difflib
-
     if "/" in word or shutil.which(word):
         return
+    import difflib
+
     close = difflib.get_close_matches(word, names, n=1, cutoff=0.75)
     if close:
         raise LauncherError(f"{word!r} is neither a workload nor a command on PATH; did you "

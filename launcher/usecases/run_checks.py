@@ -4,6 +4,7 @@ why no container engine answers."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,10 +31,12 @@ def plan_command(req: RunRequest, workload: Workload | None) -> str:
     return shlex.join(["launcher", "plan", *argv_of(same, always=("profile",))])
 
 
-def check_verdict(r: Resolved, plan: str, override_by: str | None) -> Override | None:
+def check_verdict(r: Resolved, plan: Callable[[], str],
+                  override_by: str | None) -> Override | None:
     """A refused plan, every reason at once (a GPU shortfall's too); GPUs this host lacks.
     With an override (`override_by`), a refusal the estimate made is run all the same: what
-    was overridden comes back. GPUs that are not there are never overridden."""
+    was overridden comes back. GPUs that are not there are never overridden. `plan` makes
+    the `launcher plan` command line a refusal names (only then: it imports plan's use case)."""
     short = r.selection.shortfall
     if r.caps.verdict.level != "refuse":
         if short:
@@ -46,8 +49,8 @@ def check_verdict(r: Resolved, plan: str, override_by: str | None) -> Override |
     if override_by is None or short:
         fix = (f" ({override_by} adds no GPUs)" if override_by else "") if short else \
             " --override runs it anyway, where you know better"
-        raise Refused("refused: " + " ".join(reasons) + f"{fix} (see `{plan}`)")
-    return Override(by=override_by, level="refuse", reasons=tuple(reasons), plan=plan)
+        raise Refused("refused: " + " ".join(reasons) + f"{fix} (see `{plan()}`)")
+    return Override(by=override_by, level="refuse", reasons=tuple(reasons), plan=plan())
 
 
 @dataclass(frozen=True)
