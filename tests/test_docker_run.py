@@ -132,10 +132,13 @@ def test_nasty_value_through_entrypoint_image_and_compose(client, tmp_path):
     rendered = in_process("render", "-p", prof, "-f", "none", "--tag", tag, "--out",
                         str(tmp_path / "r"), "--env", f"X={NASTY}")
     assert rendered.returncode == 0, rendered.stderr
-    run = subprocess.run([compose_bin(), "-p", f"lt{uuid.uuid4().hex[:8]}", "-f",
-                          str(tmp_path / "r" / "compose.yaml"), "run", "--rm", "-T", "main",
-                          "python3",
-                          "-c", SHOW], capture_output=True, text=True, timeout=120)
+    compose = [compose_bin(), "-p", f"lt{uuid.uuid4().hex[:8]}", "-f",
+               str(tmp_path / "r" / "compose.yaml")]
+    try:
+        run = subprocess.run([*compose, "run", "--rm", "-T", "main", "python3", "-c", SHOW],
+                             capture_output=True, text=True, timeout=120)
+    finally:  # the project's network too: left, they use up the daemon's address pools
+        subprocess.run([*compose, "down", "-t", "1"], capture_output=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert _decode(run.stdout) == (NASTY, "False")
 
