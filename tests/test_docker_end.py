@@ -184,9 +184,9 @@ def test_an_exited_container_the_daemon_removes_is_no_leftover(monkeypatch):
 
 
 def _dead_pid() -> int:
-    p = subprocess.Popen(["true"])
-    p.wait()
-    return p.pid
+    """A PID no process has: above the kernel's pid_max (one that ended may be given to
+    another process before the test reads it, where PIDs wrap on a busy host)."""
+    return int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
 
 
 @pytest.mark.docker

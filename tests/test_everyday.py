@@ -155,9 +155,9 @@ def _run_cgroups(name: str) -> list[Path]:
 
 
 def _dead_pid() -> int:
-    p = subprocess.Popen(["true"])
-    p.wait()
-    return p.pid
+    """A PID no process has: above the kernel's pid_max (one that ended may be given to
+    another process before the test reads it, where PIDs wrap on a busy host)."""
+    return int(Path("/proc/sys/kernel/pid_max").read_text()) + 1
 
 
 @pytest.mark.docker
@@ -171,7 +171,8 @@ def test_leftovers_are_reported_and_cleaned(tmp_path):
         left = json.loads(doctor.stdout)["leftovers"]
         assert {"engine": "docker", "kind": "container", "id": c.id[:12],
                 "detail": f"{c.name}, run lost-run, running", "state": "left behind"} in left
-        run = launcher("run", "--runtime", "docker", "--image", BASE, "--", "true")
+        # a run of 2 s: the report, beside it, has that and 2 s more where a busy daemon is
+        run = launcher("run", "--runtime", "docker", "--image", BASE, "--", "sleep", "2")
         line = next(x for x in run.stderr.splitlines() if "were killed left" in x)
         assert f"container {c.id[:12]} ({c.name}, run lost-run, running)" in line
         assert line.endswith("`launcher doctor --clean` removes them")
