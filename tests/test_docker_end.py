@@ -13,6 +13,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -140,6 +141,30 @@ def test_a_stop_by_the_caller_awaits_the_exit_and_removal_too(tmp_path, monkeypa
     assert result.status == 137  # the daemon's word
     assert "wait next-exit" in _FakeAPI.log
     wait_until(lambda: "wait removed" in _FakeAPI.log, timeout=5, what="the removal")
+
+
+class _SlowInspect(_FakeAPI):
+    """A busy daemon: the inspect that gives the PID answers after the first output."""
+
+    def request(self, method: str, path: str, body: Any = None, query: Any = None,
+                timeout: float | None = None) -> Any:
+        if method == "GET":
+            time.sleep(0.3)
+            return {"State": {"Pid": 4242}}
+        return super().request(method, path, body, query, timeout)
+
+
+def test_the_start_line_comes_before_the_workloads_first_output(tmp_path, monkeypatch):
+    exit_file = tmp_path / "exit.json"
+    monkeypatch.setattr(_FakeAPI, "exit_file", exit_file)
+    monkeypatch.setattr(_FakeAPI, "writes", {"status": 0, "diagnosis": "ok."})
+    monkeypatch.setattr(_FakeAPI, "log", [])
+    monkeypatch.setattr(docker_api, "DockerAPI", _SlowInspect)
+    said: list[str] = []
+    spec = RunSpec(command=["true"], image="img", env={contract.EXIT_FILE: str(exit_file)})
+    DockerEngine().run(spec, lambda _s, data: said.append(data.decode()),
+                       lambda started: said.append(f"started {started.pid}"))
+    assert said == ["started 4242", "hello\n"]
 
 
 class _NameHeld(_FakeAPI):

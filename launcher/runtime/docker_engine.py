@@ -270,12 +270,16 @@ class DockerEngine(Engine):
             except ApiError as exc:
                 raise EngineError(f"the daemon could not start the container: {exc}") from None
             starter = None
-            if on_start is not None:  # the PID for telemetry, beside the output, not before it
+            if on_start is not None:  # the PID for telemetry, beside the container's start
                 starter = threading.Thread(target=_announce, args=(
                     api, cid, enforcement, on_start, stopping), daemon=True)
                 starter.start()
             closed: set[int] = set()
+            announcing = starter
             for stream, data in frames:  # drained to the end: the container must not block
+                if announcing is not None:  # the start line before the workload's first byte
+                    announcing.join(ANNOUNCE_S)  # (a busy daemon answers the inspect late)
+                    announcing = None
                 if stream in closed:
                     continue
                 try:
@@ -332,6 +336,7 @@ def _reported_status(spec: RunSpec) -> int | None:
 
 
 REMOVAL_S = 30.0  # the most an exit waits for the daemon to remove an ended container
+ANNOUNCE_S = 5.0  # the most the workload's output waits for the start line
 
 
 def _create(api: Any, spec: RunSpec) -> str:
