@@ -15,7 +15,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import pytest
 from launcher import contract
 from launcher.runtime import docker_api
 from launcher.runtime.docker_engine import DockerEngine
+from launcher.runtime.engine import Started
 from launcher.runtime.spec import RunSpec
 from tests.conftest import ROOT, docker_client
 from tests.docker_helpers import BASE, run_dir_of
@@ -78,7 +79,9 @@ class _FakeAPI:
 
 
 def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: dict[str, Any] | None,
-         name: str | None = None, api: type[_FakeAPI] = _FakeAPI) -> tuple[int, list[str]]:
+         name: str | None = None, api: type[_FakeAPI] = _FakeAPI,
+         on_start: Callable[[Started], str] | None = None) -> tuple[int, list[str]]:
+    """A run over `api`; the output, and what `on_start` says, in the order they came."""
     exit_file = tmp_path / "exit.json"
     monkeypatch.setattr(_FakeAPI, "exit_file", exit_file)
     monkeypatch.setattr(_FakeAPI, "writes", writes)
@@ -86,10 +89,11 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: dict[str, Any]
     monkeypatch.setattr(docker_api, "DockerAPI", api)
     spec = RunSpec(command=["true"], image="img", env={contract.EXIT_FILE: str(exit_file)},
                    name=name)
-    out: list[bytes] = []
-    result = DockerEngine().run(spec, lambda _stream, data: out.append(data))
-    assert out == [b"hello\n"]
-    return result.status, _FakeAPI.log
+    said: list[str] = []
+    hook = None if on_start is None else (lambda started: said.append(on_start(started)))
+    result = DockerEngine().run(spec, lambda _stream, data: said.append(data.decode()), hook)
+    assert said[-1:] == ["hello\n"]
+    return result.status, _FakeAPI.log if on_start is None else said
 
 
 def test_the_status_is_the_supervisors_without_waiting_for_the_daemon(tmp_path, monkeypatch):
@@ -131,14 +135,13 @@ class _StoppedByCaller(_FakeAPI):
 
 
 def test_a_stop_by_the_caller_awaits_the_exit_and_removal_too(tmp_path, monkeypatch):
-    exit_file = tmp_path / "exit.json"
-    monkeypatch.setattr(_FakeAPI, "exit_file", exit_file)
-    monkeypatch.setattr(_FakeAPI, "writes", {"status": 143, "diagnosis": "term."})
-    monkeypatch.setattr(_FakeAPI, "log", [])
-    monkeypatch.setattr(docker_api, "DockerAPI", _StoppedByCaller)
-    spec = RunSpec(command=["true"], image="img", env={contract.EXIT_FILE: str(exit_file)})
-    result = DockerEngine().run(spec, lambda _s, _d: None, lambda started: started.stop(15))
-    assert result.status == 137  # the daemon's word
+    def stop(started: Started) -> str:
+        started.stop(15)
+        return "stopped"
+
+    status, _ = _run(tmp_path, monkeypatch, {"status": 143, "diagnosis": "term."},
+                     api=_StoppedByCaller, on_start=stop)
+    assert status == 137  # the daemon's word
     assert "wait next-exit" in _FakeAPI.log
     wait_until(lambda: "wait removed" in _FakeAPI.log, timeout=5, what="the removal")
 
@@ -155,15 +158,8 @@ class _SlowInspect(_FakeAPI):
 
 
 def test_the_start_line_comes_before_the_workloads_first_output(tmp_path, monkeypatch):
-    exit_file = tmp_path / "exit.json"
-    monkeypatch.setattr(_FakeAPI, "exit_file", exit_file)
-    monkeypatch.setattr(_FakeAPI, "writes", {"status": 0, "diagnosis": "ok."})
-    monkeypatch.setattr(_FakeAPI, "log", [])
-    monkeypatch.setattr(docker_api, "DockerAPI", _SlowInspect)
-    said: list[str] = []
-    spec = RunSpec(command=["true"], image="img", env={contract.EXIT_FILE: str(exit_file)})
-    DockerEngine().run(spec, lambda _s, data: said.append(data.decode()),
-                       lambda started: said.append(f"started {started.pid}"))
+    _, said = _run(tmp_path, monkeypatch, {"status": 0, "diagnosis": "ok."}, api=_SlowInspect,
+                   on_start=lambda started: f"started {started.pid}")
     assert said == ["started 4242", "hello\n"]
 
 
