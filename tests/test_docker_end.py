@@ -198,7 +198,8 @@ def test_an_exited_container_the_daemon_removes_is_no_leftover(monkeypatch):
                     timeout: float | None = None) -> Any:
             if path == "/containers/json":
                 return listed
-            return {"HostConfig": {"AutoRemove": path.startswith("/containers/a")}}
+            return {"State": {"Status": "exited"},  # as the daemon's inspect says it
+                    "HostConfig": {"AutoRemove": path.startswith("/containers/a")}}
 
     monkeypatch.setattr(docker_api, "DockerAPI", Listing)
     assert [x.ident for x in DockerEngine().leftovers()] == ["b" * 12]

@@ -45,5 +45,6 @@ def exit_now(code: object) -> None:
             stream.flush()  # type: ignore[union-attr]
     os._exit(code or 0)
 
+
 if __name__ == "__main__":
     main()

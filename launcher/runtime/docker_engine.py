@@ -321,7 +321,13 @@ def _removed_by_daemon(listed: dict[str, Any]) -> bool:
         return exc.status == 404  # gone meanwhile: nothing to report
     except EngineError:
         return False
-    return bool((found.get("HostConfig") or {}).get("AutoRemove"))
+    return _removes_itself(found)
+
+
+def _removes_itself(inspected: dict[str, Any]) -> bool:
+    """An inspected container that has ended and that the daemon removes (AutoRemove)."""
+    return ((inspected.get("State") or {}).get("Status") in ("exited", "removing")
+            and bool((inspected.get("HostConfig") or {}).get("AutoRemove")))
 
 
 def _reported_status(spec: RunSpec) -> int | None:
@@ -373,8 +379,7 @@ def _ending(api: Any, name: str) -> bool:
         found = api.request("GET", f"/containers/{name}/json", timeout=10)
     except ApiError as exc:
         return exc.status == 404  # gone meanwhile
-    if found["State"]["Status"] not in ("exited", "removing") or not found["HostConfig"].get(
-            "AutoRemove"):
+    if not _removes_itself(found):
         return False
     removal = api.wait_stream(found["Id"], "removed")
     removal.sock.settimeout(REMOVAL_S)
