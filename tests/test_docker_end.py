@@ -3,7 +3,7 @@ supervisor's exit file, and leaves the exited container to the daemon's AutoRemo
 that file (the supervisor killed), or after a stop (Ctrl-C), the status is the daemon's and the
 removal is waited for. A name still held by the ended container of the run before is waited
 for, then created again. An exited container the daemon removes itself is no leftover; one it
-keeps is."""
+keeps is, and so is a running one whose supervisor has not ended."""
 
 from __future__ import annotations
 
@@ -203,6 +203,27 @@ def test_an_exited_container_the_daemon_removes_is_no_leftover(monkeypatch):
 
     monkeypatch.setattr(docker_api, "DockerAPI", Listing)
     assert [x.ident for x in DockerEngine().leftovers()] == ["b" * 12]
+
+
+def test_a_container_whose_supervisor_ended_is_no_leftover(tmp_path, monkeypatch):
+    """Still running for a busy daemon after launcher returned at its supervisor's end (the
+    exit file written): the daemon's to finish. A killed launcher's supervisor writes none."""
+    dead = f"{socket.gethostname()}:{_dead_pid()}"
+    contract.write_exit(str(tmp_path / "ended.json"), {"status": 0, "diagnosis": "ok."})
+    listed = [{"Id": f"{n}" * 12, "Names": [f"/{n}"], "State": "running",
+               "Labels": {"launcher.owner": dead, "launcher.run": n}} for n in "ek"]
+
+    class Listing(_FakeAPI):
+        def request(self, method: str, path: str, body: Any = None, query: Any = None,
+                    timeout: float | None = None) -> Any:
+            if path == "/containers/json":
+                return listed
+            name = "ended" if path.startswith("/containers/e") else "killed"
+            return {"State": {"Status": "running"}, "HostConfig": {"AutoRemove": True},
+                    "Config": {"Env": [f"{contract.EXIT_FILE}={tmp_path}/{name}.json"]}}
+
+    monkeypatch.setattr(docker_api, "DockerAPI", Listing)
+    assert [x.ident for x in DockerEngine().leftovers()] == ["k" * 12]
 
 
 def _dead_pid() -> int:

@@ -307,12 +307,13 @@ class DockerEngine(Engine):
 
 
 def _removed_by_daemon(listed: dict[str, Any]) -> bool:
-    """An exited container of a launcher gone that the daemon removes itself (AutoRemove; a
-    restarted daemon too): launcher returns at its supervisor's end, some 50-80 ms before
-    that removal. One the daemon cannot say of is reported."""
+    """An ended container of a launcher gone that the daemon removes itself (AutoRemove; a
+    restarted daemon too): exited, or still running for the daemon while its supervisor has
+    written its exit file (launcher returns then, some 50-80 ms before the daemon's exit and
+    removal; longer on a busy host). One the daemon cannot say of is reported."""
     from launcher.runtime.docker_api import ApiError, DockerAPI
 
-    if listed.get("State") != "exited" or not is_orphan(
+    if listed.get("State") not in ("exited", "running") or not is_orphan(
             (listed.get("Labels") or {}).get(OWNER_LABEL, "")):
         return False
     try:
@@ -321,7 +322,18 @@ def _removed_by_daemon(listed: dict[str, Any]) -> bool:
         return exc.status == 404  # gone meanwhile: nothing to report
     except EngineError:
         return False
-    return _removes_itself(found)
+    return _removes_itself(found) or (
+        bool((found.get("HostConfig") or {}).get("AutoRemove")) and _supervisor_ended(found))
+
+
+def _supervisor_ended(inspected: dict[str, Any]) -> bool:
+    """Its supervisor wrote its exit file: the run is over (a killed launcher's writes none)."""
+    from launcher import contract
+
+    prefix = contract.EXIT_FILE + "="
+    paths = [e[len(prefix):] for e in (inspected.get("Config") or {}).get("Env") or []
+             if e.startswith(prefix)]
+    return bool(paths) and contract.read_exit(paths[0]) is not None
 
 
 def _removes_itself(inspected: dict[str, Any]) -> bool:
