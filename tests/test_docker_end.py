@@ -25,6 +25,7 @@ from launcher import contract
 from launcher.runtime import docker_api
 from launcher.runtime.docker_engine import DockerEngine
 from launcher.runtime.engine import Started
+from launcher.runtime.engines import tidy_leftovers
 from launcher.runtime.spec import RunSpec
 from tests.conftest import ROOT, docker_client
 from tests.docker_helpers import BASE, run_dir_of
@@ -271,3 +272,39 @@ def test_a_killed_supervisor_ends_with_the_daemons_status_and_nothing_left(tmp_p
     assert held == "", err  # at once: that end's removal was awaited
     summary = json.loads((run_dir_of(err) / "summary.json").read_text())
     assert summary["exit_status"] == 137, summary
+
+
+@pytest.mark.docker
+def test_a_never_started_container_of_a_gone_launcher_is_removed_unforced():
+    client = docker_client()
+    owner = f"{socket.gethostname()}:{_dead_pid()}"
+    c = client.containers.create(BASE, ["true"], labels={"launcher.owner": owner,
+                                                          "launcher.run": "never-run"})
+    try:
+        removed, left = tidy_leftovers(DockerEngine())
+        assert removed >= 1 and not client.containers.list(all=True, filters={"id": c.id})
+    finally:
+        subprocess.run(["docker", "rm", "-f", c.id], capture_output=True)
+
+
+class _StartedSince(_FakeAPI):
+    """Listed as created, started before the sweep's removal: the daemon refuses an
+    unforced removal of a running container."""
+
+    def request(self, method: str, path: str, body: Any = None, query: Any = None,
+                timeout: float | None = None) -> Any:
+        if path == "/containers/json":
+            return [{"Id": "s" * 64, "Names": ["/s"], "State": "created",
+                     "Labels": {"launcher.owner": self.owner, "launcher.run": "s"}}]
+        self.log.append(f"{method} {query}")
+        raise docker_api.ApiError(409, "cannot remove a running container")
+
+
+def test_a_container_started_since_it_was_seen_idle_is_not_killed(monkeypatch):
+    monkeypatch.setattr(_FakeAPI, "log", [])
+    monkeypatch.setattr(_StartedSince, "owner", f"{socket.gethostname()}:{_dead_pid()}",
+                        raising=False)
+    monkeypatch.setattr(docker_api, "DockerAPI", _StartedSince)
+    removed, left = tidy_leftovers(DockerEngine())
+    assert (removed, left) == (0, ["container ssssssssssss (s, run s, created)"])
+    assert _FakeAPI.log == ["DELETE {}"]  # never with force

@@ -162,10 +162,18 @@ def _dead_pid() -> int:
 
 @pytest.mark.docker
 def test_leftovers_are_reported_and_cleaned(tmp_path):
+    import docker
+
     client = docker_client()
     owner = f"{socket.gethostname()}:{_dead_pid()}"
-    c = client.containers.run(BASE, ["sleep", "300"], detach=True,
-                              labels={"launcher.owner": owner, "launcher.run": "lost-run"})
+    for attempt in range(5):  # a created container of a gone launcher never started: a run
+        try:  # beside this test's may remove it between its create and its start
+            c = client.containers.run(BASE, ["sleep", "300"], detach=True,
+                                      labels={"launcher.owner": owner, "launcher.run": "lost-run"})
+            break
+        except docker.errors.NotFound:
+            if attempt == 4:
+                raise
     try:
         doctor = in_process("doctor", "--json")
         left = json.loads(doctor.stdout)["leftovers"]
@@ -173,7 +181,8 @@ def test_leftovers_are_reported_and_cleaned(tmp_path):
                 "detail": f"{c.name}, run lost-run, running", "state": "left behind"} in left
         # a run of 2 s: the report, beside it, has that and 2 s more where a busy daemon is
         run = launcher("run", "--runtime", "docker", "--image", BASE, "--", "sleep", "2")
-        line = next(x for x in run.stderr.splitlines() if "were killed left" in x)
+        line = next((x for x in run.stderr.splitlines() if "were killed left" in x), None)
+        assert line is not None, run.stderr
         assert f"container {c.id[:12]} ({c.name}, run lost-run, running)" in line
         assert line.endswith("`launcher doctor --clean` removes them")
         clean = launcher("doctor", "--clean")

@@ -167,11 +167,13 @@ class DockerEngine(Engine):
                                  idle=("created",))
 
     def remove(self, leftover: Leftover) -> None:
+        """Removed; one seen idle (never started) without force, so that one started since
+        it was listed is not killed: the daemon refuses, and it is left behind (reported)."""
         from launcher.runtime.docker_api import ApiError, DockerAPI
 
         try:
             DockerAPI().request("DELETE", f"/containers/{leftover.ident}",
-                                query={"force": "1"})
+                                query={} if leftover.idle else {"force": "1"})
         except ApiError as exc:
             going = exc.status == 409 and "already in progress" in str(exc)  # --rm's own removal
             if exc.status != 404 and not going:
