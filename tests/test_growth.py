@@ -362,8 +362,9 @@ def test_time_windows_stand_in_where_no_line_marks_a_cycle(tmp_path):
     g = summary["growth"]
     assert g["unit"] == "window" and len(g["cycles"]) >= 8, g["cycles"]
     assert rc != 0 and g["said"], out
-    per = float(g["said"][0]["line"].split("threads +")[1].split(" per window")[0])
+    per = float(g["said"][0]["line"].split("threads +")[1].split(" a second")[0])
     assert 6 <= per <= 10, g["said"]  # 2 threads every 0.25 s: 8 a second
+    assert "[no line marks a cycle: growth.window's 1 s windows]" in g["said"][0]["line"]
     # the record after the run agrees with the line said during it
     assert any(t["series"] == "threads" and t["grows"] for t in g["trends"]), g["trends"]
 

@@ -150,7 +150,7 @@ def test_cycle_numbers_books_and_thinning_are_pinned(update_golden):
     seen.append([book.start, book.scanned])
     # rows that no longer hold the open cycle's boundary: no cycle
     seen.append(book.update(rows[:book.start]))
-    assert vars(growth.CycleBook()) == {"unit": None, "units": set(), "total": None,
+    assert vars(growth.CycleBook()) == {"unit": None, "units": {}, "total": None,
                                         "closed": [], "open": None, "start": 0, "scanned": 0}
     assert growth.CycleBook().update([{"t": 0.0, "threads": 1}]) == []
     out["book"] = seen
@@ -449,7 +449,7 @@ def test_a_census_of_a_proc_tree_is_pinned(tmp_path, update_golden):
     _proc(tmp_path, 40, {}, b"7f00 r-x libtensorflow_framework.so.2\n7f01 libtorch_cpu.so\n"
                             b"7f02 libjax.so libxla_extension.so jaxlib\n")
     libraries = census._libraries()
-    out["libraries"] = [[label, lib.decode()] for label, lib, _, _ in libraries]
+    out["libraries"] = [[label, lib.decode()] for label, lib, *_ in libraries]
     loaded = census.loaded(40, str(tmp_path))
     out["loaded"] = loaded
     out["loaded_first"] = list(census.loaded(40, str(tmp_path), first=list(loaded)[-1]))
@@ -633,9 +633,8 @@ def test_a_stop_decided_at_a_window_is_signalled_then(monkeypatch):
     watch.close()
     assert signals == [15] and watch.stopped is not None
     assert said[-1] == (
-        "growth: stopped before window 6 (--stop-before-limit): threads +7 per window would "
-        "pass pids.max 45 in window ~7, so it stops as window 6 starts (one window's growth to "
-        "spare: a window's peak varies); SIGTERM now, SIGKILL after 10 s")
+        "growth: stopped at 6 s (--stop-before-limit): threads +7 a second would pass pids.max "
+        "45 at ~7 s (one window's growth to spare); SIGTERM now, SIGKILL after 10 s")
 
 
 def test_the_time_to_a_limit_counts_from_0_without_rows(monkeypatch):

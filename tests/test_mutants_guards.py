@@ -186,10 +186,11 @@ def test_the_frameworks_loaded_are_read_from_maps_and_an_unreadable_one_is_none(
 
     libs = _libraries()
     assert len(libs) >= 2
-    (a, a_lib, a_unnamed, a_fix), (b, b_lib, _, _) = libs[0], libs[1]
+    (a, a_lib, a_unnamed, a_fix, a_files), (b, b_lib, *_) = libs[0], libs[1]
     host(tmp_path, {"5/maps": f"7f00 r-xp /x/{b_lib.decode()}\n7f01 r-xp /y/{a_lib.decode()}\n"})
     found = loaded(5, proc=str(tmp_path))
-    assert found[a] == {"unnamed": a_unnamed, "fix": a_fix}
+    assert found[a] == {"unnamed": a_unnamed, "fix": a_fix,
+                        **({"files_fix": a_files} if a_files else {})}
     assert list(loaded(5, proc=str(tmp_path), first=b)) == [b, a]
     assert list(loaded(5, proc=str(tmp_path), first=a)) == [a, b]
     assert loaded(6, proc=str(tmp_path)) == {}
@@ -260,7 +261,7 @@ def test_growth_options_built_without_a_profile_name_the_flag_that_stops():
     from launcher.telemetry.growth_watch import GrowthOptions
 
     options = GrowthOptions(stop=True)
-    assert (options.stop_by, options.window, options.pattern) == ("--stop-before-limit", 30.0,
+    assert (options.stop_by, options.window, options.pattern) == ("--stop-before-limit", None,
                                                                   None)
 
 
@@ -667,7 +668,7 @@ def test_the_first_time_window_ends_a_window_after_the_start(monkeypatch):
 
 
 def test_time_windows_stop_once_a_line_marks_a_cycle(monkeypatch):
-    """Windows stand in for cycles until a line marks one; then the line's unit alone."""
+    """Windows stand in for cycles until lines mark two; then the lines' unit alone."""
     from launcher.telemetry import growth_watch
     from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
 
@@ -679,11 +680,14 @@ def test_time_windows_stop_once_a_line_marks_a_cycle(monkeypatch):
     watch.on_sample({"t": 10.0})
     clock[0] += 1.0
     watch.output("stdout", b"epoch 1\n")
-    for t in (20.0, 30.0):
+    watch.on_sample({"t": 20.0})  # one line is no loop yet: windows go on
+    clock[0] += 1.0
+    watch.output("stdout", b"epoch 2\n")
+    for t in (30.0, 40.0):
         clock[0] += 1.0
         watch.on_sample({"t": t})
     assert [(r["cycle"]["unit"], r["cycle"]["n"]) for r in rows.rows] == [  # type: ignore[index]
-        ("window", 1), ("epoch", 1)]
+        ("window", 1), ("epoch", 1), ("window", 2), ("epoch", 2)]
 
 
 def test_a_stop_says_which_cycle_reaches_the_limit_or_the_one_about_to_start():
@@ -781,12 +785,12 @@ def test_a_malformed_pids_current_is_named_with_its_file(tmp_path):
     assert str(caught.value) == f"{tmp_path / 'leaf/pids.current'}: malformed value 'lots'"
 
 
-def test_a_profile_without_growth_window_gets_the_documented_30_s(tmp_path):
+def test_a_profile_without_growth_window_gets_windows_that_suit_the_run(tmp_path):
     from launcher.telemetry.growth_watch import GrowthOptions
 
     prof = tmp_path / "p.yaml"
     prof.write_text("extends: base\n")
-    assert GrowthOptions.of(load_profile(prof)).window == 30.0
+    assert GrowthOptions.of(load_profile(prof)).window is None
     prof.write_text("extends: base\ngrowth: {window: 5}\n")
     assert GrowthOptions.of(load_profile(prof)).window == 5.0
 

@@ -2,7 +2,7 @@
 
     python3 leak.py --threads 3 --mib 0 --cycles 100 --seconds 0.5 --noise 0.5
 
-Each cycle prints `cycle N` (flushed), then keeps `--threads` more idle threads, `--mib` more
+Each cycle prints `cycle N/TOTAL` (flushed; `--say` another line, or `--say ''` nothing), then keeps `--threads` more idle threads, `--mib` more
 MiB (touched) and `--files` more open files alive: a leak, as a fold that keeps its datasets.
 `--noise` varies each cycle's length and growth by up to that share (0.5: +-50%).
 `--sawtooth-mib` allocates and frees that much within each cycle, and `--churn-threads` starts
@@ -13,6 +13,7 @@ On SIGTERM it says which cycle it finished and exits 0, as a script that checkpo
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import signal
 import sys
@@ -34,6 +35,8 @@ def main() -> int:
     ap.add_argument("--sawtooth-mib", type=float, default=0.0)
     ap.add_argument("--churn-threads", type=int, default=0)
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--say", default="cycle {n}/{total}",
+                    help="each cycle's line ({n}, {total}, {files}, {threads}); '' prints none")
     a = ap.parse_args()
     rng = random.Random(a.seed)
     stop = threading.Event()
@@ -45,7 +48,9 @@ def main() -> int:
     signal.signal(signal.SIGTERM, on_term)
     owed_threads = 0.0
     for n in range(1, a.cycles + 1):
-        print(f"cycle {n}/{a.cycles}", flush=True)
+        if a.say:
+            print(a.say.format(n=n, total=a.cycles, files=len(os.listdir("/proc/self/fd")),
+                               threads=threading.active_count()), flush=True)
         vary = 1 + rng.uniform(-a.noise, a.noise) if a.noise else 1.0
         owed_threads += a.threads * vary
         while owed_threads >= 1:

@@ -155,6 +155,7 @@ class Framework:
     loaded_from: str = ""
     unnamed_pools: str = ""
     growth_fix: str = ""
+    files_fix: str = ""  # and how to stop the open files growing, where it has its own way
 
     def installed(self) -> Installed:
         """The version in this interpreter's environment, from the package's metadata folder

@@ -131,11 +131,13 @@ BASE: dict[str, Key | dict[str, Key]] = {
     },
     "growth": {
         "cycle": Key("str", "what marks a cycle in the workload's output: a regular "
-                            "expression whose first group is its number (default: fold N, "
-                            "cycle N, epoch N, Epoch N/M, step N); as run --cycle",
+                            "expression whose first group is its number (default: any line "
+                            "that repeats with a number counting up, familiar words such as "
+                            "fold N, Epoch N/M, iteration N first); as run --cycle",
                      check=_regex_problem),
-        "window": Key("float", "seconds that stand in for a cycle where no output line marks "
-                               "one (default 30)", minimum=1),
+        "window": Key("float", "fixed seconds that stand in for a cycle where no output line "
+                               "marks one (default: windows that suit the run's length, a "
+                               "second at first, longer as it runs)", minimum=1),
         "stop": Key("bool", "stop the workload at the start of the cycle that growth would take "
                             "past a limit (SIGTERM, then SIGKILL after 10 s; exit status 75); as "
                             "run --stop-before-limit"),

@@ -85,10 +85,10 @@ def fix_for(label: str | None, pools: tuple[ThreadPool, ...] | None = None) -> s
 
 
 @functools.cache
-def _libraries() -> tuple[tuple[str, bytes, str, str], ...]:
+def _libraries() -> tuple[tuple[str, bytes, str, str, str], ...]:
     from launcher.frameworks import get, names
 
-    return tuple((f.label, f.loaded_from.encode(), f.unnamed_pools, f.growth_fix)
+    return tuple((f.label, f.loaded_from.encode(), f.unnamed_pools, f.growth_fix, f.files_fix)
                  for f in (get(n) for n in names()) if f.loaded_from)
 
 
@@ -102,8 +102,8 @@ def loaded(pid: int, proc: str = "/proc", first: str | None = None
             maps = f.read()
     except OSError:
         return {}
-    found = {label: {"unnamed": unnamed, "fix": fix}
-             for label, lib, unnamed, fix in _libraries() if lib in maps}
+    found = {label: {"unnamed": unnamed, "fix": fix, **({"files_fix": files} if files else {})}
+             for label, lib, unnamed, fix, files in _libraries() if lib in maps}
     return dict(sorted(found.items(), key=lambda kv: kv[0] != first))
 
 

@@ -1,23 +1,42 @@
-"""A run's cycles (folds, epochs, validation cycles, steps), read from the workload's own output.
+"""A run's cycles (folds, epochs, iterations, steps, any counter), read from the workload's own
+output.
 
-Pure: lines in, boundaries out. The default patterns cover the common loops (docs/growth.md
-lists them); a user's own pattern (`--cycle`, the profile's `growth.cycle`) replaces them. Where
-no line matches, `growth.window` seconds stand in for a cycle (the watcher's job, not this
-module's).
+Pure: lines in, boundaries out. Familiar words (`fold 3`, `Epoch 2/10`, `iteration 7`...) are a
+fast path; any other line that repeats with a number going up by one (in any words, or a bare
+number) is a counter too, once it has counted twice. Progress-bar redraws (`\\r`), timestamps,
+decimals, sizes and durations are never counters. A user's own pattern (`--cycle`, the
+profile's `growth.cycle`) replaces all of it. Where no line marks a cycle, time does (the
+watcher's job, launcher/telemetry/timeline.py).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 # "fold 3", "Fold 3/5", "fold: 3 of 5", "Epoch 2/10" (Keras), "cycle 12", "step 400"
 _COUNT = r"\s*[#:=]?\s*(?P<n>\d+)(?:\s*(?:/|of)\s*(?P<total>\d+))?"
-# the outer loop first: a fold holds epochs, an epoch holds steps
-UNITS = ("fold", "cycle", "epoch", "step")
-DEFAULT_PATTERNS = {unit: re.compile(rf"\b{unit}{_COUNT}", re.IGNORECASE) for unit in UNITS}
+# the outer loop first: a fold holds epochs, an epoch holds batches and steps
+UNITS = ("fold", "trial", "round", "generation", "cycle", "epoch", "validation", "iteration",
+         "iter", "batch", "step")
+DEFAULT_PATTERNS = {unit: re.compile(rf"\b{unit}{_COUNT}(?![\d.])", re.IGNORECASE)
+                    for unit in UNITS}
 CUSTOM = "cycle"  # the unit a user's own pattern counts in
-WINDOW = "window"  # the unit of fixed time windows, where nothing matched
+WINDOW = "window"  # the unit of time windows, where nothing marked a cycle
+COUNTER = "count"  # a bare number's unit (a counter without a word before it)
+
+# what is a number in a line, and what only looks like one: a time (12:04:05), a date
+# (2026-11-27), a decimal or exponent (0.25, 1e-3), a size or duration (12MB, 3s, 40ms, 98%),
+# a name's digits (conv2d_3, cuda:0 is a time's shape too), hex (0x7f)
+_NUMBER = re.compile(
+    r"\d+(?:[:-]\d+)*(?:[.,]\d+)*(?:[eE][+-]?\d+)?(?:\s?(?:[KMGTP]i?B|[kKMGTP]|B|bytes|"
+    r"ms|us|ns|s|secs?|min|h|it/s|s/it)\b|%)?|[A-Za-z_]\w*|[^A-Za-z0-9_]+", re.ASCII)
+MAX_COUNTER_LINE = 512  # longer lines (a dump, a table) are no counter's
+_PLAIN = re.compile(r"\d+")
+MIN_CHANGES = 2  # a counter has counted up this many times before it marks a cycle
+MAX_TEMPLATES = 256  # lines of other shapes are forgotten past this (a log of unique lines)
 
 
 @dataclass(frozen=True)
@@ -45,6 +64,94 @@ def compile_pattern(text: str) -> re.Pattern[str]:
     return re.compile(text)
 
 
+def shape(line: str) -> tuple[str, list[int], list[str]] | None:
+    """(the line with each plain whole number as `#`, those numbers, the word before each),
+    or None where it has none. A number that is a time, date, decimal, size, duration or part
+    of a name is kept as text: it never counts."""
+    if len(line) > MAX_COUNTER_LINE or not any(c.isdigit() for c in line):
+        return None
+    parts: list[str] = []
+    numbers: list[int] = []
+    words: list[str] = []
+    word = ""
+    for m in _NUMBER.finditer(line):
+        tok = m.group()
+        if tok[0].isdigit() and _PLAIN.fullmatch(tok) and len(tok) < 10:
+            parts.append("#")
+            numbers.append(int(tok))
+            words.append(word)
+        elif tok[0].isdigit():
+            parts.append("~")  # a time, a size, a decimal: other values, the same shape
+        else:
+            parts.append(tok)
+            if tok[0].isalpha():
+                word = tok.lower()
+    return ("".join(parts), numbers, words) if numbers else None
+
+
+@dataclass
+class _Position:
+    """One number's place in lines of one shape: how it moved from line to line."""
+
+    last: int
+    stride: int = 0  # its step up, once seen (1, or 10, 100... for every 10th)
+    changes: int = 0  # steps up by the stride
+    broken: bool = False  # it moved otherwise: no counter
+
+
+@dataclass
+class Counters:
+    """Lines of the same shape, and each number's place in them: a place whose number only
+    goes up by its stride (1, or a power of ten it divides), or starts again at 0 or 1 (an
+    inner loop), is a counter once it has counted up MIN_CHANGES times."""
+
+    shapes: dict[str, list[_Position]] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)  # shape -> its unit, once a counter
+
+    def line(self, line: str) -> Boundary | None:
+        got = shape(line)
+        if got is None:
+            return None
+        key, numbers, words = got
+        places = self.shapes.get(key)
+        if places is None or len(places) != len(numbers):
+            if len(self.shapes) >= MAX_TEMPLATES:
+                self.shapes.clear()
+            self.shapes[key] = [_Position(n) for n in numbers]
+            return None
+        counted: int | None = None
+        for i, (p, n) in enumerate(zip(places, numbers, strict=True)):
+            if self._moved(p, n) and counted is None and not p.broken and (
+                    p.changes >= MIN_CHANGES):
+                counted = i
+        if counted is None:
+            return None
+        word = words[counted]
+        unit = self.units.setdefault(key, word if word and word != WINDOW else COUNTER)
+        return Boundary(unit, numbers[counted], None, line.strip())
+
+    @staticmethod
+    def _moved(p: _Position, n: int) -> bool:
+        """Whether the number at this place counted up (its stride) from the line before."""
+        step, p.last = n - p.last, n
+        if step == 0:
+            return False
+        if step < 0:  # an inner loop starts again; anything else is no counter
+            p.broken = p.broken or n > max(p.stride, 1)
+            return False
+        if p.stride == 0 and (step == 1 or (_power_of_ten(step) and n % step == 0)):
+            p.stride = step
+        if step != p.stride:
+            p.broken = True
+            return False
+        p.changes += 1
+        return True
+
+
+def _power_of_ten(k: int) -> bool:
+    return k >= 10 and str(k).rstrip("0") == "1"
+
+
 class CycleMarks:
     """Feed it the workload's output as it comes; it returns the boundaries the lines mark.
     A boundary is a higher number for a unit, or 1 again (a line repeating "fold 2", or
@@ -52,40 +159,73 @@ class CycleMarks:
 
     def __init__(self, pattern: re.Pattern[str] | None = None) -> None:
         self.patterns = {CUSTOM: pattern} if pattern is not None else dict(DEFAULT_PATTERNS)
+        self.counters = Counters() if pattern is None else None
         self.partial: dict[str, str] = {}
+        self.redrawn: dict[str, bool] = {}  # stream -> its unended line was redrawn (\r)
         self.last: dict[str, int] = {}
         self.counted = 0  # a pattern without a number: the lines it matched
         self.unnumbered: str | None = None  # a line whose group was no number (said once)
+        self.example: dict[str, str] = {}  # unit -> the first line that marked it
 
     def feed(self, stream: str, data: bytes) -> list[Boundary]:
         text = self.partial.get(stream, "") + data.decode(errors="replace")
-        *lines, self.partial[stream] = re.split(r"[\r\n]", text)
-        if len(self.partial[stream]) > 4096:  # a line that never ends: no cycle in it
-            self.partial[stream] = ""
-        return [b for line in lines if (b := self.line(line)) is not None]
+        *lines, rest = text.split("\n")
+        out: list[Boundary] = []
+        for i, line in enumerate(lines):
+            line = line[:-1] if line.endswith("\r") else line  # CRLF: one line
+            # a progress bar's redraws (\r): familiar words only, never a counter
+            redrawn = "\r" in line or (i == 0 and self.redrawn.get(stream, False))
+            out += self._pieces(line.split("\r"), counters=not redrawn)
+        if lines:
+            self.redrawn[stream] = False
+        if "\r" in rest:  # redraws so far: read now, not when the bar ends
+            *drawn, rest = rest.split("\r")
+            self.redrawn[stream] = True
+            out += self._pieces(drawn, counters=False)
+        # a line that never ends: no cycle in it
+        self.partial[stream] = rest if len(rest) <= 4096 else ""
+        return out
 
-    def line(self, line: str) -> Boundary | None:
+    def _pieces(self, pieces: list[str], *, counters: bool) -> list[Boundary]:
+        return [b for piece in pieces if (b := self.line(piece, counters=counters))]
+
+    def line(self, line: str, *, counters: bool = True) -> Boundary | None:
+        worded = False
         for unit, pattern in self.patterns.items():
             m = pattern.search(line)
             if m is None:
                 continue
+            worded = True
             n, total = self._number(m)
             if n is None:
                 self.unnumbered = self.unnumbered or line.strip()[:120]
-            last = self.last.get(unit)
-            # a new cycle counts up, or starts again at 1 inside an outer loop (epochs within
-            # each fold); a line that names an earlier one ("checkpoint written after cycle
-            # 3") marks nothing
-            if n is None or (last is not None and n <= last and not (
-                    n == 1 and last > 1 and self._inner(unit))):
-                continue
-            self.last[unit] = n
-            return Boundary(unit, n, total, line.strip())
+            elif self._marks(unit, n):
+                return self._mark(Boundary(unit, n, total, line.strip()))
+        if counters and not worded and self.counters is not None:
+            b = self.counters.line(line)
+            if b is not None and self._marks(b.unit, b.n):
+                return self._mark(b)
         return None
 
+    def _marks(self, unit: str, n: int | None) -> bool:
+        """A new cycle counts up, or starts again at 1 inside an outer loop (epochs within
+        each fold); a line that names an earlier one ("checkpoint written after cycle 3")
+        marks nothing."""
+        last = self.last.get(unit)
+        return n is not None and not (last is not None and n <= last and not (
+            n <= 1 and last > 1 and self._inner(unit)))
+
+    def _mark(self, b: Boundary) -> Boundary:
+        self.last[b.unit] = b.n
+        self.example.setdefault(b.unit, b.line[:120])
+        return b
+
     def _inner(self, unit: str) -> bool:
-        """Whether a loop outside `unit` has marked a cycle (folds around epochs)."""
-        return unit in UNITS and any(u in self.last for u in UNITS[:UNITS.index(unit)])
+        """Whether a loop outside `unit` has marked a cycle (folds around epochs; any
+        counter's own restart)."""
+        if unit not in UNITS:
+            return True
+        return any(u in self.last for u in UNITS[:UNITS.index(unit)])
 
     def _number(self, m: re.Match[str]) -> tuple[int | None, int | None]:
         groups = m.groupdict()
@@ -103,10 +243,19 @@ class CycleMarks:
         return n, int(total) if total and total.isdigit() else None
 
 
-def active_unit(units: list[str]) -> str | None:
-    """The unit a run's cycles are counted in: the outermost loop seen (a user's pattern's own
-    unit; windows only where nothing else was)."""
-    for unit in UNITS:
-        if unit in units:
-            return unit
-    return WINDOW if WINDOW in units else None
+MIN_MARKS = 2  # a unit's lines before it is the run's cycles (one line alone is no loop)
+
+
+def active_unit(units: Iterable[str]) -> str | None:
+    """The unit a run's cycles are counted in (`units`: each boundary's, in order): the
+    outermost loop that marked two cycles or more, a familiar word's before any other
+    counter's (of those, the one that counted least: the outer loop); time windows only where
+    nothing else did. A user's pattern's unit counts from its first line."""
+    seen = Counter(units)
+    familiar = [u for u in UNITS if seen[u] >= MIN_MARKS or (u == CUSTOM and seen[u])]
+    if familiar:
+        return familiar[0]
+    other = [u for u, k in seen.items() if u not in UNITS and u != WINDOW and k >= MIN_MARKS]
+    if other:
+        return min(other, key=lambda u: (seen[u], u))
+    return WINDOW if seen[WINDOW] else None

@@ -15,10 +15,11 @@ from __future__ import annotations
 import bisect
 import math
 import statistics
-from dataclasses import asdict, dataclass
+from collections import Counter
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from launcher.telemetry.cycles import active_unit
+from launcher.telemetry.cycles import WINDOW, active_unit
 from launcher.threadpools import UNNAMED
 
 Row = dict[str, Any]
@@ -50,7 +51,11 @@ COUNT_STEPS = 4  # and a count's (its spread has a floor: COUNT_SPREAD)
 COUNT_SPREAD = 0.5  # the least spread of a count's steps (threads, maps, files)
 T_MIN = 3.0  # mean step / its standard error
 SEEN_SHARE = 0.3  # of a noisy projection's cycles, seen before it is said
-SURE_CYCLES = 2.5  # the projected cycle's spread (one standard error) at most
+SURE_CYCLES = 2.5  # the projected cycle's spread (one standard error) at most, or
+SURE_SHARE = 0.1  # this share of the cycles ahead (a limit 200 cycles off: +-20)
+SLOWING = 0.85  # the newer half's mean step under this share of the older half's (and
+# beyond their noise): slowing
+SLOWING_STEPS = 6  # steps a fit needs before it can say so
 
 
 @dataclass
@@ -64,6 +69,7 @@ class Cycle:
     limits: dict[str, float]
     loaded: dict[str, dict[str, str]]  # frameworks mapped: {label: {"unnamed", "fix"}}
     kernel_peak: int | None = None  # the memory cgroup's peak charge in it, where kept
+    who: dict[str, str] = field(default_factory=dict)  # series -> the process holding most
 
     @property
     def seconds(self) -> float | None:
@@ -90,6 +96,9 @@ class Trend:
     pool_hint: str | None = None  # whose unnamed threads most likely are (frameworks loaded)
     fix: str | None = None  # the loaded framework's words for stopping it
     of: str = "floor"  # what grows: what each cycle keeps (floor), or needs (peak)
+    slowing: bool = False  # each step slower than the last: projected from the newer half
+    reached_s: float | None = None  # seconds into the run where the limit's cycle starts
+    process: str | None = None  # the process whose count grew, where the tree has several
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "pool_names": list(self.pool_names)}
@@ -136,8 +145,10 @@ def cycles_of(rows: list[Row], unit: str | None = None,
         # the kernel's own peak charge between the two boundaries (page cache included, so
         # shown beside the working set, not mixed into it)
         kernel = end.get(KERNEL_PEAK) if end is not None else None
+        who = next((r["who"] for r in reversed(span) if r.get("who")), {})
         out.append(Cycle(n, t0, t1, floor, peak, mark.get("census"), limits,
-                         mark.get("loaded") or {}, kernel if isinstance(kernel, int) else None))
+                         mark.get("loaded") or {}, kernel if isinstance(kernel, int) else None,
+                         who))
     return unit, out
 
 
@@ -147,7 +158,7 @@ class CycleBook:
 
     def __init__(self) -> None:
         self.unit: str | None = None
-        self.units: set[str] = set()
+        self.units: Counter[str] = Counter()  # boundaries seen, per unit
         self.total: int | None = None
         self.closed: list[Cycle] = []
         self.open: Cycle | None = None
@@ -159,9 +170,9 @@ class CycleBook:
         from `start` on: the caller may drop the rows before it, then calls `dropped`)."""
         for r in rows[self.scanned:]:
             if r.get("cycle"):
-                self.units.add(r["cycle"]["unit"])
+                self.units[r["cycle"]["unit"]] += 1
         self.scanned = len(rows)
-        unit = active_unit(sorted(self.units))
+        unit = active_unit(self.units)
         if unit != self.unit:  # an outer loop showed up: its cycles, from the first row
             self.unit, self.closed, self.open, self.start = unit, [], None, 0
         if unit is None:
@@ -208,6 +219,10 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
         peak_gate = gate(s, closed_peaks)
         if peak_gate[0]:
             (trend, mean, sd, se, exact), of = peak_gate, "peak"
+    slowing = False
+    if trend:
+        (mean, sd, se), slowing = recent_rate(s, [(c.n, c.floor[key] if of == "floor" else
+                                                   c.peak[key]) for c in cyc], mean, sd, se)
     durations = [(b.t0 - a.t0) / max(b.n - a.n, 1)
                  for a, b in zip(cycles, cycles[1:], strict=False)]
     per_cycle_s = statistics.median(durations) if durations else None
@@ -215,7 +230,7 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
     if key == "rss_bytes" and any("memory_bytes" in c.floor for c in cyc):
         limit = None  # the cgroup's working set meets the limit; a tree's RSS counts shared
         # pages once per process, the supervisor's too
-    reached = uncertainty = in_s = None
+    reached = uncertainty = in_s = reached_s = None
     if trend and limit:
         closed = [c for c in cyc if c.t1 is not None] or cyc
         if of == "floor":
@@ -234,12 +249,14 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
         if per_cycle_s is not None:
             into = (now - last.t0) if now is not None else 0.0
             in_s = max(0.0, (reached - last.n) * per_cycle_s - into)
+            reached_s = last.t0 + (reached - last.n) * per_cycle_s
     horizon = (total if total else max(20, 10 * len(cycles)))
     # a noisy series' early steps are few: an early run of similar steps looks sure and is
     # not, so a projection waits until SEEN_SHARE of the cycles to its limit have been seen
     seen = exact or (reached is not None and cyc[-1].n >= SEEN_SHARE * reached)
     sure = (trend and reached is not None and uncertainty is not None and seen
-            and uncertainty <= SURE_CYCLES and reached <= max(horizon, cyc[-1].n))
+            and uncertainty <= max(SURE_CYCLES, SURE_SHARE * (reached - cyc[-1].n))
+            and reached <= max(horizon, cyc[-1].n))
     pool, names = growing_pool(cyc) if key == "threads" and trend else (None, ())
     # the run's framework first, where it is loaded (launcher/telemetry/census.py)
     fw, said = next(iter(cyc[-1].loaded.items()), (None, {}))
@@ -248,7 +265,8 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
     fix = said.get("fix") or None
     return Trend(key, unit, mean, mean / per_cycle_s * 60 if per_cycle_s else None,
                  cyc[0].n, cyc[-1].n, len(cyc), trend, bool(sure), limit, reached,
-                 uncertainty, in_s, pool, names, hint, fix, of)
+                 uncertainty, in_s, pool, names, hint, fix, of, slowing, reached_s,
+                 cyc[-1].who.get(key))
 
 
 def gate(s: Series, points: list[tuple[int, float]]) -> tuple[bool, float, float, float, bool]:
@@ -272,6 +290,27 @@ def gate(s: Series, points: list[tuple[int, float]]) -> tuple[bool, float, float
     trend = mean * gaps[len(gaps) // 2] > s.min_step and rising and (exact or (
         enough and mean >= T_MIN * se))
     return trend, mean, sd, se, exact
+
+
+def recent_rate(s: Series, points: list[tuple[int, float]], mean: float, sd: float,
+                se: float) -> tuple[tuple[float, float, float], bool]:
+    """Growth that slows as it grows (each step smaller than the last: a pool filling up, a
+    cache nearing its size) is projected from its newer half: (mean, spread, standard error),
+    and whether it slows. Steady growth keeps the fit over every step."""
+    steps = [(b - a) / max(m - n, 1) for (n, a), (m, b) in zip(points, points[1:], strict=False)]
+    if len(steps) < SLOWING_STEPS:
+        return (mean, sd, se), False
+    half = len(steps) // 2
+    older, newer = steps[:half], steps[-half:]
+    old, new = statistics.fmean(older), statistics.fmean(newer)
+    spread = [statistics.stdev(h) for h in (older, newer)]
+    if not s.in_bytes:
+        spread = [max(x, COUNT_SPREAD) for x in spread]
+    ose, nse = (x / math.sqrt(half) for x in spread)
+    # slower beyond the steps' noise (two standard errors of the difference)
+    if not (0 < new < SLOWING * old and old - new > 2 * math.hypot(ose, nse)):
+        return (mean, sd, se), False
+    return (new, spread[1], nse), True
 
 
 def growing_pool(cycles: list[Cycle]) -> tuple[str | None, tuple[str, ...]]:
@@ -299,8 +338,18 @@ def trends(rows: list[Row], *, now: float | None = None,
     limits (a what-if). `ended`: the run is over, and the cycle it ended in (cut short, its
     floor held down by the limit it met) is left out of the fits."""
     unit, cycles = cycles_of(rows)
-    if unit is None:
-        return None, [], []
+    if unit is None:  # no line marked a cycle: time does
+        from launcher.telemetry.timeline import Timeline, fit_time
+
+        line = Timeline()
+        for r in rows:
+            line.add(r)
+        cycles = line.cycles()
+        if ended and len(cycles) > 1:
+            cycles = cycles[:-1]  # the window it ended in: cut short
+        if not cycles:
+            return None, [], []
+        return WINDOW, cycles, fit_time(cycles, now=now, limits=limits)
     total = next((r["cycle"].get("total") for r in reversed(rows)
                   if r.get("cycle") and r["cycle"]["unit"] == unit), None)
     return unit, cycles, fit_all(unit, cycles, now=now, total=total, limits=limits,
@@ -338,10 +387,40 @@ def show(key: str, value: float) -> str:
 
 def step(t: Trend) -> str:
     """`+7 per fold`, `+20MiB per cycle`; `+20MiB per cycle at each cycle's peak` where what
-    grows is what a cycle needs, not what it keeps."""
-    size = (show(t.series, t.per_cycle) if SERIES[t.series].in_bytes else f"{t.per_cycle:.3g}")
+    grows is what a cycle needs, not what it keeps; over time, `+19 a second`."""
+    if t.unit == WINDOW and t.per_minute is not None:
+        fast = t.per_minute >= 60 * ((1 << 20) if SERIES[t.series].in_bytes else 1)
+        per, rate = ("second", t.per_minute / 60) if fast else ("minute", t.per_minute)
+        return f"+{_amount(t.series, rate)} a {per}"
     peak = f" at each {t.unit}'s peak" if t.of == "peak" else ""
-    return f"+{size} per {t.unit}{peak}"
+    return f"+{_amount(t.series, t.per_cycle)} per {t.unit}{peak}"
+
+
+def _amount(key: str, value: float) -> str:
+    return show(key, value) if SERIES[key].in_bytes else f"{value:.3g}"
+
+
+def seen(t: Trend) -> str:
+    """What was fitted: `folds 2-4`; over time, `12-40 s`."""
+    if t.unit == WINDOW and t.per_minute is not None and t.per_cycle:
+        width = 60 * t.per_cycle / t.per_minute
+        return f"{(t.first - 1) * width:.0f}-{t.last * width:.0f} s"
+    return f"{t.unit}s {t.first}-{t.last}"
+
+
+def at(t: Trend, n: int | None = None) -> str:
+    """Where a limit falls: `in fold ~6`; over time, `at ~109 s`."""
+    if t.unit == WINDOW:
+        return f"at ~{t.reached_s:.0f} s" if t.reached_s is not None else "later"
+    return f"in {t.unit} ~{t.reached if n is None else n}"
+
+
+def slowing_words(t: Trend) -> str:
+    return " (slowing: projected from its newer half's rate)" if t.slowing else ""
+
+
+def process_words(t: Trend) -> str:
+    return f"; most in {t.process}" if t.process else ""
 
 
 def pool_words(t: Trend) -> str:
@@ -362,21 +441,22 @@ def live_line(t: Trend, *, ended: bool = False) -> str:
     when = "" if ended else "in the one now running" if t.in_s == 0 else (
         f"in ~{t.in_s:.0f} s" if t.in_s is not None else "")
     lim = show(t.series, t.limit) if t.limit else "?"
-    return (f"{s.word} {step(t)} ({t.unit}s {t.first}-{t.last}): {s.limit_word} {lim} reached "
-            f"in {t.unit} ~{t.reached}{', ' + when if when else ''}{pool_words(t)}")
+    return (f"{s.word} {step(t)}{slowing_words(t)} ({seen(t)}): {s.limit_word} {lim} reached "
+            f"{at(t)}{', ' + when if when else ''}{pool_words(t)}{process_words(t)}")
 
 
 def death_clause(t: Trend, died_in: int | None, fix: str, *,
-                 limit_word: str | None = None) -> str:
+                 limit_word: str | None = None, ended_s: float | None = None) -> str:
     """`threads grew +7 per fold in tf.data's pool; pids.max 50 was reached in fold 4; a
     higher limit only delays it: FIX`"""
     s = SERIES[t.series]
     where = (" among its unnamed threads" if t.pool == UNNAMED else
              f" in {t.pool}'s pool" if t.pool else "")
     lim = "" if limit_word or not t.limit else f" {show(t.series, t.limit)}"
-    at = f" in {t.unit} {died_in}" if died_in is not None else ""
-    return (f"{s.word} grew {step(t)}{where}; {limit_word or s.limit_word}{lim} was reached"
-            f"{at}; a higher limit only delays it: {fix}")
+    when = (f" at {ended_s:.0f} s" if t.unit == WINDOW and ended_s is not None else
+            f" in {t.unit} {died_in}" if died_in is not None and t.unit != WINDOW else "")
+    return (f"{s.word} grew {step(t)}{where}{process_words(t)}; {limit_word or s.limit_word}"
+            f"{lim} was reached{when}; a higher limit only delays it: {fix}")
 
 
 KEPT_CYCLES = 1000  # in summary.json: a long run's cycles thinned to about this many

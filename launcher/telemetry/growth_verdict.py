@@ -68,7 +68,7 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
     if reason == "exit" and words:  # the workload's own words for a limit no counter shows
         reason = next((r for r in words_reason(words, cycles, found) if r), reason)
     if reason in DIED_OF:
-        record["diagnosis"] = grew_to_death(found, cycles, reason, ended)
+        record["diagnosis"] = grew_to_death(found, cycles, reason, ended, end)
     if record["diagnosis"] is None and reason in ("exit", "maps", "files") and words:
         clause = likeliest(watched["failure_text"], ended.get("limits_at_start") or {})
         if clause:
@@ -78,13 +78,15 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
 
 
 def grew_to_death(found: list[Trend], cycles: list[Any], reason: str,
-                  ended: dict[str, Any]) -> str | None:
+                  ended: dict[str, Any], end: float | None = None) -> str | None:
     key, limit_word = DIED_OF[reason]
     if key == "memory_bytes" and not any(t.series == key for t in found):
         key = "rss_bytes"  # no memory cgroup of its own: the RSS
     t = next((t for t in found if t.series == key and t.grows), None)
     if t is None:
         return None
-    fix = (PEAK_FIX if t.of == "peak" else FIXES[key] if key in FIXES else t.fix or (
+    own = next((said[f"{key}_fix"] for c in cycles[-1:] for said in c.loaded.values()
+                if said.get(f"{key}_fix")), None)  # a loaded framework's own (torch's files)
+    fix = (PEAK_FIX if t.of == "peak" else own or FIXES.get(key) or t.fix or (
         MEMORY_FIX if SERIES[key].in_bytes else fix_for(t.pool)))
-    return death_clause(t, died_in(cycles), fix, limit_word=limit_word) + "."
+    return death_clause(t, died_in(cycles), fix, limit_word=limit_word, ended_s=end) + "."

@@ -1,20 +1,23 @@
-"""Growth watched while a run goes: the workload's output marks its cycles, the sampler records
-a row at each, and at each boundary the trends are fitted again. One line is said as soon as a
-projection is sure and a limit falls within the run, again only when it moves; on request the
-workload is stopped at the boundary of the last cycle that fits (SIGTERM, then SIGKILL after the
-grace), so it can write its checkpoint. Also keeps the workload's own words for a failed thread
-or allocation, for a failure too brief for any sample."""
+"""Growth watched while a run goes: the workload's output marks its cycles (any counter it
+prints), the sampler records a row at each, and at each boundary the trends are fitted again;
+where nothing marks a cycle, time windows that suit the run's length do (timeline.py). One
+line is said as soon as a projection is sure and a limit falls within the run, again only when
+it moves; on request the workload is stopped at the boundary of the last cycle that fits
+(SIGTERM, then SIGKILL after the grace), so it can write its checkpoint. Also keeps the
+workload's own words for a failed thread or allocation, for a failure too brief for any
+sample."""
 
 from __future__ import annotations
 
 import re
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from launcher.telemetry.cycles import WINDOW, Boundary, CycleMarks
+from launcher.telemetry.cycles import WINDOW, Boundary, CycleMarks, active_unit
 from launcher.telemetry.failures import FailureText
 
 if TYPE_CHECKING:  # the fit is imported at the first boundary, not at every run's start
@@ -23,6 +26,7 @@ if TYPE_CHECKING:  # the fit is imported at the first boundary, not at every run
 STOP_GRACE_S = 10.0  # after the SIGTERM, SIGKILL
 STOPPED_STATUS = 75  # EX_TEMPFAIL: stopped before a limit; run it again in a fresh process
 SPARE_CYCLES = 1  # a stop comes this many cycles before the projected one
+KEPT_ROWS = 5000  # rows kept in time windows after a line that marked one cycle only
 MIN_BOUNDARY_S = 0.05  # a unit's boundaries closer than this are one (a step counter prints
 # many a second: the cycles recorded then hold several steps, and growth is per step still)
 
@@ -30,7 +34,8 @@ MIN_BOUNDARY_S = 0.05  # a unit's boundaries closer than this are one (a step co
 @dataclass(frozen=True, kw_only=True)
 class GrowthOptions:
     pattern: re.Pattern[str] | None = None  # the user's cycle pattern; None: the defaults
-    window: float = 30.0  # seconds that stand in for a cycle where no line marks one
+    window: float | None = None  # fixed seconds that stand in for a cycle where no line
+    # marks one (growth.window); None: windows that suit the run's length (timeline.py)
     stop: bool = False  # stop the workload before the cycle that would reach a limit
     stop_by: str = "--stop-before-limit"  # what asked for it, for the sentences
 
@@ -51,7 +56,8 @@ class GrowthOptions:
                     f"{profile.where('growth.cycle')}: growth.cycle")
                 raise ValueError(f"{where} {text!r}: {exc}") from None
         by = "--stop-before-limit" if stop else f"growth.stop ({profile.where('growth.stop')})"
-        return cls(pattern=pattern, window=float(profile.get("growth.window") or 30.0),
+        window = profile.get("growth.window")
+        return cls(pattern=pattern, window=float(window) if window else None,
                    stop=stop or bool(profile.get("growth.stop")), stop_by=by)
 
 
@@ -83,10 +89,12 @@ class GrowthWatch:
     told_unnumbered: bool = False
     timer: threading.Timer | None = None
     shown: Trend | None = None
+    units: Counter[str] = field(default_factory=Counter)  # boundaries recorded, per unit
+    timeline: Any = None  # timeline.Timeline, while no line marks a cycle
 
     def __post_init__(self) -> None:
         self.marks = CycleMarks(self.options.pattern)
-        self.next_window = self.options.window
+        self.next_window = self.options.window or 0.0
 
     def attach(self, sampler: Any, stop: Callable[[int], None] | None) -> None:
         self.sampler, self.stop = sampler, stop
@@ -118,7 +126,6 @@ class GrowthWatch:
         if self.sampler is None:
             return
         with self.lock:
-            self.real_unit = self.real_unit or b.unit != WINDOW
             now = time.monotonic()
             if now - self.marked_at.get(b.unit, -1e9) < MIN_BOUNDARY_S:
                 return
@@ -128,6 +135,11 @@ class GrowthWatch:
 
                 self.book = CycleBook()
             self.sampler.sample({"cycle": b.to_json()})
+            self.units[b.unit] += 1
+            # a line alone is no loop: its unit counts from its second cycle
+            self.real_unit = self.real_unit or active_unit(self.units) not in (None, WINDOW)
+            if not self.real_unit and b.unit != WINDOW:
+                return
             cycles = self.book.update(self.sampler.rows)
             self._trim()
             self.assess(cycles)
@@ -149,33 +161,66 @@ class GrowthWatch:
             self.sampler.pace(steps[len(steps) // 2])
 
     def on_sample(self, row: dict[str, Any]) -> None:
-        """Each periodic sample: fixed windows stand in for cycles until a line marks one."""
-        if self.broken or self.real_unit or row["t"] < self.next_window:
+        """Each periodic sample: time stands in for cycles until a line marks them (windows
+        that suit the run's length, or growth.window's fixed ones)."""
+        if self.broken or self.real_unit or self.sampler is None:
             return
-        n = int(self.next_window // self.options.window)
-        self.next_window += self.options.window
         try:
-            self.boundary(Boundary(WINDOW, n, None, f"{self.options.window:g} s window {n}"))
+            if self.options.window is None:
+                self._in_time(row)
+            elif row["t"] >= self.next_window:
+                window = self.options.window
+                n = int(self.next_window // window)
+                self.next_window += window
+                self.boundary(Boundary(WINDOW, n, None, f"{window:g} s window {n}"))
         except Exception as exc:  # noqa: BLE001 - as in output
             self._broke(exc)
         self._signal()
 
-    def assess(self, cycles: list[Any]) -> None:
-        """The trends fitted again over the book's cycles, at each boundary: a line said when
-        one is sure and has moved, and the stop decided."""
+    def _in_time(self, row: dict[str, Any]) -> None:
+        """A sample into the time windows; at each window's close, the fit over them."""
+        from launcher.telemetry.timeline import Timeline, fit_time
+
+        with self.lock:
+            if self.timeline is None:
+                self.timeline = Timeline(self.sampler.interval)
+            if not self.timeline.add(row):
+                return
+            self._trim_time()
+            cycles = self.timeline.cycles()
+            self.assess(cycles, fit_time(cycles, now=row["t"]), unit=WINDOW)
+
+    def _trim_time(self) -> None:
+        """The windows hold what the rows said: the rows are dropped, but for those from a
+        line that may yet mark cycles (its unit's first) on, for the book."""
+        rows = self.sampler.rows
+        first = next((i for i, r in enumerate(rows) if r.get("cycle")), None)
+        drop = len(rows) - 4 if first is None else max(first, len(rows) - KEPT_ROWS)
+        if drop > 0 and hasattr(self.sampler, "lock"):
+            with self.sampler.lock:
+                del self.sampler.rows[:drop]
+
+    def assess(self, cycles: list[Any], found: list[Trend] | None = None,
+               unit: str | None = None) -> None:
+        """The trends fitted again over the book's cycles (or the time windows' `found`), at
+        each boundary: a line said when one is sure and has moved, and the stop decided."""
         from launcher.telemetry.growth import first_death, fit_all, live_line
 
         rows = self.sampler.rows
         now = rows[-1]["t"] if rows else 0.0
-        if not cycles or self.book is None or self.book.unit is None:
-            return
-        found = fit_all(self.book.unit, cycles, now=now, total=self.book.total)
+        if found is None:
+            if not cycles or self.book is None or self.book.unit is None:
+                return
+            unit = self.book.unit
+            found = fit_all(unit, cycles, now=now, total=self.book.total)
         death = first_death(found)
         if death is None or not cycles:
             return
         current = cycles[-1].n
         if self._moved(death):
             line = live_line(death)
+            if not self.said:  # the first line says what it took as cycles
+                line += self._basis(unit, cycles)
             self.said.append(Said(now, current, line, death.to_json()))
             self.shown = death
             self.say(f"growth: {line}")
@@ -185,6 +230,16 @@ class GrowthWatch:
                 death.reached <= current + SPARE_CYCLES):
             self._stop(death, current, now)
 
+    def _basis(self, unit: str | None, cycles: list[Any]) -> str:
+        if unit == WINDOW:
+            width = cycles[1].t0 - cycles[0].t0 if len(cycles) > 1 else 0.0
+            return (f" [no line marks a cycle: {width:.3g} s windows of time]"
+                    if self.options.window is None else
+                    f" [no line marks a cycle: growth.window's {self.options.window:g} s "
+                    f"windows]")
+        line = self.marks.example.get(unit or "", "")
+        return f" [cycles: lines like {line!r}]" if line else ""
+
     def _moved(self, t: Trend) -> bool:
         """Said again only when the projection moves materially: another limit, or its cycle
         by more than 2 cycles and 10% of the cycles ahead."""
@@ -192,8 +247,12 @@ class GrowthWatch:
 
         s = self.shown
         if s is None or SERIES[s.series].limit_key != SERIES[t.series].limit_key or (
-                s.limit != t.limit):
+                s.limit != t.limit) or s.unit != t.unit:
             return True
+        if t.unit == WINDOW and s.reached_s is not None and t.reached_s is not None:
+            width = 60 * t.per_cycle / t.per_minute if t.per_minute else 1.0
+            ahead = max(width, t.reached_s - (t.last - 1) * width)
+            return abs(t.reached_s - s.reached_s) > max(2 * width, 0.1 * ahead)
         assert s.reached is not None and t.reached is not None
         ahead = max(1, t.reached - t.last)
         return abs(t.reached - s.reached) > max(2, 0.1 * ahead)
@@ -220,6 +279,14 @@ class GrowthWatch:
 
         s = SERIES[t.series]
         lim = show(t.series, t.limit) if t.limit else "?"
+        if t.unit == WINDOW:
+            at = f"at ~{t.reached_s:.0f} s" if t.reached_s is not None else "next"
+            why = (f"stopped at {now:.0f} s ({self.options.stop_by}): {s.word} {step(t)} "
+                   f"would pass {s.limit_word} {lim} {at} (one window's growth to spare)")
+            self.stopped = {"t": now, "cycle": current, "unit": t.unit, "why": why,
+                            "trend": t.to_json()}
+            self.say(f"growth: {why}; SIGTERM now, SIGKILL after {STOP_GRACE_S:g} s")
+            return
         if t.reached is not None and t.reached > current:  # the margin: one cycle's growth
             when = (f"in {t.unit} ~{t.reached}, so it stops as {t.unit} {current} starts (one "
                     f"{t.unit}'s growth to spare: a {t.unit}'s peak varies)")

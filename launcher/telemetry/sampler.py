@@ -53,26 +53,45 @@ def sample_tree(pid: int) -> tuple[int, int, int]:
     return got["threads"], got["maps"], got["rss_bytes"]
 
 
-def read_tree(pid: int, processes: list[Any] | None = None) -> dict[str, int]:
+def read_tree(pid: int, processes: list[Any] | None = None,
+              who: dict[str, str] | None = None) -> dict[str, int]:
     """The tree's threads and RSS (summed), and the largest map count, VmSize, VmData and
-    open files of one process (each counts against that process's own limit)."""
+    open files of one process (each counts against that process's own limit). `who`, where
+    the workload has children (DataLoader workers), gets the process that holds the most of
+    each."""
     import psutil
 
     out = dict.fromkeys(("threads", "maps", "rss_bytes", "vm_size_bytes", "vm_data_bytes",
                          "files"), 0)
-    for p in processes if processes is not None else tree(pid):
+    most: dict[str, tuple[int, Any]] = {}
+    procs = processes if processes is not None else tree(pid)
+    for p in procs:
         try:
             with p.oneshot():
-                out["threads"] += p.num_threads()
                 mem = p.memory_info()
-                out["rss_bytes"] += mem.rss
-                out["vm_size_bytes"] = max(out["vm_size_bytes"], mem.vms)
-                out["vm_data_bytes"] = max(out["vm_data_bytes"], getattr(mem, "data", 0))
-                out["files"] = max(out["files"], p.num_fds())
-            out["maps"] = max(out["maps"], _map_count(p.pid))
+                got = {"threads": p.num_threads(), "rss_bytes": mem.rss,
+                       "vm_size_bytes": mem.vms, "vm_data_bytes": getattr(mem, "data", 0),
+                       "files": p.num_fds()}
+            got["maps"] = _map_count(p.pid)
         except psutil.Error:
             continue  # exited while we looked
+        for key, value in got.items():
+            summed = key in ("threads", "rss_bytes")
+            out[key] = out[key] + value if summed else max(out[key], value)
+            if value > most.get(key, (-1, None))[0]:
+                most[key] = (value, p)
+    if who is not None and len(procs) > 2:  # beyond the supervisor and the workload's main
+        who.update({k: _named(p) for k, (_, p) in most.items() if p is not None})
     return out
+
+
+def _named(p: Any) -> str:
+    """`python3 (pid 1234, a child)`: a process in a tree, for a growth line."""
+    try:
+        name = p.name()
+    except Exception:  # noqa: BLE001 - gone: its pid alone
+        name = "?"
+    return f"{name} (pid {p.pid})"
 
 
 def _map_count(pid: int) -> int:
@@ -210,7 +229,8 @@ class Sampler(threading.Thread):
 
     def _take(self, extra: dict[str, Any] | None) -> dict[str, Any]:
         processes = tree(self.pid)
-        got = read_tree(self.pid, processes)
+        who: dict[str, str] = {}
+        got = read_tree(self.pid, processes, who)
         pids_current = (read_int_or_none(self.pids_dir / "pids.current") if self.pids_dir
                         else None)
         row: dict[str, Any] = {"t": round(time.monotonic() - self.start_time, 3), **got,
@@ -220,11 +240,15 @@ class Sampler(threading.Thread):
                                    *RLIMITS)}}
         if self.memory_dir is not None:  # the run's own memory cgroup: the kernel's charge
             row["memory_bytes"] = working_set(self.memory_dir)
+        if who:
+            row["who"] = who
         if self.gpus is not None:  # GPU memory and utilisation, when GPUs exist
             row["gpus"] = self.gpus.sample()
         if extra is not None:  # a boundary: the limits now, the kernel's peak, a census
             self._boundary(row, processes)
             row.update(extra)
+        elif processes and (not self.loaded_at or row["t"] - self.loaded_at > LOADED_EVERY_S):
+            self._refresh(row, processes)  # no line marks cycles: time windows need them
         elif row["threads"] > max(self.censused_at * 1.1, self.censused_at + 4) and (
                 row["threads"] > self.peak_threads):
             self._census(row, processes)  # a new peak of threads: who they are
@@ -238,17 +262,25 @@ class Sampler(threading.Thread):
 
     def _boundary(self, row: dict[str, Any], processes: list[Any]) -> None:
         if processes:
-            workload = max(processes, key=_threads_of)
-            self.limits.update(soft_limits(workload.pid))
-            row.update({k: self.limits.get(k) for k in RLIMITS})
-            if not self.loaded or row["t"] - self.loaded_at > LOADED_EVERY_S:
-                from launcher.telemetry.census import loaded
-
-                self.loaded, self.loaded_at = loaded(workload.pid, first=self.framework), row["t"]
-            row["loaded"] = self.loaded
+            self._refresh(row, processes, limits=True)
         if self.kernel_peak is not None:
             row["memory_peak_bytes"] = self.kernel_peak.take()
         self._census(row, processes)
+
+    def _refresh(self, row: dict[str, Any], processes: list[Any], *,
+                 limits: bool = False) -> None:
+        """The workload's rlimits (at each boundary, else every LOADED_EVERY_S) and the
+        frameworks it has mapped (every LOADED_EVERY_S), into `row`."""
+        workload = max(processes, key=_threads_of)
+        stale = not self.loaded_at or row["t"] - self.loaded_at > LOADED_EVERY_S
+        if limits or stale:
+            self.limits.update(soft_limits(workload.pid))
+            row.update({k: self.limits.get(k) for k in RLIMITS})
+        if not self.loaded or stale:
+            from launcher.telemetry.census import loaded
+
+            self.loaded, self.loaded_at = loaded(workload.pid, first=self.framework), row["t"]
+        row["loaded"] = self.loaded
 
     def _census(self, row: dict[str, Any], processes: list[Any]) -> None:
         """Who the threads are; the last census again (with its time) where a new one would
