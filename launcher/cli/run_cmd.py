@@ -34,12 +34,14 @@ def run(req: RunRequest, *, as_json: bool) -> int:
 
 def _print_dry_run(d: DryRun, *, as_json: bool) -> None:
     if as_json:
-        print_json({"runtime": d.runtime, "spec": d.spec.to_json(), "request": d.request,
-                    "threads_estimate": d.estimate, "verdict": d.verdict,
+        print_json({"runtime": d.runtime, "framework": d.framework,
+                    "framework_from": d.framework_from, "spec": d.spec.to_json(),
+                    "request": d.request, "threads_estimate": d.estimate, "verdict": d.verdict,
                     "advisory": d.advisory, "refused_by": d.refused_by})
         return
     print(describe_spec(d.runtime, d.spec))
     print(f"threads: {d.threads} estimated for the whole run ({d.estimate['source']})")
+    print(f"framework: {d.framework}, from {d.framework_from}")
     for cap, why in d.advisory.items():
         print(f"advisory here: {cap} ({why})")
     if d.refused_by:

@@ -1,16 +1,15 @@
 """`launcher run`: a capped workload (container or native process), streamed, watched by
 telemetry, its exit status passed on. The request is the command line's values; the workload's
 output goes to `on_output`, every other line to `on_event`. Its parts: the workload's words
-(run_arguments), what the run starts from (run_spec), the checks before the start
-(run_checks), the start and the watch (run_supervise), and --write-profile
-(run_write_profile). What `launcher run` imports at its start stays small: the rest is imported
-where it is used."""
+(run_arguments), the framework it budgets for (run_framework), what the run starts from
+(run_spec), the checks before the start (run_checks), the start and the watch
+(run_supervise), and --write-profile (run_write_profile). What `launcher run` imports at
+its start stays small: the rest is imported where it is used."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from launcher.defaults import NONE
 from launcher.errors import LauncherError
 from launcher.names import NAME, NAME_RULE
 from launcher.render.images import default_tag
@@ -32,6 +31,7 @@ from launcher.usecases.run_checks import (
     who_overrides,
     why_no_container,
 )
+from launcher.usecases.run_framework import choose_framework
 from launcher.usecases.run_request import DryRun, OnOutput, RunRequest, RunResult
 from launcher.usecases.run_spec import (
     caller,
@@ -72,8 +72,8 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
             return RunResult(status=stop)
     prof = load_profile(req.profile)
     check_write_profile(req, workload, prof)
-    fw = (req.framework or (workload.framework if workload else None)
-          or prof.get("framework", NONE))
+    chosen = choose_framework(req, workload, prof)
+    fw = chosen.name
     image = req.image or default_tag(prof.name, fw)
     if req.name is not None and not NAME.match(req.name):
         raise LauncherError(f"--name must be {NAME_RULE} (got {req.name!r})")
@@ -101,8 +101,9 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
         check_on_path(command[0], spec.env.get("PATH"), spec.workdir)
     overridden = None
     if not req.dry_run:  # a refusal before any warning: nothing else matters then
-        overridden = check_verdict(r, lambda: plan_command(req, workload),
-                                   who_overrides(req, r))
+        overridden = check_verdict(
+            r, lambda: plan_command(req, workload, fw if chosen.detected else None),
+            who_overrides(req, r))
         if overridden is not None and fitted is None:
             r = plain
             overridden = dataclasses.replace(overridden,
@@ -113,6 +114,8 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
         tell.warn(chose)
     elif chose:
         tell.note(chose)
+    if not chosen.detected:  # a detected one is on the start line
+        tell.note(f"framework {fw} from {chosen.source}")
     if fitted:
         tell.say(fitted)
     if r.caps.gpu.by_layout:  # a budget that holds only where each sees its own
@@ -127,6 +130,7 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
         advisory = engine.preview(spec).advisory  # what a real run could not enforce here
         return RunResult(status=0, dry_run=DryRun(
             runtime=engine.name, spec=spec, request=engine.describe(spec),
+            framework=fw, framework_from=chosen.source,
             threads=r.caps.estimate.in_all(), estimate=r.caps.estimate.to_json(),
             verdict=r.caps.verdict.to_json(), advisory=advisory,
             refused_by=required_by if advisory else None))
@@ -135,7 +139,8 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
         check_framework(workload.name, workload.framework)
     check_limits(engine, spec, tell)
     status = start(req, engine=engine, spec=spec, r=r, run_dir=run_dir, command=command,
-               tell=tell, on_output=on_output, overridden=overridden)
+               tell=tell, on_output=on_output, overridden=overridden,
+               framework_words=chosen.start_words())
     if req.write_profile is not None:
         write_any_profile(req, status, workload, r, run_dir, command, tell)
     return RunResult(status=status, run_dir=run_dir)

@@ -18,15 +18,18 @@ from launcher.usecases.run_request import RunRequest
 from launcher.workloads.catalog import Workload
 
 
-def plan_command(req: RunRequest, workload: Workload | None) -> str:
-    """The `launcher plan` that shows this run's verdict: the same profile and options."""
+def plan_command(req: RunRequest, workload: Workload | None,
+                 detected: str | None = None) -> str:
+    """The `launcher plan` that shows this run's verdict: the same profile and options (a
+    framework read from the script's imports as --framework: plan has no command)."""
     import shlex
 
     from launcher.flags import argv_of
     from launcher.usecases.plan import PlanRequest
 
-    same = PlanRequest(profile=req.profile, framework=req.framework, processes=req.processes,
-                       env=req.env, gpus=req.gpus, workload=workload and workload.name,
+    same = PlanRequest(profile=req.profile, framework=req.framework or detected,
+                       processes=req.processes, env=req.env, gpus=req.gpus,
+                       workload=workload and workload.name,
                        fit=req.fit, host_root=req.host_root)
     return shlex.join(["launcher", "plan", *argv_of(same, always=("profile",))])
 

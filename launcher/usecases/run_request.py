@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,9 @@ class RunRequest:
     command: tuple[str, ...] = flag(Flag((), metavar="[WORKLOAD [ARGS] | -- CMD [ARGS]]",
                                          rest=True), ())  # a workload and its arguments
     profile: str = flag(PROFILE, "auto")
-    framework: str | None = flag(FRAMEWORK)
+    framework: str | None = flag(replace(FRAMEWORK, help=(
+        "The framework whose threads to budget (default: a built-in workload's, else the one "
+        "its Python script imports, else the profile's).")))
     processes: int | None = flag(PROCESSES)
     runtime: str = flag(Flag(("--runtime",), "auto (docker when a daemon answers and the image "
                              "exists, else native) | ${runtimes}"), "auto")
@@ -82,6 +84,8 @@ class DryRun:
     runtime: str
     spec: RunSpec
     request: Any  # the engine's own request (docker's container config, a process plan)
+    framework: str  # whose threads it budgets for
+    framework_from: str  # where that came from: "--framework", "train.py:3 (import torch)"
     threads: str  # the estimate in words, for the whole run
     estimate: dict[str, Any]
     verdict: dict[str, Any]

@@ -18,9 +18,10 @@ from launcher.usecases.run_request import OnOutput, RunRequest
 
 def start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
            command: list[str], tell: Teller, on_output: OnOutput | None,
-           overridden: Override | None = None) -> int:
+           overridden: Override | None = None, framework_words: str = "") -> int:
     """The run itself: leftovers reported beside it, the caps said, the run folder made, the
-    image pulled when --image names one that is not here."""
+    image pulled when --image names one that is not here. `framework_words` end the start
+    line (where a framework read from the script was found)."""
     from launcher.supervise.report import report, thread_summary
 
     growth = _growth_options(req, r)  # a bad pattern: an error before anything starts
@@ -38,7 +39,8 @@ def start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_di
         _make_run_dir(run_dir)
         return _supervised_run(engine=engine, spec=spec, r=r, run_dir=run_dir,
                                command=command, interval=req.interval, fresh=fresh,
-                               sink=sink, tell=tell, growth=growth, overridden=overridden)
+                               sink=sink, tell=tell, growth=growth, overridden=overridden,
+                               framework_words=framework_words)
 
     try:
         status = supervised()
@@ -128,12 +130,14 @@ def _growth_options(req: RunRequest, r: Resolved) -> Any:
 
 def _supervised_run(*, engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
                     command: list[str], interval: float, fresh: bool, sink: OnOutput,
-                    tell: Teller, growth: Any = None, overridden: Override | None = None) -> int:
+                    tell: Teller, growth: Any = None, overridden: Override | None = None,
+                    framework_words: str = "") -> int:
     from launcher.runtime.session import plot_in_background, supervised_run
     from launcher.supervise.report import preflight
     from launcher.usecases.report import why_no_plot
 
-    after = f"; the plan refused it, run anyway ({overridden.by})" if overridden else ""
+    after = framework_words + (f"; the plan refused it, run anyway ({overridden.by})"
+                               if overridden else "")
     end = supervised_run(
         engine, spec, r, run_dir, command=command, interval=interval, fresh=fresh,
         on_output=sink, say=tell.say, growth=growth,
