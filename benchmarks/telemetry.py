@@ -7,7 +7,9 @@ thousand memory maps; --threads adds that many idle threads), samples it repeate
 sampler `launcher run` uses, and prints the CPU seconds per sample and the share of one core at
 1 Hz. Then the same for a cycle boundary's row (the limits, the frameworks loaded, a census of
 every thread's name) and the fit of the trends over the rows so far, as a run with a cycle
-every second pays them: the per-cycle counters and the census together. Target: <= 1%.
+every second pays them: the per-cycle counters and the census together. Then a run whose output
+marks no cycle: each 1 Hz sample goes into the growth watch's time windows, fitted as each
+closes. Target: <= 1%.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ def main() -> None:
         cpu = (time.process_time() - t_cpu) / args.samples
         wall = (time.perf_counter() - t_wall) / args.samples
         cycle = boundary_cost(s, args.samples)
+        timed = time_window_cost(s, args.samples)
     finally:
         p.kill()
     print(f"{args.framework}: tree of {row['threads']} threads, {row['maps']} maps, "
@@ -64,6 +67,26 @@ def main() -> None:
           f"limits, the frameworks loaded, a census within its CPU budget) and the trends' fit "
           f"cost {cycle * 1000:.2f} ms CPU a second: {cycle * 100:.3f}% of one core (target "
           f"<= 1%)")
+    print(f"no line marks a cycle ({row['threads']} threads): a sample and the time windows' "
+          f"fit cost {timed * 1000:.2f} ms CPU a second: {timed * 100:.3f}% of one core "
+          f"(target <= 1%)")
+
+
+def time_window_cost(s: Sampler, n: int) -> float:
+    """CPU seconds a second of a run that prints no cycle: a 1 Hz sample into the growth
+    watch, which puts it into its time windows and fits them as each closes."""
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+    watch = GrowthWatch(GrowthOptions(), lambda line: None)
+    s.rows.clear()
+    s.on_sample = watch.on_sample
+    watch.attach(s, None)
+    t_cpu = time.process_time()
+    for _ in range(n):
+        s.start_time -= 1.0
+        s.sample()
+    assert watch.timeline is not None and not watch.broken
+    return (time.process_time() - t_cpu) / n
 
 
 def boundary_cost(s: Sampler, n: int) -> float:

@@ -2,8 +2,9 @@
 
     python3 leak.py --threads 3 --mib 0 --cycles 100 --seconds 0.5 --noise 0.5
 
-Each cycle prints `cycle N/TOTAL` (flushed; `--say` another line, or `--say ''` nothing), then keeps `--threads` more idle threads, `--mib` more
-MiB (touched) and `--files` more open files alive: a leak, as a fold that keeps its datasets.
+Each cycle prints `cycle N/TOTAL` (flushed; `--say` another line, or `--say ''` nothing), then
+keeps `--threads` more idle threads, `--mib` more MiB (touched) and `--files` more open files
+alive: a leak, as a fold that keeps its datasets.
 `--noise` varies each cycle's length and growth by up to that share (0.5: +-50%).
 `--sawtooth-mib` allocates and frees that much within each cycle, and `--churn-threads` starts
 and joins that many threads: neither grows.

@@ -338,18 +338,8 @@ def trends(rows: list[Row], *, now: float | None = None,
     limits (a what-if). `ended`: the run is over, and the cycle it ended in (cut short, its
     floor held down by the limit it met) is left out of the fits."""
     unit, cycles = cycles_of(rows)
-    if unit is None:  # no line marked a cycle: time does
-        from launcher.telemetry.timeline import Timeline, fit_time
-
-        line = Timeline()
-        for r in rows:
-            line.add(r)
-        cycles = line.cycles()
-        if ended and len(cycles) > 1:
-            cycles = cycles[:-1]  # the window it ended in: cut short
-        if not cycles:
-            return None, [], []
-        return WINDOW, cycles, fit_time(cycles, now=now, limits=limits)
+    if unit is None:  # no line marked a cycle (timeline.trends: time does)
+        return None, [], []
     total = next((r["cycle"].get("total") for r in reversed(rows)
                   if r.get("cycle") and r["cycle"]["unit"] == unit), None)
     return unit, cycles, fit_all(unit, cycles, now=now, total=total, limits=limits,

@@ -9,8 +9,9 @@ from typing import Any
 
 from launcher.telemetry.census import fix_for
 from launcher.telemetry.failures import likeliest
-from launcher.telemetry.growth import SERIES, Trend, death_clause, died_in, to_json, trends
+from launcher.telemetry.growth import SERIES, Trend, death_clause, died_in, to_json
 from launcher.telemetry.growth_watch import STOPPED_STATUS
+from launcher.telemetry.timeline import trends
 from launcher.threadpools import MEMORY_FIX
 
 PEAK_FIX = ("keep what each cycle needs from growing (its batch, chunk, cache or pool is "

@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # the fit is imported at the first boundary, not at every run
 STOP_GRACE_S = 10.0  # after the SIGTERM, SIGKILL
 STOPPED_STATUS = 75  # EX_TEMPFAIL: stopped before a limit; run it again in a fresh process
 SPARE_CYCLES = 1  # a stop comes this many cycles before the projected one
+SPARE_WINDOWS = 2  # or time windows (a sample a second may miss a window's peak)
 KEPT_ROWS = 5000  # rows kept in time windows after a line that marked one cycle only
 MIN_BOUNDARY_S = 0.05  # a unit's boundaries closer than this are one (a step counter prints
 # many a second: the cycles recorded then hold several steps, and growth is per step still)
@@ -226,8 +227,9 @@ class GrowthWatch:
             self.say(f"growth: {line}")
         # stopped with one cycle's growth to spare: a cycle's peak varies (a k-fold's fit
         # starts more threads in some folds than others), and a stop a cycle late is a death
+        spare = SPARE_WINDOWS if unit == WINDOW else SPARE_CYCLES
         if self.options.stop and self.stopped is None and death.reached is not None and (
-                death.reached <= current + SPARE_CYCLES):
+                death.reached <= current + spare):
             self._stop(death, current, now)
 
     def _basis(self, unit: str | None, cycles: list[Any]) -> str:
@@ -282,7 +284,8 @@ class GrowthWatch:
         if t.unit == WINDOW:
             at = f"at ~{t.reached_s:.0f} s" if t.reached_s is not None else "next"
             why = (f"stopped at {now:.0f} s ({self.options.stop_by}): {s.word} {step(t)} "
-                   f"would pass {s.limit_word} {lim} {at} (one window's growth to spare)")
+                   f"would pass {s.limit_word} {lim} {at} ({SPARE_WINDOWS} windows' growth to "
+                   f"spare)")
             self.stopped = {"t": now, "cycle": current, "unit": t.unit, "why": why,
                             "trend": t.to_json()}
             self.say(f"growth: {why}; SIGTERM now, SIGKILL after {STOP_GRACE_S:g} s")

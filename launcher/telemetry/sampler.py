@@ -207,7 +207,7 @@ class Sampler(threading.Thread):
         self.cpu = {"sample": 0.0, "census": 0.0}  # this thread's CPU seconds, each
         self.last_census: tuple[dict[str, dict[str, int]], float] | None = None
         self.loaded: dict[str, dict[str, str]] = {}  # frameworks the workload has mapped
-        self.loaded_at = 0.0
+        self.loaded_at: float | None = None  # when they were last read
         from launcher.telemetry.gpus import GpuSampler
 
         gpus = GpuSampler()
@@ -247,11 +247,14 @@ class Sampler(threading.Thread):
         if extra is not None:  # a boundary: the limits now, the kernel's peak, a census
             self._boundary(row, processes)
             row.update(extra)
-        elif processes and (not self.loaded_at or row["t"] - self.loaded_at > LOADED_EVERY_S):
-            self._refresh(row, processes)  # no line marks cycles: time windows need them
-        elif row["threads"] > max(self.censused_at * 1.1, self.censused_at + 4) and (
-                row["threads"] > self.peak_threads):
-            self._census(row, processes)  # a new peak of threads: who they are
+        else:
+            if processes and (self.loaded_at is None
+                              or row["t"] - self.loaded_at > LOADED_EVERY_S):
+                self._refresh(row, processes)  # where no line marks cycles, time windows
+                # need the rlimits and the frameworks all the same
+            if row["threads"] > max(self.censused_at * 1.1, self.censused_at + 4) and (
+                    row["threads"] > self.peak_threads):
+                self._census(row, processes)  # a new peak of threads: who they are
         self.peak_threads = max(self.peak_threads, row["threads"])
         self.out.write(json.dumps(row) + "\n")
         self.out.flush()
@@ -272,7 +275,7 @@ class Sampler(threading.Thread):
         """The workload's rlimits (at each boundary, else every LOADED_EVERY_S) and the
         frameworks it has mapped (every LOADED_EVERY_S), into `row`."""
         workload = max(processes, key=_threads_of)
-        stale = not self.loaded_at or row["t"] - self.loaded_at > LOADED_EVERY_S
+        stale = self.loaded_at is None or row["t"] - self.loaded_at > LOADED_EVERY_S
         if limits or stale:
             self.limits.update(soft_limits(workload.pid))
             row.update({k: self.limits.get(k) for k in RLIMITS})
@@ -280,7 +283,8 @@ class Sampler(threading.Thread):
             from launcher.telemetry.census import loaded
 
             self.loaded, self.loaded_at = loaded(workload.pid, first=self.framework), row["t"]
-        row["loaded"] = self.loaded
+        if self.loaded or limits:  # a boundary's row says it even where none is
+            row["loaded"] = self.loaded
 
     def _census(self, row: dict[str, Any], processes: list[Any]) -> None:
         """Who the threads are; the last census again (with its time) where a new one would

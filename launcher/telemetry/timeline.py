@@ -18,6 +18,7 @@ from dataclasses import dataclass, field, replace
 from itertools import zip_longest
 from typing import Any
 
+from launcher.telemetry import growth
 from launcher.telemetry.cycles import WINDOW
 from launcher.telemetry.growth import SERIES, Cycle, Trend, fit_all
 
@@ -25,7 +26,7 @@ Row = dict[str, Any]
 MAX_WINDOWS = 48  # windows kept; past this, neighbours merge and the length doubles
 SHARES = (0.75, 0.5, 0.25)  # of the run's windows, fitted: the newest ones
 MIN_WINDOWS = 8  # in a fit
-MIN_SECONDS = 20.0  # of growth fitted before it is said (an import's rise is shorter)
+MIN_SECONDS = 10.0  # of growth fitted before it is said (an import's rise is shorter)
 
 
 @dataclass
@@ -142,3 +143,22 @@ def _new_ground(key: str, part: list[Cycle], before: list[Cycle]) -> bool:
     higher than its last one did; a leak does."""
     earlier = [c.peak[key] for c in before if key in c.peak]
     return not earlier or part[-1].floor.get(key, 0) > max(earlier)
+
+
+def trends(rows: list[Row], *, now: float | None = None,
+           limits: dict[str, float | None] | None = None,
+           ended: bool = False) -> tuple[str | None, list[Cycle], list[Trend]]:
+    """growth.trends, and where no line marked a cycle, the time windows' (`ended`: the
+    window the run ended in, cut short, is left out)."""
+    unit, cycles, found = growth.trends(rows, now=now, limits=limits, ended=ended)
+    if unit is not None:
+        return unit, cycles, found
+    line = Timeline()
+    for r in rows:
+        line.add(r)
+    cycles = line.cycles()
+    if ended and len(cycles) > 1:
+        cycles = cycles[:-1]
+    if not cycles:
+        return None, [], []
+    return WINDOW, cycles, fit_time(cycles, now=now, limits=limits)
