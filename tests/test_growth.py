@@ -27,10 +27,16 @@ LEAK = ROOT / "examples/growth/leak.py"
 
 # -- cycles from the output ---------------------------------------------------------------
 
+def _each_line(marks: CycleMarks, stream: str, text: bytes) -> list[Any]:
+    """Each line fed alone, as a loop that prints and flushes it (a chunk of several lines
+    marks each unit's last: tests/test_growth_any_script.py)."""
+    return [b for line in text.splitlines(keepends=True) for b in marks.feed(stream, line)]
+
+
 def test_the_default_patterns_mark_the_common_loops():
     marks = CycleMarks()
-    got = marks.feed("stdout", b"loading\nFold 1/5\nEpoch 1/3\n12/12 [====] - 0s 2ms/step\n"
-                               b"Epoch 2/3\rEpoch 3/3\nfold: 2 of 5\n")
+    got = _each_line(marks, "stdout", b"loading\nFold 1/5\nEpoch 1/3\n12/12 [====] - 0s "
+                                      b"2ms/step\nEpoch 2/3\rEpoch 3/3\nfold: 2 of 5\n")
     assert [(b.unit, b.n, b.total) for b in got] == [
         ("fold", 1, 5), ("epoch", 1, 3), ("epoch", 2, 3), ("epoch", 3, 3), ("fold", 2, 5)]
     # a line split across two reads is one line
@@ -40,9 +46,9 @@ def test_the_default_patterns_mark_the_common_loops():
 def test_a_line_naming_an_earlier_cycle_marks_nothing_but_a_restart_does():
     marks = CycleMarks()
     lines = b"cycle 1\ncycle 2\ncycle 2 done\ncheckpoint written after cycle 1\ncycle 3\n"
-    assert [b.n for b in marks.feed("stdout", lines)] == [1, 2, 3]
+    assert [b.n for b in _each_line(marks, "stdout", lines)] == [1, 2, 3]
     inner = CycleMarks()
-    got = inner.feed("o", b"fold 1\nepoch 1\nepoch 2\nfold 2\nepoch 1\nepoch 2\n")
+    got = _each_line(inner, "o", b"fold 1\nepoch 1\nepoch 2\nfold 2\nepoch 1\nepoch 2\n")
     assert [(b.unit, b.n) for b in got] == [("fold", 1), ("epoch", 1), ("epoch", 2),
                                             ("fold", 2), ("epoch", 1), ("epoch", 2)]
 
@@ -328,7 +334,7 @@ def test_stop_before_limit_stops_at_a_boundary_with_exit_75(tmp_path):
                                     "--cycles", "40", "--seconds", "0.4",
                                     flags=("--stop-before-limit",))
     stopped = summary["growth"]["stopped"]
-    assert rc == 75 and summary["exit_status"] == 75 and summary["workload_status"] == 0
+    assert rc == 75 and summary["exit_status"] == 75 and summary["workload_status"] == 0, out
     assert f"SIGTERM: checkpoint written after cycle {stopped['cycle'] - 1}" in out, out
     assert "the pids limit was reached" not in out  # it never died
     assert summary["diagnosis"].startswith(f"stopped before cycle {stopped['cycle']} "

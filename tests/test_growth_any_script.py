@@ -17,8 +17,24 @@ from tests.test_growth import _said, launcher_run
 
 
 def _marks(lines: list[str]) -> list[tuple[str, int]]:
+    """Each line written and flushed alone, as a loop's print does."""
     m = CycleMarks()
-    return [(b.unit, b.n) for b in m.feed("stdout", "".join(f"{x}\n" for x in lines).encode())]
+    return [(b.unit, b.n) for x in lines for b in m.feed("stdout", f"{x}\n".encode())]
+
+
+def test_a_chunk_of_lines_is_read_at_once_and_marks_its_last():
+    m = CycleMarks()
+    got = m.feed("o", b"".join(f"sample {i} of 9000 ok\n".encode() for i in range(1, 900)))
+    # lines that came at once are one moment: a boundary for each length of the number
+    assert [(b.unit, b.n) for b in got] == [("sample", 9), ("sample", 99), ("sample", 899)]
+    assert got[-1].line == "sample 899 of 9000 ok"
+    more = m.feed("o", b"".join(f"sample {i} of 9000 ok\n".encode() for i in range(900, 950)))
+    assert [b.n for b in more] == [949]
+    gap = m.feed("o", b"sample 990 of 9000 ok\n")  # 40 lines missing: no counter's step
+    assert gap == [] and m.feed("o", b"sample 991 of 9000 ok\n") == []
+    words = CycleMarks().feed("o", b"".join(f"step {i}: loss 0.5\n".encode()
+                                            for i in range(1, 300)))
+    assert [(b.unit, b.n) for b in words] == [("step", 299)]
 
 
 def test_a_line_that_repeats_with_a_number_counting_up_marks_cycles_from_its_third():
@@ -52,12 +68,14 @@ def test_progress_bar_redraws_never_count_but_their_words_do():
     m = CycleMarks()
     bar = b"".join(f"\r{i}/100 [{'=' * (i // 10)}]".encode() for i in range(1, 60))
     assert m.feed("stderr", bar + b"\n") == []
-    tqdm = b"Epoch 3: 4%|\rEpoch 3: 50%|\rEpoch 4: 1%|\rEpoch 4: 9%|"
-    assert [(b.unit, b.n) for b in CycleMarks().feed("stderr", tqdm)] == [("epoch", 3),
-                                                                           ("epoch", 4)]
+    tqdm = CycleMarks()
+    got = [b for redraw in (b"Epoch 3: 4%|", b"\rEpoch 3: 50%|", b"\rEpoch 4: 1%|",
+                            b"\rEpoch 4: 9%|") for b in tqdm.feed("stderr", redraw)]
+    assert [(b.unit, b.n) for b in got] == [("epoch", 3), ("epoch", 4)]
     # a CRLF line is one line, not a redraw
-    crlf = b"".join(f"sample {i} ok\r\n".encode() for i in range(1, 5))
-    assert [b.n for b in CycleMarks().feed("o", crlf)] == [3, 4]
+    crlf = CycleMarks()
+    assert [b.n for i in range(1, 5) for b in crlf.feed("o", f"sample {i} ok\r\n".encode())
+            ] == [3, 4]
 
 
 def test_a_shape_keeps_what_only_looks_like_a_number():

@@ -16,12 +16,14 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from launcher.telemetry.scan import Chunk, Lines
+
 # "fold 3", "Fold 3/5", "fold: 3 of 5", "Epoch 2/10" (Keras), "cycle 12", "step 400"
 _COUNT = r"\s*[#:=]?\s*(?P<n>\d+)(?:\s*(?:/|of)\s*(?P<total>\d+))?"
 # the outer loop first: a fold holds epochs, an epoch holds batches and steps
 UNITS = ("fold", "trial", "round", "generation", "cycle", "epoch", "validation", "iteration",
          "iter", "batch", "step")
-DEFAULT_PATTERNS = {unit: re.compile(rf"\b{unit}{_COUNT}(?![\d.])", re.IGNORECASE)
+DEFAULT_PATTERNS = {unit: re.compile(rf"\b{unit}{_COUNT}(?!\.?\d)", re.IGNORECASE)
                     for unit in UNITS}
 CUSTOM = "cycle"  # the unit a user's own pattern counts in
 WINDOW = "window"  # the unit of time windows, where nothing marked a cycle
@@ -98,6 +100,36 @@ class _Position:
     changes: int = 0  # steps up by the stride
     broken: bool = False  # it moved otherwise: no counter
 
+    def run(self, first: int, last: int, lines: int) -> bool:
+        """`lines` more lines of its shape, the first with `first` here and the last with
+        `last`: whether it counted up by its stride on each (the lines between are not read:
+        a counter's last is its first plus the stride for each)."""
+        start, self.last = self.last, last
+        if lines == 1 or first == start:
+            step = last - start if lines == 1 else None
+        else:
+            step = first - start
+        total = last - start
+        if total == 0 and step in (0, None):
+            return False
+        if total < 0 or (step is not None and step < 0) or last < first:
+            # an inner loop starts again (at 0 or 1, its stride); anything else is no counter
+            self.broken = self.broken or last > max(self.stride, 1) * lines
+            return False
+        each, uneven = divmod(total, lines)
+        stride = self.stride or (each if not uneven and (
+            each == 1 or (_power_of_ten(each) and last % each == 0)) else 0)
+        if stride and total == stride * lines and step in (None, stride):
+            self.stride, self.changes = stride, self.changes + lines
+            return True
+        self.broken = True
+        return False
+
+
+_WORDED = re.compile(rb"\b(?:" + b"|".join(u.encode() for u in UNITS) + rb")\s*[#:=]?\s*#")
+MAX_KINDS = 4096  # rough shapes remembered (what each holds), at most
+WORDS, NUMBERS, SKIP = "words", "numbers", "skip"  # a familiar word; a counter maybe; neither
+
 
 @dataclass
 class Counters:
@@ -110,42 +142,42 @@ class Counters:
 
     def line(self, line: str) -> Boundary | None:
         got = shape(line)
-        if got is None:
+        return None if got is None else self._lines(got, got, 1, line)
+
+    def read(self, first_raw: bytes, last_raw: bytes, count: int) -> Boundary | None:
+        """`count` lines of one rough shape in a chunk, its first and last as written."""
+        first_line = first_raw.decode(errors="replace")
+        last_line = last_raw.decode(errors="replace") if count > 1 else first_line
+        a, b = shape(first_line), shape(last_line)
+        if a is None or b is None:
             return None
-        key, numbers, words = got
+        if a[0] != b[0] or len(a[1]) != len(b[1]):  # two shapes after all: each alone
+            return self._lines(b, b, 1, last_line) or self._lines(a, a, 1, first_line)
+        return self._lines(a, b, count, last_line)
+
+    def _lines(self, a: tuple[str, list[int], list[str]], b: tuple[str, list[int], list[str]],
+               count: int, line: str) -> Boundary | None:
+        """`count` lines of one shape, the first read as `a`, the last as `b`."""
+        key, firsts, _ = a
+        _, lasts, words = b
         places = self.shapes.get(key)
-        if places is None or len(places) != len(numbers):
+        if places is None or len(places) != len(firsts):
             if len(self.shapes) >= MAX_TEMPLATES:
                 self.shapes.clear()
-            self.shapes[key] = [_Position(n) for n in numbers]
-            return None
-        counted: int | None = None
-        for i, (p, n) in enumerate(zip(places, numbers, strict=True)):
-            if self._moved(p, n) and counted is None and not p.broken and (
+            self.shapes[key] = places = [_Position(n) for n in firsts]
+            count -= 1  # the first line sets where each number starts
+            if count == 0:
+                return None
+        counted = None
+        for i, (p, lo, hi) in enumerate(zip(places, firsts, lasts, strict=True)):
+            if p.run(lo, hi, count) and counted is None and not p.broken and (
                     p.changes >= MIN_CHANGES):
                 counted = i
         if counted is None:
             return None
         word = words[counted]
         unit = self.units.setdefault(key, word if word and word != WINDOW else COUNTER)
-        return Boundary(unit, numbers[counted], None, line.strip())
-
-    @staticmethod
-    def _moved(p: _Position, n: int) -> bool:
-        """Whether the number at this place counted up (its stride) from the line before."""
-        step, p.last = n - p.last, n
-        if step == 0:
-            return False
-        if step < 0:  # an inner loop starts again; anything else is no counter
-            p.broken = p.broken or n > max(p.stride, 1)
-            return False
-        if p.stride == 0 and (step == 1 or (_power_of_ten(step) and n % step == 0)):
-            p.stride = step
-        if step != p.stride:
-            p.broken = True
-            return False
-        p.changes += 1
-        return True
+        return Boundary(unit, lasts[counted], None, line.strip())
 
 
 def _power_of_ten(k: int) -> bool:
@@ -155,41 +187,97 @@ def _power_of_ten(k: int) -> bool:
 class CycleMarks:
     """Feed it the workload's output as it comes; it returns the boundaries the lines mark.
     A boundary is a higher number for a unit, or 1 again (a line repeating "fold 2", or
-    naming an earlier fold, marks nothing)."""
+    naming an earlier fold, marks nothing).
+
+    Whole chunks are read by shape (launcher/telemetry/scan.py): a shape that holds a familiar
+    word, or numbers that may count, has its first and last line in the chunk read; the lines
+    between are not (lines that came at once are one moment: a counter's last is its first
+    plus its stride for each line between). A user's pattern is searched over the chunk."""
 
     def __init__(self, pattern: re.Pattern[str] | None = None) -> None:
         self.patterns = {CUSTOM: pattern} if pattern is not None else dict(DEFAULT_PATTERNS)
+        self.custom = (re.compile(pattern.pattern, pattern.flags | re.MULTILINE)
+                       if pattern is not None else None)
         self.counters = Counters() if pattern is None else None
-        self.partial: dict[str, str] = {}
-        self.redrawn: dict[str, bool] = {}  # stream -> its unended line was redrawn (\r)
+        self.lines = Lines()
+        self.kinds: dict[bytes, str] = {}  # rough shape -> WORDS, NUMBERS or SKIP
         self.last: dict[str, int] = {}
         self.counted = 0  # a pattern without a number: the lines it matched
         self.unnumbered: str | None = None  # a line whose group was no number (said once)
         self.example: dict[str, str] = {}  # unit -> the first line that marked it
 
+    @property
+    def partial(self) -> dict[str, bytes]:
+        return self.lines.partial
+
     def feed(self, stream: str, data: bytes) -> list[Boundary]:
-        text = self.partial.get(stream, "") + data.decode(errors="replace")
-        *lines, rest = text.split("\n")
+        return self.scan(*self.lines.feed(stream, data))
+
+    def scan(self, chunk: Chunk | None, drawn: list[bytes]) -> list[Boundary]:
+        """The boundaries of a chunk of whole lines, then of a progress bar's redraws."""
         out: list[Boundary] = []
-        for i, line in enumerate(lines):
-            line = line[:-1] if line.endswith("\r") else line  # CRLF: one line
-            # a progress bar's redraws (\r): familiar words only, never a counter
-            redrawn = "\r" in line or (i == 0 and self.redrawn.get(stream, False))
-            out += self._pieces(line.split("\r"), counters=not redrawn)
-        if lines:
-            self.redrawn[stream] = False
-        if "\r" in rest:  # redraws so far: read now, not when the bar ends
-            *drawn, rest = rest.split("\r")
-            self.redrawn[stream] = True
-            out += self._pieces(drawn, counters=False)
-        # a line that never ends: no cycle in it
-        self.partial[stream] = rest if len(rest) <= 4096 else ""
+        if chunk is not None:
+            out += self._custom(chunk.done) if self.custom else self._shapes(chunk)
+        for piece in drawn:
+            if self.custom:
+                out += self._custom(piece)
+            elif (b := self.line(piece.decode(errors="replace"), counters=False)) is not None:
+                out.append(b)
         return out
 
-    def _pieces(self, pieces: list[str], *, counters: bool) -> list[Boundary]:
-        return [b for piece in pieces if (b := self.line(piece, counters=counters))]
+    def _kind(self, key: bytes) -> str:
+        kind = self.kinds.get(key)
+        if kind is None:
+            if len(self.kinds) >= MAX_KINDS:
+                self.kinds.clear()
+            kind = self.kinds[key] = (
+                WORDS if _WORDED.search(key.lower()) else
+                SKIP if b"#" not in key or b"\r" in key or len(key) > MAX_COUNTER_LINE
+                else NUMBERS)
+        return kind
+
+    def _shapes(self, chunk: Chunk) -> list[Boundary]:
+        out: list[Boundary] = []
+        for key, count in chunk.counts.items():
+            kind = self._kind(key)
+            if kind == SKIP:
+                continue
+            first = chunk.line(key)
+            last = chunk.line(key, last=True) if count > 1 else first
+            if kind == WORDS:
+                for raw in (first, last) if count > 1 else (first,):
+                    for piece in raw.split(b"\r"):
+                        b = self.line(piece.decode(errors="replace"), counters=False)
+                        if b is not None:
+                            out.append(b)
+                continue
+            if chunk.redrawn_first and chunk.rough.startswith(key + b"\n"):
+                continue  # the end of a progress bar's line: no counter
+            assert self.counters is not None
+            b = self.counters.read(first, last, count)
+            if b is not None and self._marks(b.unit, b.n):
+                out.append(self._mark(b))
+        return out
+
+    def _custom(self, text: bytes) -> list[Boundary]:
+        """A user's pattern, over the chunk: each line it matches, read as a line."""
+        assert self.custom is not None
+        decoded = text.decode(errors="replace")
+        out, seen = [], set()
+        for m in self.custom.finditer(decoded):
+            start = max(decoded.rfind("\n", 0, m.start()), decoded.rfind("\r", 0, m.start())) + 1
+            if start in seen:
+                continue
+            seen.add(start)
+            end = min((i for i in (decoded.find("\n", start), decoded.find("\r", start))
+                       if i >= 0), default=len(decoded))
+            b = self.line(decoded[start:end])
+            if b is not None:
+                out.append(b)
+        return out
 
     def line(self, line: str, *, counters: bool = True) -> Boundary | None:
+        """One line, read alone (a user's pattern's; tests)."""
         worded = False
         for unit, pattern in self.patterns.items():
             m = pattern.search(line)

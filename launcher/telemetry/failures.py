@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from launcher.telemetry.scan import Chunk, Lines
 from launcher.units import format_size
 
 GUARD = 4096  # glibc's guard page under each thread's stack
@@ -25,22 +26,44 @@ TEXTS = (
 )
 
 
+# the words each kind's patterns begin with, lowered: a chunk is searched only where it
+# holds one (a substring test in C), never line by line
+_HINTS = {"thread": (b"can't start", b"pthread_create", b"thread creation", b"resource temp",
+                     b"failed to create thread"),
+          "memory": (b"cannot allocate", b"bad_alloc", b"memoryerror", b"memory allocation"),
+          "files": (b"too many open", b"emfile")}
+
+
 @dataclass
 class FailureText:
-    """The first line of each kind the workload printed, kept as the output goes past."""
+    """The first line of each kind the workload printed, kept as the output goes past: of
+    each chunk, the shapes whose words could be one (launcher/telemetry/scan.py)."""
 
     found: dict[str, str] = field(default_factory=dict)
-    partial: dict[str, bytes] = field(default_factory=dict)  # stream -> its unended line
+    lines: Lines = field(default_factory=Lines)
+    hinted: dict[bytes, tuple[str, ...]] = field(default_factory=dict)  # shape -> kinds
 
     def feed(self, data: bytes, stream: str = "stdout") -> None:
+        chunk, _ = self.lines.feed(stream, data)
+        if chunk is not None:
+            self.scan(chunk)
+
+    def scan(self, chunk: Chunk) -> None:
         if len(self.found) == len(TEXTS):
             return
-        *lines, self.partial[stream] = (self.partial.get(stream, b"")[-4096:] + data).split(
-            b"\n")
-        for raw in lines:
-            line = raw.decode(errors="replace").strip()
-            for kind, rx in TEXTS:
-                if kind not in self.found and rx.search(line):
+        for key in chunk.counts:
+            kinds = self.hinted.get(key)
+            if kinds is None:
+                if len(self.hinted) >= 4096:
+                    self.hinted.clear()
+                low = key.lower()
+                kinds = self.hinted[key] = tuple(k for k, hints in _HINTS.items()
+                                                 if any(h in low for h in hints))
+            for kind in kinds:
+                if kind in self.found:
+                    continue
+                line = chunk.line(key).decode(errors="replace").strip()
+                if dict(TEXTS)[kind].search(line):
                     self.found[kind] = line[:200]
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from launcher.telemetry.cycles import WINDOW, Boundary, CycleMarks, active_unit
 from launcher.telemetry.failures import FailureText
+from launcher.telemetry.scan import Lines
 
 if TYPE_CHECKING:  # the fit is imported at the first boundary, not at every run's start
     from launcher.telemetry.growth import Trend
@@ -78,6 +79,7 @@ class GrowthWatch:
     stop: Callable[[int], None] | None = None  # a signal for the supervisor
     marks: CycleMarks = field(init=False)
     failure: FailureText = field(default_factory=FailureText)
+    lines: Lines = field(default_factory=Lines)  # the output, cut into chunks of whole lines
     said: list[Said] = field(default_factory=list)
     stopped: dict[str, Any] | None = None
     lock: threading.RLock = field(default_factory=threading.RLock)
@@ -106,8 +108,10 @@ class GrowthWatch:
             return
         try:
             with self.lock:
-                self.failure.feed(data, stream)
-                for b in self.marks.feed(stream, data):
+                chunk, drawn = self.lines.feed(stream, data)
+                if chunk is not None:
+                    self.failure.scan(chunk)
+                for b in self.marks.scan(chunk, drawn):
                     self.boundary(b)
                 if self.marks.unnumbered and not self.told_unnumbered:
                     self.told_unnumbered = True
