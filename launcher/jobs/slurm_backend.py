@@ -255,7 +255,7 @@ class SlurmBackend:
         if shutil.which("sbatch") is None:
             raise LauncherError("--backend slurm needs Slurm's sbatch on PATH (Debian: "
                                 "apt-get install slurm-client; scripts/slurm-up.sh starts a "
-                                "one-node cluster)")
+                                "one-node cluster of its own: export the SLURM_CONF it prints)")
         given = {k: str(v) for k, v in options.items() if k in FLAGS}
         self.concurrency = max(1, p.plan.concurrency)
         self._executor = SlurmExecutor(p, folder, items, given, engine.name)

@@ -1,12 +1,12 @@
 """A run's cycles (folds, epochs, iterations, steps, any counter), read from the workload's own
 output.
 
-Pure: lines in, boundaries out. Familiar words (`fold 3`, `Epoch 2/10`, `iteration 7`...) are a
-fast path; any other line that repeats with a number going up by one (in any words, or a bare
-number) is a counter too, once it has counted twice. Progress-bar redraws (`\\r`), timestamps,
-decimals, sizes and durations are never counters. A user's own pattern (`--cycle`, the
-profile's `growth.cycle`) replaces all of it. Where no line marks a cycle, time does (the
-watcher's job, launcher/telemetry/timeline.py).
+Pure: output in, boundaries out (read by shape, in whole chunks: scan.py). Familiar words
+(`fold 3`, `Epoch 2/10`, `iteration 7`...) are a fast path; any other line that repeats with
+a number going up by one (in any words, or a bare number) is a counter too, once it has
+counted twice. Progress-bar redraws (`\\r`), timestamps, decimals, sizes and durations are
+never counters. A user's own pattern (`--cycle`, the profile's `growth.cycle`) replaces all of
+it. Where no line marks a cycle, time does (the watcher's job, launcher/telemetry/timeline.py).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ COUNTER = "count"  # a bare number's unit (a counter without a word before it)
 
 # what is a number in a line, and what only looks like one: a time (12:04:05), a date
 # (2026-11-27), a decimal or exponent (0.25, 1e-3), a size or duration (12MB, 3s, 40ms, 98%),
-# a name's digits (conv2d_3, cuda:0 is a time's shape too), hex (0x7f)
+# a name's digits (conv2d_3); a hex number's (0x7f) are a 0 and a name
 _NUMBER = re.compile(
     r"\d+(?:[:-]\d+)*(?:[.,]\d+)*(?:[eE][+-]?\d+)?(?:\s?(?:[KMGTP]i?B|[kKMGTP]|B|bytes|"
     r"ms|us|ns|s|secs?|min|h|it/s|s/it)\b|%)?|[A-Za-z_]\w*|[^A-Za-z0-9_]+", re.ASCII)

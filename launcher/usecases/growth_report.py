@@ -70,8 +70,8 @@ def growth_lines(growth: dict[str, Any] | None,
     count = growth.get("cycles_count") or len(cycles)
     lines = [f"growth per {unit} ({count} {unit}s, marked by the workload's output)"
              if unit != "window" else
-             f"growth per window ({count} windows: no line of the workload's marked a cycle, "
-             f"so fixed windows of time stand in)"]
+             f"growth per window ({count} windows{_width(cycles)}: no line of the workload's "
+             f"marked a cycle, so windows of time stand in)"]
     lines.append(table(cycle_rows(growth)))
     grew = [t for t in growth.get("trends", []) if t.get("grows")]
     for t in grew:
@@ -109,3 +109,11 @@ def what_if_lines(what_if: dict[str, Any] | None) -> list[str]:
     else:
         lines.append(f"  verdict: it would die of {dies['sentence'].split(':')[0]}")
     return lines
+
+
+def _width(cycles: list[dict[str, Any]]) -> str:
+    """` of 2 s`: the windows' length, as recorded (a run's windows grow as it runs)."""
+    if len(cycles) < 2 or cycles[0].get("t1") is None:
+        return ""
+    return f" of {cycles[0]['t1'] - cycles[0]['t0']:.3g} s"
+

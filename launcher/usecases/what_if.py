@@ -47,7 +47,7 @@ def other_limits(profile: str) -> tuple[str, dict[str, tuple[int, str]]]:
 
 
 def replay(rows: list[dict[str, Any]], profile: str) -> tuple[str, list[Verdict]]:
-    from launcher.telemetry.growth import SERIES, show, step
+    from launcher.telemetry.growth import SERIES, at, show, step
     from launcher.telemetry.timeline import trends
 
     name, limits = other_limits(profile)
@@ -72,8 +72,8 @@ def replay(rows: list[dict[str, Any]], profile: str) -> tuple[str, list[Verdict]
         before = unit is None or not peaks or (overall > limit and passed is None)
         if passed is not None:
             n, p = passed
-            sentence = (f"{s.limit_word} {shown}: it would have died in {unit} {n}, where its "
-                        f"{s.word} reached {show(series, p)}")
+            sentence = (f"{s.limit_word} {shown}: it would have died {_where(unit, cycles, n)}, "
+                        f"where its {s.word} reached {show(series, p)}")
             out.append(Verdict(series, limit, where, n, True, p, sentence))
             continue
         if overall > limit and before:
@@ -93,9 +93,9 @@ def replay(rows: list[dict[str, Any]], profile: str) -> tuple[str, list[Verdict]
             out.append(Verdict(series, limit, where, None, False, overall, sentence))
             continue
         if t is not None and t.reached is not None:
-            sentence = (f"{s.limit_word} {shown}: the recording ends first ({unit} "
-                        f"{cycles[-1].n}), but its {s.word} grew {step(t)}: it would die in "
-                        f"{unit} ~{t.reached} if it went on")
+            sentence = (f"{s.limit_word} {shown}: the recording ends first "
+                        f"({_where(unit, cycles, cycles[-1].n, end=True)}), but its {s.word} grew "
+                        f"{step(t)}: it would die {at(t)} if it went on")
             out.append(Verdict(series, limit, where, t.reached, False, overall, sentence))
             continue
         sentence = (f"{s.limit_word} {shown}: it would have run to the end (peak "
@@ -118,3 +118,15 @@ def read_rows(run_dir: Path) -> list[dict[str, Any]]:
     if not path.is_file():
         raise LauncherError(f"{path}: no such file; is {run_dir} a run directory?")
     return read_series(path)
+
+
+def _where(unit: str | None, cycles: list[Any], n: int, *, end: bool = False) -> str:
+    """`in fold 5`; where time marked the growth, `at ~52 s` (a window's start or end)."""
+    from launcher.telemetry.cycles import WINDOW
+
+    if unit != WINDOW:
+        return f"{unit} {n}" if end else f"in {unit} {n}"
+    c = next(c for c in cycles if c.n == n)
+    t = c.t1 if end and c.t1 is not None else c.t0
+    return f"at {t:.0f} s" if end else f"at ~{t:.0f} s"
+
