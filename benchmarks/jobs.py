@@ -10,13 +10,14 @@ launcher's cost per chunk = the median of (chunk time in the ledger - SECONDS); 
 wave's extra seconds show what starting up costs (on Ray: a worker process per slot, started by
 Ray for each job, ~0.5-1 s of CPU each). On Ray the job runs twice, on a fresh cluster and
 again (Ray's workers belong to a job, so the second starts its own too). On Slurm
-(scripts/slurm-up.sh's one node) each chunk is a Slurm job of one CPU (threads.intra_op 1), so
-the node's CPUs bound the slots: `--slurm-slots` defaults to the CPUs Slurm's nodes have
-(`sinfo`), 2 on 2 cores. Where a Slurm chunk's time goes is printed below the table, from the
-files each step leaves (their birth and change times) and the ledger: sbatch and Slurm's
-scheduling to the job's start (its log opened by slurmstepd), the job's start to the chunk's
-(launcher's task: interpreter, imports, caps), the chunk itself (its supervisor's exit file,
-less SECONDS), the task's end (its outcome file), and the driver seeing it (the ledger's end).
+(scripts/slurm-up.sh's one node: export the SLURM_CONF it prints) each chunk is a Slurm job of
+one CPU (threads.intra_op 1), so the node's CPUs bound the slots: `--slurm-slots` defaults to
+the CPUs Slurm's nodes have (`sinfo`), 2 on 2 cores. Where a Slurm chunk's time goes is printed
+below the table, from the files each step leaves (their birth and change times) and the ledger:
+sbatch and Slurm's scheduling to the job's start (its log opened by slurmstepd), the job's start
+to the chunk's (launcher's task: interpreter, imports, caps), the chunk itself (its supervisor's
+exit file, less SECONDS), the task's end (its outcome file), and the driver seeing it (the
+ledger's end).
 The package's bytecode is compiled first, as an installed launcher has it (with
 PYTHONDONTWRITEBYTECODE=1 every task would compile it again).
 Targets: wall / ideal <= 1.15 local, <= 1.5 on Ray (none set for Slurm: its scheduler's

@@ -4,6 +4,30 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 start=$(date +%s)
+# What it starts it stops on exit (passed, failed or interrupted), and only that: the dockerd of
+# scripts/docker-up.sh, the Slurm cluster of scripts/slurm-up.sh (its own, beside any other) and
+# the pause process rootless Podman leaves (tests/rootless.py's user). A Docker daemon that
+# answered before, a cluster of slurm-up.sh's already up, or that user's processes, stay.
+rootless=launcher-rootless
+docker info >/dev/null 2>&1 && docker_was_up=1 || docker_was_up=
+bash scripts/slurm-up.sh --status && slurm_was_up=1 || slurm_was_up=
+pgrep -u "$rootless" >/dev/null 2>&1 && rootless_was_up=1 || rootless_was_up=
+venv=
+cleanup() {
+  local rc=$?
+  [ -n "$venv" ] && { wait "$venv" 2>/dev/null || true; }  # a pip install is not cut short
+  [ -n "$slurm_was_up" ] || bash scripts/slurm-up.sh --down || rc=1
+  [ -n "$docker_was_up" ] || bash scripts/docker-up.sh --down || rc=1
+  if [ -z "$rootless_was_up" ] && pgrep -u "$rootless" >/dev/null 2>&1; then
+    # `podman system migrate` stops the user's pause process (with the environment the tests gave)
+    (cd / && runuser -u "$rootless" -- env -i PATH="$PATH" USER="$rootless" \
+      HOME="$(getent passwd "$rootless" | cut -d: -f6)" podman system migrate) || rc=1
+  fi
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
 # the venv installs (about a minute on a fresh machine) while the engines and images are set up
 ( python3 -m venv .venv
   .venv/bin/pip install -q --upgrade pip
@@ -24,13 +48,17 @@ base_id=$(docker image inspect -f '{{.Id}}' launcher-base:bookworm)
 # user-mode Linux: a pure cgroup v2 kernel for the lab (tests/test_cgroup2_lab.py)
 command -v linux >/dev/null || { apt-get update -q && \
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q user-mode-linux; }
-# a one-node Slurm cluster for the Slurm backend (tests/test_slurm.py; about 10 s on a fresh machine)
+# a one-node Slurm cluster for the Slurm backend (tests/test_slurm.py; about 10 s on a fresh
+# machine): its config in a folder of its own, which the tests reach through SLURM_CONF
 bash scripts/slurm-up.sh
-wait "$venv" || { echo "installing the venv failed" >&2; exit 1; }
+SLURM_CONF=$(bash scripts/slurm-up.sh --conf)
+export SLURM_CONF
+wait "$venv" || { venv=; echo "installing the venv failed" >&2; exit 1; }
+venv=
 .venv/bin/ruff check .
 .venv/bin/mkdocs build --strict --site-dir "${TMPDIR:-/tmp}/launcher-site"
 # with arguments, pytest as given (e.g. one file: scripts/test.sh tests/test_jobs.py -x)
-[ $# -gt 0 ] && exec .venv/bin/python -m pytest -q "$@"
+if [ $# -gt 0 ]; then .venv/bin/python -m pytest -q "$@"; exit; fi
 # the suite with each test file on one of two workers (about 40% of one worker's time is spent
 # waiting on containers, Ray and child processes), then the cgroup v2 lab alone: it pins a
 # user-mode Linux kernel to each CPU and would only slow the rest

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,13 +39,22 @@ with open(os.environ["MARKS"], "a") as f:
 
 
 @pytest.fixture(scope="module")
-def slurm() -> None:
-    if shutil.which("sbatch") is None or subprocess.run(
-            ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout.strip() not in (
-            "idle", "mixed", "allocated"):
-        if os.environ.get("CI"):
-            pytest.fail("CI needs Slurm: scripts/slurm-up.sh")
-        pytest.skip("no Slurm cluster here (scripts/slurm-up.sh starts one)")
+def slurm() -> Iterator[None]:
+    """scripts/slurm-up.sh's own cluster, not a Slurm this machine has of its own: SLURM_CONF
+    names its slurm.conf (scripts/test.sh exports it; else slurm-up.sh --conf says it here), for
+    the tests' sbatch, squeue and scancel and the launchers they start."""
+    conf = os.environ.get("SLURM_CONF") or subprocess.run(
+        ["bash", str(ROOT / "scripts" / "slurm-up.sh"), "--conf"], capture_output=True,
+        text=True).stdout.strip()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SLURM_CONF", conf)
+        if shutil.which("sbatch") is None or subprocess.run(
+                ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout.strip() not in (
+                "idle", "mixed", "allocated"):
+            if os.environ.get("CI"):
+                pytest.fail(f"CI needs Slurm: scripts/slurm-up.sh (SLURM_CONF={conf})")
+            pytest.skip(f"no Slurm cluster at SLURM_CONF={conf} (scripts/slurm-up.sh starts one)")
+        yield
 
 
 def _job(tmp: Path, *, items: int, chunk: int, memory: str, sleep: float = 0.0,
