@@ -633,8 +633,8 @@ def test_a_stop_decided_at_a_window_is_signalled_then(monkeypatch):
     watch.close()
     assert signals == [15] and watch.stopped is not None
     assert said[-1] == (
-        "growth: stopped at 6 s (--stop-before-limit): threads +7 a second would pass pids.max "
-        "45 at ~7 s (one window's growth to spare); SIGTERM now, SIGKILL after 10 s")
+        "growth: stopped at 5 s (--stop-before-limit): threads +7 a second would pass pids.max "
+        "45 at ~7 s (2 windows' growth to spare); SIGTERM now, SIGKILL after 10 s")
 
 
 def test_the_time_to_a_limit_counts_from_0_without_rows(monkeypatch):

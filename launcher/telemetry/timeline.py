@@ -91,18 +91,20 @@ class Timeline:
         self.windows[i].add(row)
         return closed
 
-    def cycles(self) -> list[Cycle]:
+    def cycles(self, *, ended: bool = False) -> list[Cycle]:
         """The windows as cycles numbered from 1, the last still open; each floor the least
-        from its window to now."""
+        from its window to now. `ended`: the run is over, and the window it ended in (cut
+        short, its readings those of a process dying or gone) is left out, floors too."""
         assert self.origin is not None or not self.windows
         out: list[Cycle] = []
         low: dict[str, float] = {}
-        for i in range(len(self.windows) - 1, -1, -1):
-            w = self.windows[i]
+        windows = self.windows[:-1] if ended and len(self.windows) > 1 else self.windows
+        for i in range(len(windows) - 1, -1, -1):
+            w = windows[i]
             for k, v in w.floor.items():
                 low[k] = min(low.get(k, v), v)
             t0 = (self.origin or 0.0) + i * self.width
-            t1 = None if i == len(self.windows) - 1 else t0 + self.width
+            t1 = None if i == len(windows) - 1 else t0 + self.width
             out.append(Cycle(i + 1, t0, t1, {k: low[k] for k in w.floor}, dict(w.peak),
                              w.census, dict(w.limits), w.loaded, None, dict(w.who)))
         return out[::-1]
@@ -156,9 +158,7 @@ def trends(rows: list[Row], *, now: float | None = None,
     line = Timeline()
     for r in rows:
         line.add(r)
-    cycles = line.cycles()
-    if ended and len(cycles) > 1:
-        cycles = cycles[:-1]
+    cycles = line.cycles(ended=ended)
     if not cycles:
         return None, [], []
     return WINDOW, cycles, fit_time(cycles, now=now, limits=limits)
