@@ -43,7 +43,13 @@ class FailureText:
     lines: Lines = field(default_factory=Lines)
     hinted: dict[bytes, tuple[str, ...]] = field(default_factory=dict)  # shape -> kinds
 
+    @property
+    def partial(self) -> dict[str, bytes]:
+        return self.lines.partial
+
     def feed(self, data: bytes, stream: str = "stdout") -> None:
+        if len(self.found) == len(TEXTS):
+            return
         chunk, _ = self.lines.feed(stream, data)
         if chunk is not None:
             self.scan(chunk)
