@@ -134,9 +134,10 @@ FRAMEWORK = Framework(
                 "torch.cuda.empty_cache()), or run each cycle in a fresh process"),
     # tensors from DataLoader workers come through shared memory, a descriptor each while
     # they live (the default file_descriptor strategy, torch.multiprocessing's docs)
-    files_fix=("free what holds the descriptors (batches kept from a DataLoader with workers "
-               "hold one each: keep .item() or .clone() of what you need), or share through "
-               "files: torch.multiprocessing.set_sharing_strategy('file_system')"),
+    files_fix=("free what holds the descriptors: batches kept from a DataLoader with workers "
+               "hold one each (keep .item() or .clone() of what you need, or share through "
+               "files: torch.multiprocessing.set_sharing_strategy('file_system')), and each "
+               "process group its pipes and sockets (dist.destroy_process_group(group))"),
     models=(Model("2", "torch 2.13 CPU at 1-2 CPUs; 2.11+cu130 at 1-16 CPUs with one H100, "
                        "2026-11", _cpu, _gpu),),
     requirements={"nvidia": ["torch==2.11.0"],
