@@ -34,7 +34,8 @@ def test_a_chunk_of_lines_is_read_at_once_and_marks_its_last():
     assert gap == [] and m.feed("o", b"sample 991 of 9000 ok\n") == []
     words = CycleMarks().feed("o", b"".join(f"step {i}: loss 0.5\n".encode()
                                             for i in range(1, 300)))
-    assert [(b.unit, b.n) for b in words] == [("step", 299)]
+    # a familiar word's shape: its first and last line (one shape for each length of number)
+    assert [b.n for b in words] == [1, 9, 10, 99, 100, 299]
 
 
 def test_a_line_that_repeats_with_a_number_counting_up_marks_cycles_from_its_third():
@@ -43,6 +44,12 @@ def test_a_line_that_repeats_with_a_number_counting_up_marks_cycles_from_its_thi
     assert _marks([str(i) for i in range(7, 12)]) == [(COUNTER, 9), (COUNTER, 10), (COUNTER, 11)]
     # every 100th step counts in its own stride
     assert _marks([f"saved {i} rows" for i in range(100, 600, 100)])[0] == ("saved", 300)
+
+
+def test_a_number_that_grows_by_other_steps_is_no_counter():
+    # celery/billiard#282's loop prints its open connections: +4 a pool
+    assert _marks([f"Open connections: {4 * i}" for i in range(1, 9)]) == []
+    assert _marks([f"kept {i * i} items" for i in range(1, 9)]) == []
 
 
 def test_the_familiar_words_are_a_fast_path():
@@ -72,6 +79,11 @@ def test_progress_bar_redraws_never_count_but_their_words_do():
     got = [b for redraw in (b"Epoch 3: 4%|", b"\rEpoch 3: 50%|", b"\rEpoch 4: 1%|",
                             b"\rEpoch 4: 9%|") for b in tqdm.feed("stderr", redraw)]
     assert [(b.unit, b.n) for b in got] == [("epoch", 3), ("epoch", 4)]
+    # a bar's last redraw, ended by its newline, is no counter's line either
+    bars = CycleMarks()
+    got = [b for k in range(1, 6) for piece in (f"\rloaded {k} of 5 shards", "\n")
+           for b in bars.feed("stderr", piece.encode())]
+    assert got == []
     # a CRLF line is one line, not a redraw
     crlf = CycleMarks()
     assert [b.n for i in range(1, 5) for b in crlf.feed("o", f"sample {i} ok\r\n".encode())
@@ -144,6 +156,19 @@ def test_no_line_for_a_run_that_does_not_grow(name: str, value: Any):
     rows = [{"t": float(t), "rss_bytes": value(t, rng) << 20, "memory_limit_bytes": 1 << 30}
             for t in range(0, 900)]
     assert _first_said(rows) is None, name
+
+
+@pytest.mark.parametrize("period", [60, 150, 200])
+def test_a_slow_sawtooth_says_nothing_after_its_first_ramp(period: int):
+    """Its first ramp is growth as far as anyone can tell; each later one climbs no higher."""
+    rows = [{"t": float(t), "rss_bytes": (200 + 300 * (t % period) // period) << 20,
+             "memory_limit_bytes": 700 << 20} for t in range(0, 1500)]
+    line, said = timeline.Timeline(), []
+    for r in rows:
+        if line.add(r) and r["t"] > period:
+            found = timeline.fit_time(line.cycles(), now=r["t"])
+            said += [r["t"] for t in found if t.confident]
+    assert said == []
 
 
 def test_growth_that_slows_is_projected_from_its_newer_rate_and_says_so():

@@ -70,6 +70,7 @@ class Cycle:
     loaded: dict[str, dict[str, str]]  # frameworks mapped: {label: {"unnamed", "fix"}}
     kernel_peak: int | None = None  # the memory cgroup's peak charge in it, where kept
     who: dict[str, str] = field(default_factory=dict)  # series -> the process holding most
+    low: dict[str, float] = field(default_factory=dict)  # a time window's own least readings
 
     @property
     def seconds(self) -> float | None:

@@ -9,7 +9,8 @@ spread, share seen). A window's floor is the least reading from it to now (what 
 since, not what a collector freed later); the first quarter of the run is its warm-up (imports,
 pools, the first compile), never fitted. The fit is tried on the last three quarters, half and
 quarter of the run, so growth that starts late is found, where it has lasted MIN_SECONDS and
-passed every peak before it (a sawtooth's ramp goes no higher than the last one).
+climbed past the least reading of every window before its newest quarter (a sawtooth's ramp
+climbs no higher than the last one did).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ Row = dict[str, Any]
 MAX_WINDOWS = 48  # windows kept; past this, neighbours merge and the length doubles
 SHARES = (0.75, 0.5, 0.25)  # of the run's windows, fitted: the newest ones
 MIN_WINDOWS = 8  # in a fit
+NEW_GROUND = 0.1  # of the earlier windows' range, the newest must pass their highest by
 MIN_SECONDS = 10.0  # of growth fitted before it is said (an import's rise is shorter)
 
 
@@ -106,7 +108,8 @@ class Timeline:
             t0 = (self.origin or 0.0) + i * self.width
             t1 = None if i == len(windows) - 1 else t0 + self.width
             out.append(Cycle(i + 1, t0, t1, {k: low[k] for k in w.floor}, dict(w.peak),
-                             w.census, dict(w.limits), w.loaded, None, dict(w.who)))
+                             w.census, dict(w.limits), w.loaded, None, dict(w.who),
+                             dict(w.floor)))
         return out[::-1]
 
 
@@ -123,10 +126,9 @@ def fit_time(cycles: list[Cycle], *, now: float | None = None,
         offset = part[0].n - 1
         if part[-1].t0 - part[0].t0 < MIN_SECONDS:
             break
-        before = cycles[:-k]
         found = [_shifted(t, offset) for t in fit_all(
             WINDOW, [replace(c, n=c.n - offset) for c in part], now=now, limits=limits)]
-        found = [t if not t.confident or _new_ground(t.series, part, before)
+        found = [t if not t.confident or _new_ground(t.series, cycles[:-1])
                  else replace(t, confident=False) for t in found]
         if widest is None:
             widest = found
@@ -140,11 +142,13 @@ def _shifted(t: Trend, offset: int) -> Trend:
                    reached=None if t.reached is None else t.reached + offset)
 
 
-def _new_ground(key: str, part: list[Cycle], before: list[Cycle]) -> bool:
-    """The growth passed every reading before the windows fitted: a sawtooth's ramp goes no
-    higher than its last one did; a leak does."""
-    earlier = [c.peak[key] for c in before if key in c.peak]
-    return not earlier or part[-1].floor.get(key, 0) > max(earlier)
+def _new_ground(key: str, closed: list[Cycle]) -> bool:
+    """The last closed window's least reading passed the least of every window before the
+    newest quarter: a sawtooth's ramp climbs no higher than its last one did; a leak does."""
+    lows = [c.low[key] for c in closed if key in c.low]
+    earlier = lows[:-max(2, len(lows) // 4)]
+    # past it by a tenth of its range: where a window's edges fall moves a ramp's top a little
+    return not earlier or lows[-1] > max(earlier) + NEW_GROUND * (max(earlier) - min(earlier))
 
 
 def trends(rows: list[Row], *, now: float | None = None,
