@@ -67,7 +67,7 @@ rc=0
 .venv/bin/python -m pytest -q -n "${LAUNCHER_TEST_WORKERS:-2}" --dist loadfile \
   --ignore tests/test_cgroup2_lab.py || rc=$?
 t1=$(date +%s)
-.venv/bin/python -m pytest -q tests/test_cgroup2_lab.py || rc=$?
+.venv/bin/python -m pytest -q -rs tests/test_cgroup2_lab.py || rc=$?
 echo "scripts/test.sh: setup $(( t0 - start )) s, tests $(( t1 - t0 )) s," \
   "cgroup v2 lab $(( $(date +%s) - t1 )) s"
 [ -n "${LAUNCHER_LAB_PHASE_FILE:-}" ] && echo $(( $(date +%s) - t1 )) > "$LAUNCHER_LAB_PHASE_FILE"

@@ -48,6 +48,11 @@ def lab() -> dict[str, Any]:
     src = Path(os.environ.get("CGROUP2_LAB_SRC", ROOT))
     try:
         data = host.run_lab(src, python=host.default_python(), progress=print)
+    except host.HostRefusesUml as exc:
+        # installed, and refused by this host's kernel: no install step is missing, and no
+        # test of launcher's could run there; said, not hidden (CI prints the skip's reason)
+        print(f"cgroup v2 lab: SKIPPED: {exc}")
+        pytest.skip(f"the cgroup v2 lab cannot run on this host: {exc}")
     except RuntimeError as exc:
         pytest.fail(f"the cgroup v2 lab did not run: {exc}")
     timing = os.environ.get("LAUNCHER_LAB_TIME_FILE")  # .ci/run prints it at the end

@@ -47,6 +47,34 @@ class LabUnavailable(RuntimeError):
     """No user-mode Linux kernel on this machine."""
 
 
+class HostRefusesUml(RuntimeError):
+    """User-mode Linux is installed, but the host kernel will not run its guest processes
+    (seen on a 6.18 host with Debian bookworm's UML 6.1: every guest process dies of SIGSEGV
+    as UML sets its FP registers). No install step fixes it on this host."""
+
+
+HOST_REFUSES = "ptrace set fp regs failed"  # UML's own words for it (above loglevel 3)
+
+
+def _host_refuses(linux: str, mem: str) -> str | None:
+    """After a guest's init died at once: UML's line where the host refused it, from a boot
+    of `/bin/true` as init with the kernel's messages on; None where it did not say so."""
+    work = Path(tempfile.mkdtemp(prefix="cgroup2-probe-", dir="/tmp"))
+    try:
+        (work / "uml").mkdir()
+        out = subprocess.run(
+            [linux, f"mem={mem}", "rootfstype=hostfs", "rootflags=/", "rw", "init=/bin/true",
+             "con=null", "con0=fd:0,fd:1", f"uml_dir={work}/uml", f"umid={work.name}"],
+            stdin=subprocess.DEVNULL, capture_output=True, timeout=60,
+            env={**os.environ, "TMPDIR": _ram_dir(_bytes(mem))}, start_new_session=True)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    text = (out.stdout + out.stderr).decode(errors="replace")
+    return next((ln.strip() for ln in text.splitlines() if HOST_REFUSES in ln), None)
+
+
 def linux_binary() -> str | None:
     """The user-mode Linux kernel: Debian's /usr/bin/linux, else `linux` on PATH."""
     return LINUX if os.access(LINUX, os.X_OK) else shutil.which("linux")
@@ -232,6 +260,13 @@ def _boot(src: Path | str = REPO, *, python: str | None = None,
         tail = "\n".join(log[-40:])
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
+        died = any("Attempted to kill init" in ln for ln in log)
+        refused = _host_refuses(linux, mem) if died else None
+        if refused is not None:
+            raise HostRefusesUml(
+                f"this host's kernel ({os.uname().release}) refuses the user-mode Linux "
+                f"kernel's guest processes: its init died at once, after {refused!r} (UML "
+                f"could not set a guest's floating-point registers through ptrace, EFAULT)")
         raise RuntimeError(f"the lab guest wrote no results (exit {proc.returncode}, "
                            f"{total}s); its console ended with:\n{tail}")
     data = json.loads(results.read_text())
