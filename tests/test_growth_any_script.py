@@ -222,3 +222,20 @@ def test_a_leak_printing_its_own_counter_is_foreseen_in_its_words(tmp_path):
     assert "open files +4 per iteration" in said[0], said
     assert "[cycles: lines like 'Process 0, iteration 1: " in said[0], said
     assert "RLIMIT_NOFILE 160 was reached in iteration" in summary["diagnosis"], summary
+
+
+def test_a_death_of_open_files_is_named_from_the_words_and_the_runs_own_last_reading():
+    """pytorch#11201: +900 open files a second, then torch's own "Too many open files": the
+    last window (cut short) is left out of the fit, the run's last reading is not."""
+    from launcher.telemetry.growth_verdict import growth_record
+
+    rows = [{"t": t / 2, "files": 5 + 30 * t, "nofile": 1024, "threads": 3}
+            for t in range(0, 66)]  # 1955 at the end: past the limit's 95% only at the end
+    rows = [r for r in rows if r["files"] <= 1020]
+    watched = {"said": [], "stopped": None,
+               "failure_text": {"files": "RuntimeError: Too many open files. Communication "
+                                         "with the workers is no longer possible."}}
+    record = growth_record(rows, watched, {"reason": "exit", "diagnosis": "exit 1"}, status=1)
+    assert record["diagnosis"] is not None, record
+    assert record["diagnosis"].startswith("open files grew +60 a second;"), record["diagnosis"]
+    assert "RLIMIT_NOFILE 1,024 was reached at" in record["diagnosis"]

@@ -30,8 +30,8 @@ DIED_OF = {"pids": ("threads", None),
 NEAR = 0.95  # of a limit: a series this close to it at the end is taken to have met it
 
 
-def words_reason(words: dict[str, str], cycles: list[Any],
-                 found: list[Trend]) -> list[str | None]:
+def words_reason(words: dict[str, str], cycles: list[Any], found: list[Trend],
+                 peaks: dict[str, float] | None = None) -> list[str | None]:
     """Limits that no cgroup counter shows, from the workload's words and the last cycle:
     `Too many open files` with the files at RLIMIT_NOFILE, an allocation that failed with
     the memory maps at vm.max_map_count (sampled near it, or growing to it in that cycle)."""
@@ -42,7 +42,8 @@ def words_reason(words: dict[str, str], cycles: list[Any],
     def near(key: str) -> bool:
         limit = last.limits.get(key)
         t = next((t for t in found if t.series == key and t.grows), None)
-        return bool(limit) and (last.peak.get(key, 0) >= NEAR * limit or (
+        peak = max(last.peak.get(key, 0), (peaks or {}).get(key, 0))  # the run's own last
+        return bool(limit) and (peak >= NEAR * limit or (
             t is not None and t.reached is not None and t.reached <= last.n + 1))
 
     return ["files" if "files" in words and near("files") else None,
@@ -67,7 +68,9 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
     reason = ended.get("reason")
     words = watched.get("failure_text") or {}
     if reason == "exit" and words:  # the workload's own words for a limit no counter shows
-        reason = next((r for r in words_reason(words, cycles, found) if r), reason)
+        peaks = {k: max((r[k] for r in rows if isinstance(r.get(k), int | float)), default=0)
+                 for k in ("files", "maps")}
+        reason = next((r for r in words_reason(words, cycles, found, peaks) if r), reason)
     if reason in DIED_OF:
         record["diagnosis"] = grew_to_death(found, cycles, reason, ended, end)
     if record["diagnosis"] is None and reason in ("exit", "maps", "files") and words:

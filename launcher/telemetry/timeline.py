@@ -115,9 +115,10 @@ class Timeline:
 
 def fit_time(cycles: list[Cycle], *, now: float | None = None,
              limits: dict[str, float | None] | None = None) -> list[Trend]:
-    """Every series' trend over time windows: of the newest three quarters, else half, else
-    quarter of the run, the first with a confident trend (else the widest fit's)."""
-    widest: list[Trend] | None = None
+    """Every series' trend over time windows: for each, of the newest three quarters, half
+    and quarter of the run, the first fit where it is confident, else the first where it
+    grows, else the widest."""
+    fits: list[list[Trend]] = []
     for share in SHARES:
         k = int(len(cycles) * share)
         if k < MIN_WINDOWS:
@@ -128,13 +129,16 @@ def fit_time(cycles: list[Cycle], *, now: float | None = None,
             break
         found = [_shifted(t, offset) for t in fit_all(
             WINDOW, [replace(c, n=c.n - offset) for c in part], now=now, limits=limits)]
-        found = [t if not t.confident or _new_ground(t.series, cycles[:-1])
-                 else replace(t, confident=False) for t in found]
-        if widest is None:
-            widest = found
-        if any(t.confident for t in found):
-            return found
-    return widest or []
+        fits.append([t if not t.confident or _new_ground(t.series, cycles[:-1])
+                     else replace(t, confident=False) for t in found])
+    if not fits:
+        return []
+    out = []
+    for widest in fits[0]:
+        same = [t for f in fits for t in f if t.series == widest.series]
+        out.append(next((t for t in same if t.confident), None)
+                   or next((t for t in same if t.grows), widest))
+    return out
 
 
 def _shifted(t: Trend, offset: int) -> Trend:
