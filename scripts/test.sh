@@ -45,6 +45,9 @@ command -v docker-registry >/dev/null || { apt-get update -q && \
 base_id=$(docker image inspect -f '{{.Id}}' launcher-base:bookworm)
 [ "sha256:$(podman image inspect -f '{{.Id}}' launcher-base:bookworm 2>/dev/null)" = "$base_id" ] \
   || podman pull -q docker-daemon:launcher-base:bookworm >/dev/null
+# lsof: examples/growth/corpus/torch_gloo_new_group.py (pytorch#129868) counts its descriptors so
+command -v lsof >/dev/null || { apt-get update -q && \
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q lsof; }
 # user-mode Linux: a pure cgroup v2 kernel for the lab (tests/test_cgroup2_lab.py)
 command -v linux >/dev/null || { apt-get update -q && \
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q user-mode-linux; }
