@@ -34,8 +34,14 @@ CGROUP_UNDO = "LAUNCHER_CGROUP_UNDO"
 CPUSET = "LAUNCHER_CPUSET"  # a native run's CPUs, a CPU list ("" for all of the caller's)
 RLIMITS = "LAUNCHER_RLIMITS"  # a native run's rlimits (encode_rlimits)
 EXIT_FILE = "LAUNCHER_EXIT_FILE"  # where the supervisor writes how the run ended
+RECORD_DIR = "LAUNCHER_RECORD_DIR"  # where the supervisor writes the run record (a folder)
+# the watch's settings, JSON: {"growth": GrowthOptions.to_json(), "interval", "framework",
+# "profile", "estimate", "runtime"}; "0" turns the watch off (a user may set that too)
+WATCH = "LAUNCHER_WATCH"
+SITE = "LAUNCHER_SITE"  # a native run's: where the supervisor finds psutil (entrypoint.py)
 PRIVATE = (RESOLVED, REMOVE, WATCH_STDIN, RUN_CGROUPS, CGROUP_UNDO, CPUSET, RLIMITS,
-           EXIT_FILE)
+           EXIT_FILE, RECORD_DIR, WATCH, SITE)
+PSUTIL_IN_IMAGE = f"{IN_IMAGE}/psutil"  # the watch's one need beyond the standard library
 # Variables a user or an image sets for the supervisor.
 CAPS = "LAUNCHER_CAPS"  # another caps.json than CAPS_FILE
 QUIET = "LAUNCHER_QUIET"  # say only warnings and a failure's diagnosis

@@ -4,6 +4,7 @@ limit, ulimit and GPU access (none may drop what the plan has)."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -68,9 +69,14 @@ def test_env_precedence_for_a_supervised_run():
     assert plan(_spec(env={"HOME": "/h"}, user="1000")).env["HOME"] == "/h"  # the user's wins
     assert "HOME" not in plan(_spec(user="0:0")).env and "HOME" not in plan(_spec()).env
     assert p.entrypoint == tuple(SUPERVISOR) and p.stdin_open and not p.init
-    assert p.mounts[-2:] == (Mount(str(PACKAGE), f"{IN_IMAGE}/launcher", True),
+    import psutil
+
+    # launcher, its supervisor, and the watch's psutil (this interpreter's: abi3)
+    assert p.mounts[-3:] == (Mount(str(PACKAGE), f"{IN_IMAGE}/launcher", True),
                              Mount(f"{PACKAGE}/supervise/entrypoint.py",
-                                   f"{IN_IMAGE}/entrypoint.py", True))
+                                   f"{IN_IMAGE}/entrypoint.py", True),
+                             Mount(str(Path(psutil.__file__).parent),
+                                   f"{IN_IMAGE}/psutil", True))
 
 
 def test_a_deployed_service_gets_its_explicit_env_only():

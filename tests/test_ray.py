@@ -260,7 +260,11 @@ def test_a_pod_of_the_rendered_job_runs_its_chunk_from_the_image(tmp_path):
                 volumes={str(results): {"bind": "/results", "mode": "rw"}})
         assert (results / "00001/out/part.txt").read_text() == "4-8 /workspace"
         assert json.loads((results / "00001/out/_SUCCESS").read_text())["items"] == [4, 8]
-        assert [p.name for p in (results / "00001").iterdir()] == ["out"]
+        # its output, and the pod's run record beside it (the supervisor's watch)
+        assert sorted(p.name for p in (results / "00001").iterdir()) == ["out",
+                                                                         "record-podjob-1-x"]
+        summary = json.loads((results / "00001/record-podjob-1-x/summary.json").read_text())
+        assert summary["exit_status"] == 0 and summary["recorded_by"] == "supervisor"
     finally:
         client.images.remove(image, force=True)
 
@@ -313,3 +317,15 @@ def test_the_supervisor_derives_a_chunk_from_its_index_and_commits_it(tmp_path):
     again = subprocess.run(argv, env=env, capture_output=True, text=True)  # a later pod
     assert again.returncode == 0 and again.stdout == ""  # committed already: not run again
     assert "its output is committed already" in again.stderr
+
+
+def test_a_ray_chunk_is_watched_and_stopped_by_its_supervisor(cluster, tmp_path):
+    """The growth guard of a chunk is its supervisor's, on the node: the same leak as in
+    tests/test_one_watcher.py, stopped with 75, its record in the chunk's folder."""
+    from tests.test_one_watcher import _chunk_job, assert_chunk_watched
+
+    address, _ = cluster
+    spec, prof = _chunk_job(tmp_path)
+    proc = launcher("jobs", "run", str(spec), "-p", str(prof), "--backend", "ray",
+                    "--address", address, timeout=600, cwd=tmp_path)
+    assert_chunk_watched(proc, tmp_path)

@@ -27,6 +27,9 @@ def _normal(text: str) -> str:
     import re
     import socket
 
+    from launcher.runtime.container import watch_needs
+
+    text = text.replace(str(watch_needs()), "<psutil>")  # this interpreter's, wherever it is
     text = text.replace(str(ROOT), "<repo>")
     text = re.sub(rf'"{re.escape(socket.gethostname())}:\d+"', '"<host>:<pid>"', text)
     return text.replace(f'"{os.getuid()}:{os.getgid()}"', '"<uid>:<gid>"')

@@ -369,3 +369,14 @@ def test_sbatch_test_only_accepts_each_rendered_script(slurm, tmp_path, profile)
                                text=True)
     assert test_only.returncode == 0, test_only.stderr
     assert "to start at" in test_only.stderr  # sbatch's word that it would run
+
+
+def test_a_slurm_chunk_is_watched_and_stopped_by_its_supervisor(slurm, tmp_path) -> None:
+    """As tests/test_one_watcher.py's local chunk, in a Slurm job step."""
+    from tests.test_one_watcher import _chunk_job, assert_chunk_watched
+
+    spec, prof = _chunk_job(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p",
+                           str(prof), "--backend", "slurm"], capture_output=True, text=True,
+                          timeout=600, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert_chunk_watched(proc, tmp_path)

@@ -61,6 +61,9 @@ def _print_output(stream: str, data: bytes) -> None:
         raise
 
 
+_print_output.passthrough = True  # type: ignore[attr-defined]  # runtime.engine.passes_through
+
+
 def describe_spec(runtime: str, spec: RunSpec) -> str:
     """A dry run for people: the spec in words, sizes with units (--json has everything)."""
     lim = spec.limits

@@ -15,7 +15,7 @@ from pathlib import Path
 from launcher import contract
 from launcher.caps.resolve import Resolved
 from launcher.contract import read_exit
-from launcher.jobs.growth_guard import ChunkGrowth
+from launcher.jobs.growth_guard import watch_env
 from launcher.jobs.ledger import Chunk
 from launcher.jobs.spec import JobSpec
 from launcher.runtime.engine import Engine, Started
@@ -105,6 +105,9 @@ class LocalExecutor:
         if self.memory_limit:
             rs.limits = replace(rs.limits, memory=int(self.memory_limit), swap=0)
         rs.env.update({**env, **self.extra_env})
+        # its supervisor watches it: telemetry in the chunk's folder, the profile's growth
+        # keys (growth.stop: stopped before a limit, with 75, and tried again)
+        rs.env.update(watch_env(self.r, Path(env[contract.EXIT_FILE]).parent))
         rs.labels.update({RUN_LABEL: f"{self.spec.name}/{chunk.id}", OWNER_LABEL: owner()})
         return rs
 
@@ -118,10 +121,6 @@ class LocalExecutor:
         timers: list[threading.Timer] = []
         own_memory: list[bool] = []  # the chunk had a memory cgroup of its own
         with (cdir / "log.txt").open("ab") as log:
-            # stopped before a limit, where the profile asks; its lines go to the chunk's log
-            grows = ChunkGrowth.wanted(self.r, cdir, lambda line: (
-                log.write(line.encode()), log.flush()))
-
             partial = {"stdout": b"", "stderr": b""}
 
             def sink(stream: str, data: bytes) -> None:
@@ -129,13 +128,9 @@ class LocalExecutor:
                 log.flush()
                 *lines, partial[stream] = (partial[stream] + data).split(b"\n")
                 tail.extend(line.decode(errors="replace") for line in lines)
-                if grows is not None:
-                    grows.output(stream, data)
 
             def on_start(info: Started) -> None:
                 own_memory.append("memory" in info.enforcement.enforced)
-                if grows is not None:
-                    grows.started(info)
                 if observe is not None:
                     observe(info)
                 with self.lock:
@@ -164,7 +159,6 @@ class LocalExecutor:
             finally:
                 for t in timers:
                     t.cancel()
-                stopped = grows.ended() if grows is not None else None
                 with self.lock:
                     self.running.pop(chunk.id, None)
         ended = read_exit(exit_file) or {}  # how it ended: the supervisor's exit file alone
@@ -173,8 +167,6 @@ class LocalExecutor:
             f"the supervisor ended with status {status} before it could say why.")
         if timed_out.is_set():
             diagnosis = f"the chunk took longer than its {self.spec.timeout:g}s timeout."
-        elif stopped is not None:
-            status, diagnosis = stopped
         elif status == 0:
             status, diagnosis = commit_output(Path(env[contract.CHUNK_OUT]), chunk, status,
                                               diagnosis)

@@ -20,7 +20,8 @@ IMAGE_MODULES = ("__init__.py", "errors.py", "units.py", "glibc.py", "kernel.py"
                  "keys.py", "threadpools.py", "cpulist.py", "shipped.py", "registry.py",
                  "dists.py", "contract.py", "proctree.py", "rlimits.py", "defaults.py", "checks.py",
                  "probe", "caps", "profiles", "vendors", "frameworks", "supervise", "workloads",
-                 "cgroups")
+                 "cgroups", "telemetry")
+WATCH_NEEDS = ("psutil",)  # the watch's one need beyond the standard library, copied beside
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,8 @@ def copy_package(dest: Path) -> None:
         else:
             shutil.copy2(src, target / name)
     copy_plugins(dest / PLUGINS)
+    for top in WATCH_NEEDS:  # beside the package in the image (PLUGINS is copied there)
+        _copy_top_level(top, dest / PLUGINS)
 
 
 def copy_plugins(dest: Path) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from launcher.contract import IN_IMAGE, SUPERVISOR
+from launcher.contract import IN_IMAGE, PSUTIL_IN_IMAGE, SUPERVISOR
 from launcher.runtime.spec import Mount, Rlimit, RunSpec
 from launcher.vendors.base import DeviceRequest
 
@@ -72,6 +72,9 @@ def plan(spec: RunSpec, *, deployed_env: Mapping[str, str] | None = None,
         mounts += [Mount(str(PACKAGE), f"{IN_IMAGE}/launcher", True),
                    Mount(f"{PACKAGE}/supervise/entrypoint.py", f"{IN_IMAGE}/entrypoint.py",
                          True)]
+        psutil = watch_needs()
+        if psutil is not None:  # the watch's psutil (abi3: any CPython 3.6+ of the image)
+            mounts.append(Mount(psutil, PSUTIL_IN_IMAGE, True))
     ulimits = dict(spec.ulimits)
     for name, u in (engine_ulimits or {}).items():
         ulimits.setdefault(name, u)
@@ -110,3 +113,21 @@ def _environment(spec: RunSpec) -> dict[str, str]:
     if spec.user and spec.user.split(":")[0] not in ("0", "root") and "HOME" not in env:
         env["HOME"] = "/tmp"  # caches go here
     return dict(sorted(env.items()))
+
+
+def watch_needs() -> str | None:
+    """The folder of this interpreter's psutil (found, not imported), for the watch in a
+    container; None where there is none (the supervisor then says what it lacks)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("psutil")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return str(spec.submodule_search_locations[0])
+
+
+def watch_site() -> str | None:
+    """Where this interpreter's psutil sits (its site folder), for a native supervisor that
+    runs isolated (`-I -S`)."""
+    folder = watch_needs()
+    return os.path.dirname(folder) if folder else None

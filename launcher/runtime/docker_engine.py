@@ -286,8 +286,9 @@ class DockerEngine(Engine):
                     continue
                 try:
                     on_output("stderr" if stream == 2 else "stdout", data)
-                except OutputClosed:  # the reader is gone: the rest of the stream is dropped
-                    closed.add(stream)
+                except OutputClosed:  # the reader is gone: the rest of the stream is dropped,
+                    closed.add(stream)  # and the supervisor told: the workload's pipe closes
+                    reader_gone(getattr(api, "attached", None), stream, spec.supervised)
             # after a stop (Ctrl-C, kill): nothing left when launcher returns, as always
             status = None if stopping.is_set() else _reported_status(spec)
             if status is None:  # else no word from the supervisor: the daemon's, and removal
@@ -486,3 +487,13 @@ def _quiet(fn: Callable[[], Any]) -> None:
 def _short(exc: Exception) -> str:
     text = str(exc).strip().splitlines()
     return text[0][:300] if text else type(exc).__name__
+
+
+def reader_gone(sock: Any, stream: int, supervised: bool) -> None:
+    """A reader of the relayed output went away (`| head -1`): the supervisor is told over
+    its stdin, and closes the workload's pipe, whose next write meets SIGPIPE, as in a shell
+    pipeline (the daemon would drop the rest, and the workload write on for ever)."""
+    if sock is None or not supervised:
+        return
+    with contextlib.suppress(OSError):
+        sock.sendall(f"closed {'stderr' if stream == 2 else 'stdout'}\n".encode())

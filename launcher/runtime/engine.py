@@ -95,6 +95,13 @@ class OutputClosed(Exception):  # noqa: N818 - a condition, not a failure
 StartHook = Callable[[Started], None]
 
 
+def passes_through(sink: OutputSink) -> bool:
+    """A sink marked `passthrough` writes to this process's own stdout and stderr, and does
+    nothing else: an engine may hand those to the workload's supervisor instead (a native
+    run), which passes the output on itself."""
+    return bool(getattr(sink, "passthrough", False))
+
+
 class Engine(ABC):
     name: ClassVar[str] = "engine"
     python: ClassVar[str] = "python3"  # the interpreter that runs the built-in workloads

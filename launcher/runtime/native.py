@@ -21,6 +21,7 @@ from launcher.cgroups.leaf import undo_leaf
 from launcher.cgroups.run_cgroup import advisory_of, decide, make_run_cgroup, wanted_caps
 from launcher.errors import EngineError
 from launcher.rlimits import RLIMITS
+from launcher.runtime.container import watch_site
 from launcher.runtime.engine import (
     Enforcement,
     Engine,
@@ -31,6 +32,7 @@ from launcher.runtime.engine import (
     Started,
     StartHook,
     forward_signals,
+    passes_through,
     restore_signals,
 )
 from launcher.runtime.spec import RunSpec
@@ -72,6 +74,9 @@ class NativeEngine(Engine):
                 filter(None, [env.get("PYTHONPATH"), os.environ.get("PYTHONPATH")])))
         argv = ([sys.executable, "-I", "-S", str(ENTRY)] if spec.supervised else []) + \
             list(spec.command)
+        site = watch_site() if spec.supervised else None
+        if site:  # the isolated supervisor's psutil, for its watch
+            env[c.SITE] = site
         return {"argv": argv, "env": env, "cwd": spec.workdir,
                 "rlimits": {n: [u.soft, u.hard] for n, u in spec.ulimits.items()},
                 "cgroup": {"pids": spec.limits.pids, "memory": spec.limits.memory,
@@ -114,16 +119,19 @@ class NativeEngine(Engine):
         try:
             # Its own process group: Ctrl-C reaches launcher, which forwards it once. Its stdin
             # is the lifeline: a pipe we hold open until the end (the workload gets /dev/null).
+            # Output that is this process's own (passes_through): the supervisor's as it is,
+            # no copy through launcher (a terminal stays one; a closed reader is its EPIPE)
+            through = passes_through(on_output)
+            out = None if through else subprocess.PIPE
             child = subprocess.Popen(plan["argv"], env={**os.environ, **plan["env"]},
                                      cwd=plan["cwd"], process_group=0,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE)
+                                     stdin=subprocess.PIPE, stdout=out, stderr=out)
         except (OSError, subprocess.SubprocessError) as exc:
             rc.cleanup()
             raise EngineError(f"cannot start the workload: {exc}") from None
         rc.join(child.pid)  # before telemetry looks up its cgroups (on_start)
-        pumps = [_pump(child.stdout, "stdout", on_output), _pump(child.stderr, "stderr",
-                                                                  on_output)]
+        pumps = [] if through else [_pump(child.stdout, "stdout", on_output),
+                                    _pump(child.stderr, "stderr", on_output)]
 
         def forward(signum: int, _frame: object) -> None:
             child.send_signal(signum)

@@ -40,38 +40,27 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
                    on_start: Callable[[Started], None], say: Callable[[str], None],
                    growth: GrowthOptions | None = None,
                    override: tuple[str, dict[str, Any]] | None = None) -> Ended:
-    """Run `spec` with telemetry into `run_dir` (`fresh`: made for this run, so removed again
-    when nothing ran). `on_start` is told when the workload started; `say` takes warnings.
-    The workload's output marks its cycles, and growth across them is watched (`growth`).
-    A refusal run anyway (`override`: its words and record) is said after the diagnosis and
-    kept in summary.json."""
-    from launcher.telemetry.growth_watch import GrowthWatch
-    from launcher.telemetry.sampler import Sampler
-    from launcher.telemetry.watch import watched_sampler
-
+    """Run `spec` with its record in `run_dir` (`fresh`: made for this run, so removed again
+    when nothing ran). The supervisor watches (launcher/supervise/watcher.py: the samples,
+    the cycles, growth, the stop) and writes telemetry.jsonl and the exit file there; this
+    relays its output and lines, and writes summary.json with what the engine enforced.
+    `on_start` is told when the workload started; `say` takes warnings. A refusal run anyway
+    (`override`: its words and record) is said after the diagnosis and kept in summary.json."""
     exit_file = run_dir / EXIT_FILE
     exit_file.unlink(missing_ok=True)
+    (run_dir / "telemetry.jsonl").unlink(missing_ok=True)
     _reach_exit_file(engine, spec, run_dir, exit_file)
+    off = (spec.env.get(contract.WATCH) or "").strip().lower() in ("0", "off", "no", "false")
+    if spec.supervised and not off:  # (`-e LAUNCHER_WATCH=0` turns the watch off)
+        spec.env[contract.RECORD_DIR] = str(run_dir.resolve())
+        spec.env[contract.WATCH] = json.dumps({
+            "growth": (growth or GrowthOptions()).to_json(), "interval": interval,
+            "framework": r.framework, "profile": r.caps.profile,
+            "estimate": r.caps.estimate.to_json(), "runtime": engine.name})
     started = time.time()
-    samplers: list[Sampler] = []
-    telemetry = (run_dir / "telemetry.jsonl").open("w")
-    estimate = r.caps.estimate.total
-    watch = GrowthWatch(growth or GrowthOptions(), say)
 
     def started_hook(info: Started) -> None:
         on_start(info)
-        if info.pid is None:
-            return
-        samplers.append(watched_sampler(
-            info, r.facts, telemetry, watch, extra_limits={"threads_estimate": estimate},
-            interval=interval, warn=lambda msg: say(f"warning: {msg}"),
-            framework=_label(r.framework)))
-
-    def sink(stream: str, data: bytes) -> None:
-        try:
-            on_output(stream, data)
-        finally:  # the cycle a line marks, after the line itself
-            watch.output(stream, data)
 
     # The run is a launcher process's last work: what was built to get here (modules, the
     # CLI, the profile) lives until it exits. Frozen, no collection walks it again, during the
@@ -80,16 +69,11 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     gc.enable()  # `launcher run` starts with it off (cli/main.py): nothing to collect yet
     threading.Thread(target=_import_the_end, name="launcher-warm", daemon=True).start()
     try:
-        result = engine.run(spec, sink, started_hook)
+        result = engine.run(spec, on_output, started_hook)
     except LauncherError:
         if fresh:  # it never started: no run folder
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    finally:
-        watch.close()  # no SIGKILL after the run for a stop's grace
-        for s in samplers:
-            s.stop()
-        telemetry.close()
     ended = contract.read_exit(exit_file) if spec.supervised else None
     ran = ended is None or ended.get("started", True)
     if not ran and fresh:
@@ -97,12 +81,13 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
         return Ended(result.status, str(ended["diagnosis"]), False, None)
     diagnosis = (ended or {}).get("diagnosis") or (
         f"the workload exited with status {result.status}.")
-    record, status = _growth(run_dir, watch, ended or {}, result.status, say)
-    status = status if status is not None else result.status
-    if record.get("diagnosis"):
-        say(str(record["diagnosis"]))
-        diagnosis = str(record["diagnosis"])
-    extra = {"growth": record, "exit_status": status, "workload_status": result.status,
+    telemetry = run_dir / "telemetry.jsonl"
+    if not telemetry.exists():  # an unwatched run (the supervisor said why): no samples
+        telemetry.touch()
+    record = (ended or {}).get("growth") or {}
+    status = result.status
+    extra = {"growth": record, "exit_status": status,
+             "workload_status": (ended or {}).get("workload_status", status),
              "memory_peak_kernel": own_memory_peak(engine, result, ended)}
     if override is not None:
         words, extra["override"] = override
@@ -114,33 +99,10 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     return Ended(status, diagnosis, ran, summary)
 
 
-def _growth(run_dir: Path, watch: Any, ended: dict[str, Any], status: int,
-            say: Callable[[str], None]) -> tuple[dict[str, Any], int | None]:
-    """The growth record and the run's exit status after it (75 for a stop); a bug here
-    costs the record, never the summary or the workload's status."""
-    from launcher.telemetry.growth_verdict import growth_record
-    from launcher.telemetry.summary import read_series
-
-    try:
-        record = growth_record(read_series(run_dir / "telemetry.jsonl"), watch.result(), ended,
-                               status=status)
-    except Exception as exc:  # noqa: BLE001 - the summary is written all the same
-        say(f"warning: the growth record could not be made ({type(exc).__name__}: {exc})")
-        return {"error": f"{type(exc).__name__}: {exc}"}, None
-    return record, record.pop("status")
-
-
 def _import_the_end() -> None:
     """The modules of a run's end, imported while the engine starts the workload (the main
-    thread waits on the daemon or the child meanwhile): its summary and growth record."""
-    import launcher.telemetry.growth_verdict
+    thread waits on the daemon or the child meanwhile): its summary."""
     import launcher.telemetry.summary  # noqa: F401
-
-
-def _label(framework: str) -> str | None:
-    from launcher.frameworks import get, known
-
-    return get(framework).label if known(framework) else None
 
 
 def _reach_exit_file(engine: Engine, spec: RunSpec, run_dir: Path, exit_file: Path) -> None:
@@ -196,7 +158,11 @@ def write_summary(run_dir: Path, r: Resolved, *, engine: Engine, result: RunResu
                        "cgroup": e.cgroup}, **(extra or {})}
     summary = summarize(read_series(run_dir / "telemetry.jsonl"), meta,
                         {(g.vendor, g.index): g.model for g in r.facts.gpus}, pids_peak)
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    # in place of the supervisor's (which may be another user's: a container's root)
+    tmp = run_dir / "summary.json.tmp"
+    tmp.unlink(missing_ok=True)
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    os.replace(tmp, run_dir / "summary.json")
     return summary
 
 

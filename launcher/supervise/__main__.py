@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from launcher import contract as c
 from launcher.supervise.diagnose import Counters, diagnose, read_counters
@@ -29,10 +30,11 @@ def say(msg: str) -> None:
         print(f"launcher: {msg}", file=sys.stderr, flush=True)
 
 
-def prepare_env() -> tuple[dict[str, str], list[str]] | tuple[int, str]:
+def prepare_env() -> tuple[dict[str, str], list[str], Any] | tuple[int, str]:
     """Resolve the caps here (image started by docker, compose or a cloud) and return the
-    child's environment and the cgroups it must join, or an exit status and why when the
-    workload must not start (the profile decides: `limits.require`, `limits.fit`)."""
+    child's environment, the cgroups it must join and the resolved recipe (its profile's
+    growth keys: the watch's), or an exit status and why when the workload must not start
+    (the profile decides: `limits.require`, `limits.fit`)."""
     import dataclasses
 
     from launcher.caps.fit import apply as apply_fit
@@ -85,7 +87,7 @@ def prepare_env() -> tuple[dict[str, str], list[str]] | tuple[int, str]:
     env = child_env(r.caps, dict(os.environ))
     if entry.cgroup is not None and entry.cgroup.undo:
         os.environ[c.CGROUP_UNDO] = c.encode_undo(entry.cgroup.undo)
-    return env, dirs
+    return env, dirs, r
 
 
 def resolved_env() -> dict[str, str]:
@@ -105,10 +107,11 @@ def run(cmd: list[str]) -> int:
     watch = os.environ.get(c.WATCH_STDIN) == "1"
     run_cgroups = c.decode_paths(os.environ.get(c.RUN_CGROUPS, ""))
     exit_file = os.environ.get(c.EXIT_FILE)
-    prepared = (resolved_env(), []) if os.environ.get(c.RESOLVED) == "1" else prepare_env()
+    prepared = (resolved_env(), [], None) if os.environ.get(c.RESOLVED) == "1" else (
+        prepare_env())
     if isinstance(prepared[0], int):
         return not_started(exit_file, *prepared)  # type: ignore[arg-type]
-    env, entry_cgroups = prepared
+    env, entry_cgroups, recipe = prepared  # type: ignore[misc]
     if entry_cgroups:  # the entrypoint's own cgroups for the workload, joined below
         os.environ[c.RUN_CGROUPS] = c.encode_paths(entry_cgroups)
 
@@ -121,6 +124,8 @@ def run(cmd: list[str]) -> int:
     from launcher.supervise.indexed import commit_in_pod, from_index
 
     cmd, env = from_index(cmd, env)  # a Kubernetes Indexed Job's chunk, from its index
+    if env.get(c.RECORD_DIR):  # its record's folder: the watch's, not the workload's
+        os.environ[c.RECORD_DIR] = env.pop(c.RECORD_DIR)
     if env.get(c.CHUNK_COMMITTED):
         say(f"chunk {env[c.CHUNK_INDEX]}: its output is committed already "
             f"({env[c.CHUNK_COMMITTED]}/out, an earlier pod's): nothing to run")
@@ -131,6 +136,14 @@ def run(cmd: list[str]) -> int:
         release()
         return not_started(exit_file, 1, f"error: {failed}")
     lifeline.become_subreaper()  # the workload's descendants stay below us
+    watched = watching(recipe)
+    pump = None
+    if watched is not None:  # its output through us: its cycles and failure words read
+        from launcher.supervise.lazy import LazyWatch
+        from launcher.supervise.pump import Pump
+
+        watched = LazyWatch(watched, cmd, say)
+        pump = Pump(watched.output)
     before = read_counters()
     start = Start(env)  # the limits the workload starts under
     # the signals to forward are held from here until their handlers are set, so that one
@@ -139,6 +152,7 @@ def run(cmd: list[str]) -> int:
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARD)
     try:  # posix_spawnp: no subprocess import (~10 ms of every container start)
         actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)] if watch else []
+        actions += pump.file_actions() if pump is not None else []
         # the signals Python ignores go back to their defaults, as subprocess's
         # restore_signals does: a workload in a pipeline dies of SIGPIPE, one past
         # RLIMIT_FSIZE of SIGXFSZ; and so do the stop signals launcher forwards, which a
@@ -158,14 +172,21 @@ def run(cmd: list[str]) -> int:
             # fork() is clone: the workload starts, and its threads' failure is named
             say("warning: a seccomp filter refuses clone3 here; the workload's threads will "
                 "fail to start (glibc creates them with clone3)")
-            pid = fork_exec(cmd, env, watch, defaults, mask)
+            pid = fork_exec(cmd, env, watch, defaults, mask, actions)
     except OSError as exc:
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+        if pump is not None:
+            pump.close()
         release()
         return not_started(exit_file, 127 if isinstance(exc, FileNotFoundError) else 126,
                            f"cannot run {cmd[0]!r}: {exc.strerror}")
 
+    if pump is not None:
+        pump.spawned()
+
     def forward(signum: int, _frame: object) -> None:
+        if signum == signal.SIGWINCH and pump is not None:
+            pump.resize()  # the workload's terminal takes the new size first
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signum)
 
@@ -173,32 +194,91 @@ def run(cmd: list[str]) -> int:
         signal.signal(sig, forward)
     signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # any held meanwhile: forwarded now
     sampled = Watch(pid)  # its threads and address space, for the diagnosis
+    tick = sampled.sample
+    if watched is not None:  # the watch starts a moment after the workload (its imports)
+        watched.spawned(pid, run_cgroups or entry_cgroups)
+        sampled.watched = True
+        tick = both(sampled.sample, watched.tick)
     # with `watch`: stdin's end means launcher is gone
-    status = lifeline.wait_for(pid, watch, sampled.sample)
+    status = lifeline.wait_for(pid, watch, tick, pump)
     if status is None:  # launcher died first: the tree is stopped; leave nothing behind
+        if pump is not None:
+            pump.close()
         lifeline.leave_cgroups(run_cgroups or entry_cgroups)
         undo_leaves(os.environ.get(c.CGROUP_UNDO, ""))
         return 128 + signal.SIGTERM
     rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
     lifeline.stop_tree(grace=1.0, reap=True)  # nothing the workload started outlives it
+    if pump is not None:  # what its pipes still hold, before the closing sentence
+        pump.drain()
+        pump.close()
     after = read_counters()
     release()  # its own cgroups: out of them, and the container's cgroup as it was
     reason, sentence = diagnose(rc, before, after, start, sampled)
-    if rc != 0 or not quiet:
-        say(sentence)
     code = 128 - rc if rc < 0 else rc
+    limits = at_start(start, after, sampled)
+    growth, workload, folder = None, code, None
+    if watched is not None:
+        code, sentence, growth, folder = watched.finish(
+            code, sentence, {"reason": reason, "diagnosis": sentence,
+                             "limits_at_start": limits},
+            {"pids_peak_kernel": after.pids_peak_nearest if os.getpid() == 1 else None,
+             "memory_peak_kernel": after.memory_peak if os.getpid() == 1 else None})
+    if code != 0 or not quiet:
+        say(sentence)
+    from launcher.supervise.watcher import termination_message
+
+    termination_message(sentence)
     code, committed = commit_in_pod(env, code)  # a Kubernetes chunk's output, into place
     if committed and (code != 0 or not quiet):
         say(committed)
     if exit_file:
         c.write_exit(exit_file, {**exit_record(code, sentence, before, after), "reason": reason,
-                                 "limits_at_start": at_start(start, after, sampled)})
+                                 "limits_at_start": limits, "growth": growth,
+                                 "workload_status": workload,
+                                 "record": folder})
     return code
 
 
+def watching(recipe: Any) -> dict[str, Any] | None:
+    """The watch's settings, where it runs (psutil there: checked, not imported, before the
+    workload starts); None where it is off or cannot run (said)."""
+    import importlib.util
+
+    from launcher.supervise.watcher import settings_of
+
+    settings = settings_of(dict(os.environ), recipe, say)
+    if settings is None:
+        return None
+    if importlib.util.find_spec("psutil") is None:  # its words are read all the same
+        say("note: growth is not watched and the run record has no samples here: this image "
+            "lacks psutil (images `launcher build` makes have it; or `pip install psutil`)")
+        settings["sample"] = False
+    return settings
+
+
+def both(first: Any, second: Any) -> Any:
+    """Two ticks as one, each called when it is due (the loop also wakes for output): the
+    sooner of their next times."""
+    import time
+
+    due = [0.0, 0.0]
+
+    def tick() -> float:
+        now = time.monotonic()
+        for i, each in enumerate((first, second)):
+            if now >= due[i]:
+                due[i] = now + each()
+        return max(0.0, min(due) - now)
+
+    return tick
+
+
 def fork_exec(cmd: list[str], env: dict[str, str], devnull_stdin: bool,
-              defaults: tuple[signal.Signals, ...], mask: set[signal.Signals]) -> int:
-    """posix_spawnp's work by fork() and exec: the child's exec failure is its exit 127."""
+              defaults: tuple[signal.Signals, ...], mask: set[signal.Signals],
+              actions: list[Any] | None = None) -> int:
+    """posix_spawnp's work by fork() and exec (its DUP2 `actions` too): the child's exec
+    failure is its exit 127."""
     pid = os.fork()
     if pid:
         return pid
@@ -209,6 +289,9 @@ def fork_exec(cmd: list[str], env: dict[str, str], devnull_stdin: bool,
         if devnull_stdin:
             fd = os.open(os.devnull, os.O_RDONLY)
             os.dup2(fd, 0)
+        for action in actions or ():
+            if action[0] == os.POSIX_SPAWN_DUP2:
+                os.dup2(action[1], action[2])
         os.execvpe(cmd[0], cmd, env)
     finally:
         os._exit(127)

@@ -13,6 +13,9 @@ for _base in (_here, os.path.dirname(os.path.dirname(_here))):
         sys.path.insert(0, _base)
         break
 
+# A native run's: the folder that holds launcher's own psutil (the watch's), after the rest.
+sys.path += [p for p in os.environ.get("LAUNCHER_SITE", "").split(os.pathsep) if p]
+
 from launcher.supervise.__main__ import main  # noqa: E402
 
 sys.exit(main(sys.argv[1:]))

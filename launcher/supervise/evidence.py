@@ -97,10 +97,13 @@ class Watch:
         self.host_tasks = 0  # the kernel's tasks in all
         self.last_pid = 0  # the highest PID given out in the namespace
         self.samples = 0
+        self.watched = False  # the watch samples the run beside this
 
     def interval(self) -> float:
+        """Often while pools start; after 10 s, every 0.25 s, or every second where the watch
+        samples the run too (`watched`: its rows hold the later peaks)."""
         age = time.monotonic() - self.started
-        return 0.01 if age < 2 else 0.05 if age < 10 else 0.25
+        return 0.01 if age < 2 else 0.05 if age < 10 else 1.0 if self.watched else 0.25
 
     def sample(self) -> float:
         """One sample; the seconds until the next."""

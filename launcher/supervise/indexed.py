@@ -41,7 +41,10 @@ def from_index(argv: list[str], env: dict[str, str]) -> tuple[list[str], dict[st
         with open(chunk_file, "w") as f:
             f.writelines(lines)
     chunk = c.chunk_env(job=None, index=index, start=start, end=end, out=out, file=chunk_file)
-    return c.substitute(argv, chunk), {**env, **chunk, c.COMMIT_ATTEMPT: out}
+    # the pod's run record (the watch's telemetry and summary) beside its attempt
+    record = os.path.join(cdir, f"record-{tag}")
+    return c.substitute(argv, chunk), {**env, **chunk, c.COMMIT_ATTEMPT: out,
+                                       c.RECORD_DIR: record}
 
 
 def commit_in_pod(env: dict[str, str], code: int) -> tuple[int, str]:

@@ -17,6 +17,7 @@ import select
 import signal
 import time
 from collections.abc import Callable
+from typing import Any
 
 from launcher.cgroups.leaf import LEAF
 from launcher.proctree import descendants
@@ -78,14 +79,16 @@ def _reap(pid: int = 0) -> int | None:
 
 
 def wait_for(pid: int, watch_stdin: bool,
-             tick: Callable[[], float] | None = None) -> int | None:
+             tick: Callable[[], float] | None = None, pump: Any = None) -> int | None:
     """Wait for `pid`, reaping every other child meanwhile (PID 1's and a subreaper's duty);
     its wait status, or None when launcher went away first (stdin reached end of file), in
     which case the whole tree has been stopped. `tick` samples the workload and says when
     to again.
 
     One thread and select(): a watcher thread would be one more task against the workload's
-    pids limit (a limit of 2 leaves none for it)."""
+    pids limit (a limit of 2 leaves none for it). `pump` (pump.Pump), where the output goes
+    through the supervisor, is served in the same loop; a line on stdin from launcher
+    (`closed stdout`) says that a reader of the relayed output went away."""
     wake_r, wake_w = os.pipe()
     for fd in (wake_r, wake_w):
         os.set_blocking(fd, False)
@@ -100,16 +103,26 @@ def wait_for(pid: int, watch_stdin: bool,
             if tick is not None:
                 timeout = tick()
             fds = [wake_r, 0] if watch_stdin else [wake_r]
+            out = pump.writable() if pump is not None else []
+            if pump is not None:
+                fds += pump.readable()
             try:
-                ready, _, _ = select.select(fds, [], [], timeout)
+                ready, writable, _ = select.select(fds, out, [], timeout)
             except InterruptedError:
                 continue
             if wake_r in ready:
                 with contextlib.suppress(BlockingIOError):
                     os.read(wake_r, 4096)
-            if 0 in ready and not _read_stdin():
-                stop_tree(reap=True)
-                return None
+            if pump is not None:
+                pump.ready(ready, writable)
+            if 0 in ready:
+                said = _read_stdin()
+                if said is None:
+                    stop_tree(reap=True)
+                    return None
+                for line in said.splitlines():  # launcher's word: a reader went away
+                    if line.startswith(b"closed ") and pump is not None:
+                        pump.gone(line[7:].decode(errors="replace"))
     finally:
         signal.set_wakeup_fd(old_fd)
         signal.signal(signal.SIGCHLD, old_chld)
@@ -117,14 +130,15 @@ def wait_for(pid: int, watch_stdin: bool,
         os.close(wake_w)
 
 
-def _read_stdin() -> bool:
-    """False at end of file (or when stdin is unreadable: launcher is gone)."""
+def _read_stdin() -> bytes | None:
+    """What launcher wrote; None at end of file (or when stdin is unreadable: launcher is
+    gone)."""
     try:
-        return bool(os.read(0, 4096))
+        return os.read(0, 4096) or None
     except BlockingIOError:
-        return True
+        return b""
     except OSError:
-        return False
+        return None
 
 
 def enter(env: dict[str, str]) -> str | None:

@@ -216,8 +216,8 @@ class CycleMarks:
     def scan(self, chunk: Chunk | None, drawn: list[bytes]) -> list[Boundary]:
         """The boundaries of a chunk of whole lines, then of a progress bar's redraws."""
         out: list[Boundary] = []
-        if chunk is not None:
-            out += self._custom(chunk.done) if self.custom else self._shapes(chunk)
+        for part in chunk.parts() if chunk is not None else ():
+            out += self._custom(part.text) if self.custom else self._shapes(part)
         for piece in drawn:
             if self.custom:
                 out += self._custom(piece)
@@ -251,7 +251,7 @@ class CycleMarks:
                         if b is not None:
                             out.append(b)
                 continue
-            if chunk.redrawn_first and chunk.rough.startswith(key + b"\n"):
+            if chunk.redrawn_first and chunk.first_is(key):
                 continue  # the end of a progress bar's line: no counter
             assert self.counters is not None
             b = self.counters.read(first, last, count)

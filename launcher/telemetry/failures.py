@@ -55,6 +55,10 @@ class FailureText:
             self.scan(chunk)
 
     def scan(self, chunk: Chunk) -> None:
+        for part in chunk.parts():
+            self._scan(part)
+
+    def _scan(self, chunk: Chunk) -> None:
         if len(self.found) == len(TEXTS):
             return
         for key in chunk.counts:

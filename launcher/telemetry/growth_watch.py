@@ -62,6 +62,25 @@ class GrowthOptions:
         return cls(pattern=pattern, window=float(window) if window else None,
                    stop=stop or bool(profile.get("growth.stop")), stop_by=by)
 
+    def to_json(self) -> dict[str, Any]:
+        """For the supervisor, which watches (contract.WATCH)."""
+        return {"cycle": self.pattern.pattern if self.pattern else None, "window": self.window,
+                "stop": self.stop, "stop_by": self.stop_by}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> GrowthOptions:
+        """to_json's, read back; a pattern that no longer compiles marks no cycle."""
+        from launcher.telemetry.cycles import compile_pattern
+
+        pattern = None
+        if d.get("cycle"):
+            try:
+                pattern = compile_pattern(str(d["cycle"]))
+            except ValueError:
+                pattern = None
+        return cls(pattern=pattern, window=float(d["window"]) if d.get("window") else None,
+                   stop=bool(d.get("stop")), stop_by=str(d.get("stop_by") or "growth.stop"))
+
 
 @dataclass
 class Said:
@@ -94,6 +113,8 @@ class GrowthWatch:
     shown: Trend | None = None
     units: Counter[str] = field(default_factory=Counter)  # boundaries recorded, per unit
     timeline: Any = None  # timeline.Timeline, while no line marks a cycle
+    later: Callable[[float], None] | None = None  # the stop's SIGKILL after so many seconds,
+    # by the caller's loop (the supervisor: no thread); None: a timer thread
 
     def __post_init__(self) -> None:
         self.marks = CycleMarks(self.options.pattern)
@@ -271,6 +292,9 @@ class GrowthWatch:
                 return
             self.signalled = True
         self.stop(15)
+        if self.later is not None:
+            self.later(STOP_GRACE_S)
+            return
         self.timer = threading.Timer(STOP_GRACE_S, self.stop, args=(9,))
         self.timer.daemon = True
         self.timer.start()

@@ -31,6 +31,7 @@ CPU_SHARE = 0.003  # of one core, for censuses at most (a thousand threads: ~8 m
 PACE_SHARE = 0.02  # of one core, for the faster samples of short cycles at most
 MIN_INTERVAL_S = 0.1  # the shortest interval short cycles bring (pace)
 LOADED_EVERY_S = 10.0  # the workload's maps scanned for frameworks at most this often
+UNLOADED_EVERY_S = 2.0  # and, while none is found, at boundaries at most this often
 RLIMITS = {"rlimit_as": "Max address space", "rlimit_data": "Max data size",
            "nofile": "Max open files"}  # /proc/PID/limits rows, as growth's limits
 
@@ -279,7 +280,7 @@ class Sampler(threading.Thread):
         if limits or stale:
             self.limits.update(soft_limits(workload.pid))
             row.update({k: self.limits.get(k) for k in RLIMITS})
-        if not self.loaded or stale:
+        if stale or (not self.loaded and row["t"] - (self.loaded_at or 0.0) > UNLOADED_EVERY_S):
             from launcher.telemetry.census import loaded
 
             self.loaded, self.loaded_at = loaded(workload.pid, first=self.framework), row["t"]
@@ -319,10 +320,11 @@ class Sampler(threading.Thread):
     def pace(self, cycle_s: float) -> None:
         """Cycles shorter than a few intervals would each get one sample or none, and their
         peaks would be missed: sample four times a cycle then, at most every 0.1 s and never
-        past PACE_SHARE of a core (TensorFlow's tree costs ~3 ms a sample: every 0.15 s)."""
+        past PACE_SHARE of a core (TensorFlow's tree costs ~3 ms a sample: every 0.15 s), and
+        never slower than the interval asked for."""
         per_sample = self.cpu["sample"] / max(self.samples, 1)
-        self.every = max(MIN_INTERVAL_S, per_sample / PACE_SHARE,
-                         min(self.interval, cycle_s / 4))
+        self.every = min(self.interval, max(MIN_INTERVAL_S, per_sample / PACE_SHARE,
+                                            cycle_s / 4))
 
     def due(self) -> bool:
         """A row taken within the last interval (a boundary's) is this tick's sample: no two
@@ -330,7 +332,7 @@ class Sampler(threading.Thread):
         last = self.rows[-1]["t"] if self.rows else -1e9
         return time.monotonic() - self.start_time - last >= 0.9 * self.every
 
-    def run(self) -> None:
+    def run(self) -> None:  # as a thread (the supervisor calls `sample` in its own loop)
         try:
             while not self.stop_event.is_set():
                 if self.due():

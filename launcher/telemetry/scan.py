@@ -18,33 +18,74 @@ MAX_PARTIAL = 4096  # an unended line longer than this is dropped: no cycle or w
 
 @dataclass
 class Chunk:
-    """Whole lines of one stream (`done`, each ending in a newline), by shape."""
+    """Whole lines of one stream, by shape: those of `done` from `start` to `end` (each ending
+    in a newline; `done` is the read as it came, so no copy is made of it), after `head`, the
+    line that the read before began."""
 
     done: bytes
     rough: bytes  # `done` with every digit a `#`: the same length, line for line
     counts: Counter[bytes]  # shape -> its lines in the chunk, in order of first appearance
     redrawn_first: bool = False  # the first line is the end of a progress bar's redraws
+    start: int = 0
+    end: int = -1  # -1: len(done)
+    head: Chunk | None = None
+
+    def __post_init__(self) -> None:
+        if self.end < 0:
+            self.end = len(self.done)
+
+    def parts(self) -> list[Chunk]:
+        """The head's line, then these: in the order they were written."""
+        return [self] if self.head is None else [self.head, self]
+
+    @property
+    def text(self) -> bytes:
+        """The whole lines as written (a user's --cycle pattern reads them)."""
+        own = self.done if (self.start, self.end) == (0, len(self.done)) else (
+            self.done[self.start:self.end])
+        return own if self.head is None else self.head.text + own
+
+    def first_is(self, key: bytes) -> bool:
+        return self.rough.startswith(key + b"\n", self.start)
 
     def line(self, key: bytes, *, last: bool = False) -> bytes:
         """The first (or last) line of shape `key`, as written."""
+        framed = b"\n" + key + b"\n"
         if last:
-            at = self.rough.rfind(b"\n" + key + b"\n") + 1
-            if at == 0 and not self.rough.startswith(key + b"\n"):
-                at = -1
-        elif self.rough.startswith(key + b"\n"):
-            at = 0
+            at = self.rough.rfind(framed, max(self.start - 1, 0), self.end) + 1
+            if at == 0:
+                at = self.start if self.first_is(key) else -1
+        elif self.first_is(key):
+            at = self.start
         else:
-            at = self.rough.find(b"\n" + key + b"\n") + 1
+            at = self.rough.find(framed, max(self.start - 1, 0), self.end) + 1
+            at = at if at > 0 else -1
         return self.done[at:at + len(key)] if at >= 0 else b""
 
 
-def chunk_of(done: bytes, *, redrawn_first: bool = False) -> Chunk:
+def chunk_of(done: bytes, *, redrawn_first: bool = False, start: int = 0, end: int = -1,
+             head: Chunk | None = None) -> Chunk:
+    """The lines of `done` from `start` (just after a newline) to `end` (just after one)."""
+    end = len(done) if end < 0 else end
     if b"\r" in done:  # (a byte's search is memchr: far cheaper than a replace)
-        done = done.replace(b"\r\n", b"\n")  # CRLF: one line, not a redraw
+        done = done[start:end].replace(b"\r\n", b"\n")  # CRLF: one line, not a redraw
+        start, end = 0, len(done)
     rough = done.translate(_HASH)
+    return Chunk(done, rough, _shapes(rough, start, end), redrawn_first, start, end, head)
+
+
+def _shapes(rough: bytes, start: int, end: int) -> Counter[bytes]:
+    """Each shape's lines. A chunk of one shape (a flood of `step #### loss #.####`) is known
+    with no line cut out: it is its first line repeated (one compare, in C)."""
+    first = rough[start:rough.find(b"\n", start) + 1]
+    lines, rest = divmod(end - start, len(first))
+    if not rest and rough.startswith(first * lines, start):
+        return Counter({first[:-1]: lines})
     keys = rough.split(b"\n")
-    keys.pop()  # after the last newline: nothing
-    return Chunk(done, rough, Counter(keys), redrawn_first)
+    keys.pop()  # after the last newline: nothing, or the unended rest
+    if start:
+        del keys[0]  # the end of the line before `start`
+    return Counter(keys)
 
 
 @dataclass
@@ -57,13 +98,21 @@ class Lines:
     redrawn: dict[str, bool] = field(default_factory=dict)
 
     def feed(self, stream: str, data: bytes) -> tuple[Chunk | None, list[bytes]]:
-        buf = self.partial.get(stream, b"") + data
-        cut = buf.rfind(b"\n") + 1
-        done, rest = buf[:cut], buf[cut:]
+        partial = self.partial.get(stream, b"")
+        cut = data.rfind(b"\n") + 1
         chunk = None
-        if done:
-            chunk = chunk_of(done, redrawn_first=self.redrawn.get(stream, False))
-            self.redrawn[stream] = False
+        if cut == 0:  # no line ends here
+            rest = partial + data
+        else:  # the read is shaped as it came (a line the last read began: its head)
+            redrawn, self.redrawn[stream] = self.redrawn.get(stream, False), False
+            if partial:
+                first = data.find(b"\n") + 1
+                head = chunk_of(partial + data[:first], redrawn_first=redrawn)
+                chunk = head if first == cut else chunk_of(data, start=first, end=cut,
+                                                           head=head)
+            else:
+                chunk = chunk_of(data, redrawn_first=redrawn, end=cut)
+            rest = data[cut:]
         drawn: list[bytes] = []
         if b"\r" in rest:  # redraws so far: read now, not when the bar ends
             cut = rest.rfind(b"\r")

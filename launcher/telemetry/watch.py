@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
 
 from launcher.probe.cgroup import find_chains, read_memory, read_pids
 from launcher.probe.host import HostFacts
-
-if TYPE_CHECKING:
-    from launcher.telemetry.sampler import Sampler
 
 
 def limits_of(pid: int, facts: HostFacts) -> tuple[dict[str, int | None], Path | None]:
@@ -42,24 +38,3 @@ def memory_dir_of(pid: int) -> tuple[Path | None, bool]:
     if chain is None or not chain.dirs:
         return None, False
     return chain.dirs[0], chain.version == "v2"
-
-
-def watched_sampler(info: Any, facts: HostFacts, out: IO[str], watch: Any, *,
-                    extra_limits: dict[str, int | None] | None = None,
-                    **options: Any) -> Sampler:
-    """The sampler of a workload just started (`info`: the engine's Started, with its pid,
-    enforcement and stop), with its limits, its memory
-    cgroup where the run has one of its own, and `watch` (a GrowthWatch) beside it, started.
-    `options` go to the Sampler (interval, warn, framework)."""
-    from launcher.telemetry.sampler import Sampler
-
-    assert info.pid is not None
-    limits, pids_dir = limits_of(info.pid, facts)
-    limits.update(extra_limits or {})
-    memory_dir, v2 = (memory_dir_of(info.pid) if "memory" in info.enforcement.enforced
-                      else (None, False))
-    sampler = Sampler(info.pid, out, limits, pids_dir=pids_dir, memory_dir=memory_dir,
-                      memory_v2=v2, on_sample=watch.on_sample, **options)
-    watch.attach(sampler, info.stop)
-    sampler.start()
-    return sampler

@@ -97,13 +97,13 @@ def target_of(*, command: str | None, workload: str | None) -> Target:
     if command and workload:
         raise LauncherError("give --command or --workload, not both")
     words: list[str] = _split("--command", command) if command else []
-    env: dict[str, str] = {}
-    mounts: list[Mount] = []
+    # every service's run record (the supervisor's watch), and a built-in workload's output
+    env: dict[str, str] = {"LAUNCHER_RUNS_DIR": RESULTS}
+    mounts: list[Mount] = [Mount("./runs", RESULTS)]
     framework = None
     if workload:
         words, framework = _workload_command(workload)
-        env = {"PYTHONPATH": IN_IMAGE, "LAUNCHER_RUNS_DIR": RESULTS}
-        mounts.append(Mount("./runs", RESULTS))
+        env = {"PYTHONPATH": IN_IMAGE, **env}
     return Target(command=tuple(words), env=env, mounts=tuple(mounts), framework=framework)
 
 
@@ -153,8 +153,7 @@ def render_files(r: Resolved, *, base_image: str | None, ca_cert: Path | None, t
     for s in services.values():
         s.mounts = list(target.mounts)
     env = {**target.env, **r.overrides}
-    per_service = {name: {**target.env, **({"LAUNCHER_RUN_DIR": f"{RESULTS}/{name}"}
-                                           if target.env else {}), **r.overrides}
+    per_service = {name: {**target.env, "LAUNCHER_RUN_DIR": f"{RESULTS}/{name}", **r.overrides}
                    for name in services}
     notes = _memory_notes(r, services)
     if not command:

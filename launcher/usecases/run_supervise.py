@@ -9,7 +9,13 @@ from typing import Any
 
 from launcher.caps.resolve import Resolved
 from launcher.errors import LauncherError
-from launcher.runtime.engine import BuildEvent, Engine, ImageNotFound, OutputClosed
+from launcher.runtime.engine import (
+    BuildEvent,
+    Engine,
+    ImageNotFound,
+    OutputClosed,
+    passes_through,
+)
 from launcher.runtime.spec import RunSpec
 from launcher.usecases.events import Teller
 from launcher.usecases.run_checks import Override
@@ -64,6 +70,7 @@ def _sink(on_output: OnOutput | None) -> OnOutput:
         except BrokenPipeError:
             raise OutputClosed(stream) from None
 
+    sink.passthrough = passes_through(on_output) if on_output else False  # type: ignore[attr-defined]
     return sink
 
 

@@ -1,0 +1,295 @@
+"""The watch beside the workload, in the supervisor: wherever the workload runs (`launcher run`,
+a container started by docker, compose or a pod, a job's chunk), the same code samples it,
+reads its cycles from its output, fits the growth, says its lines, stops it before a limit
+when asked, and writes the run record that `launcher report` reads.
+
+What it is told comes in one variable (contract.WATCH, JSON, set by `launcher run` and
+`launcher jobs`), else from the image's recipe (the profile's `growth` keys). Where the record
+goes: contract.RECORD_DIR, else $LAUNCHER_RUN_DIR (a compose service's `./runs/NAME`), else a
+new folder under $LAUNCHER_RUNS_DIR or a pod's /workspace/runs; else none, and a Kubernetes
+container's closing sentence is its termination message. It runs in the supervisor's one
+thread (pids: a watcher thread would count against the workload's limit); psutil is the one
+thing it needs beyond the standard library, and without it the run goes on with its caps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import IO, Any
+
+from launcher import contract as c
+
+POD_RUNS = "/workspace/runs"  # a RunPod pod's volume
+TERMINATION_LOG = "/dev/termination-log"  # a Kubernetes container's termination message
+TERMINATION_MAX = 4096  # bytes the kubelet keeps of it
+OFF = ("0", "off", "no", "false")
+
+
+def settings_of(environ: dict[str, str], r: Any = None,
+                say: Callable[[str], None] | None = None) -> dict[str, Any] | None:
+    """What the watch is told; None where it is turned off (LAUNCHER_WATCH=0). `r`: the
+    image's recipe resolved here, whose profile's growth keys apply unless launcher sent its
+    own."""
+    raw = (environ.get(c.WATCH) or "").strip()
+    if raw.lower() in OFF and raw:
+        return None
+    try:
+        settings: dict[str, Any] = json.loads(raw) if raw.startswith("{") else {}
+    except ValueError:
+        settings = {}
+    if r is not None:
+        from launcher.telemetry.growth_watch import GrowthOptions
+
+        if "growth" not in settings:
+            try:
+                settings["growth"] = GrowthOptions.of(r.profile).to_json()
+            except ValueError as exc:  # a bad growth.cycle: said, and the defaults watch
+                if say is not None:
+                    say(f"warning: {exc}")
+        settings.setdefault("framework", r.framework)
+        settings.setdefault("profile", r.caps.profile)
+        settings.setdefault("estimate", r.caps.estimate.to_json())
+    return settings
+
+
+def record_folder(environ: dict[str, str], command: list[str]) -> Path | None:
+    """Where the run record goes (see the module's words); None: nowhere to keep it."""
+    for name in (c.RECORD_DIR, "LAUNCHER_RUN_DIR"):
+        if environ.get(name):
+            return Path(environ[name])
+    runs = environ.get("LAUNCHER_RUNS_DIR") or (
+        POD_RUNS if os.path.isdir(os.path.dirname(POD_RUNS))
+        and os.access(os.path.dirname(POD_RUNS), os.W_OK) else None)
+    if not runs:
+        return None
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    return Path(runs) / f"{stamp}-{os.path.basename(command[0]) or 'run'}-{os.getpid()}"
+
+
+class Watcher:
+    """Started once the workload is (`begin`), fed its output and ticks, finished with its
+    status (`finish`): the exit status and sentence after growth, and the record written."""
+
+    def __init__(self, settings: dict[str, Any], folder: Path | None, command: list[str],
+                 say: Callable[[str], None]) -> None:
+        from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+        self.settings, self.folder, self.command, self.say = settings, folder, command, say
+        self.started = time.time()
+        self.options = GrowthOptions.from_json(settings.get("growth") or {})
+        self.watch = GrowthWatch(self.options, lambda line: say(line))
+        self.watch.later = self._kill_later
+        self.pid: int | None = None
+        self.sampler: Any = None
+        self.out: IO[str] | None = None
+        self.kill_at: float | None = None
+
+    @classmethod
+    def begin(cls, environ: dict[str, str], command: list[str], say: Callable[[str], None],
+              settings: dict[str, Any]) -> Watcher:
+        """A watcher told `settings` (settings_of), its record's folder made where there is
+        one (where it cannot be: said, and no record)."""
+        folder = record_folder(environ, command)
+        if folder is not None:
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                say(f"warning: no run record: cannot create {folder}: {exc.strerror}")
+                folder = None
+        return cls(settings, folder, command, say)
+
+    def start(self, pid: int, own_cgroups: list[str]) -> None:
+        """Sampling from the workload's start: the supervisor's tree (the workload, its
+        children, orphans it reaps), against the limits of its cgroup and rlimits."""
+        from launcher.telemetry.sampler import Sampler
+        from launcher.telemetry.watch import limits_of, memory_dir_of
+
+        self.pid = pid
+        if self.settings.get("sample") is False:  # no psutil here: the words alone
+            return
+        facts = _Facts()
+        limits, pids_dir = limits_of(os.getpid(), facts)  # type: ignore[arg-type]
+        estimate = (self.settings.get("estimate") or {}).get("total")
+        limits["threads_estimate"] = estimate
+        memory_dir, v2 = memory_dir_of(os.getpid())
+        own = os.getpid() == 1 or (memory_dir is not None and str(memory_dir) in own_cgroups)
+        # no folder: the rows in a file of our own all the same, for the fit at the end
+        import tempfile
+
+        path = self.folder / "telemetry.jsonl" if self.folder is not None else None
+        self.out = open(path, "w") if path else tempfile.TemporaryFile("w+")  # noqa: SIM115
+        self.sampler = Sampler(
+            os.getpid(), self.out, limits, pids_dir=pids_dir,
+            memory_dir=memory_dir if own else None, memory_v2=v2,
+            interval=float(self.settings.get("interval") or 1.0),
+            warn=lambda msg: self.say(f"warning: {msg}"), on_sample=self.watch.on_sample,
+            framework=_label(self.settings.get("framework")))
+        self.watch.attach(self.sampler, self._signal)
+        self.sampler.sample()  # the first row: the run's start
+
+    def output(self, stream: str, data: bytes) -> None:
+        self.watch.output(stream, data)
+
+    def tick(self) -> float:
+        """A sample where one is due, and the SIGKILL of a stop whose grace is over; the
+        seconds until the next."""
+        if self.sampler is None:
+            return 1.0
+        if self.kill_at is not None and time.monotonic() >= self.kill_at:
+            self.kill_at = None
+            self._signal(signal.SIGKILL)
+        try:
+            if self.sampler.due():
+                self.sampler.sample()
+        except Exception as exc:  # noqa: BLE001 - a bug in the watch never stops the run
+            self.sampler = None
+            self.say(f"warning: the run is no longer sampled ({type(exc).__name__}: {exc})")
+            return 1.0
+        wait = self.sampler.every
+        if self.kill_at is not None:
+            wait = min(wait, max(0.0, self.kill_at - time.monotonic()))
+        return wait
+
+    def _signal(self, sig: int) -> None:
+        """The stop: SIGTERM to the workload (it may write its checkpoint), SIGKILL to its
+        whole tree after the grace."""
+        from launcher.supervise.lifeline import signal_tree
+
+        if sig == signal.SIGKILL:
+            signal_tree(signal.SIGKILL)
+        elif self.pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+
+    def _kill_later(self, seconds: float) -> None:
+        self.kill_at = time.monotonic() + seconds
+
+    def finish(self, code: int, sentence: str, ended: dict[str, Any],
+               extra: dict[str, Any]) -> tuple[int, str, dict[str, Any]]:
+        """(the exit status, the sentence, the growth record) after growth: 75 and the stop's
+        words for a stop, the growth that led to a death named in its sentence. The record
+        (telemetry.jsonl, summary.json) is in the folder, where there is one."""
+        from launcher.telemetry.growth_verdict import growth_record
+
+        self.watch.close()
+        rows = self._rows()
+        try:
+            record = growth_record(rows, self.watch.result(), ended, status=code)
+        except Exception as exc:  # noqa: BLE001 - the run's status and sentence stand
+            self.say(f"warning: the growth record could not be made ({type(exc).__name__}: "
+                     f"{exc})")
+            record = {"error": f"{type(exc).__name__}: {exc}", "status": code}
+        status = int(record.pop("status", code))
+        sentence = str(record.get("diagnosis") or sentence)
+        if self.folder is not None:
+            self._summary(rows, status, code, sentence, record, extra)
+        return status, sentence, record
+
+    def _rows(self) -> list[dict[str, Any]]:
+        if self.out is None:
+            return []
+        with contextlib.suppress(OSError, ValueError):
+            self.out.flush()
+        if self.folder is not None:
+            self.out.close()
+            from launcher.telemetry.summary import read_series
+
+            return read_series(self.folder / "telemetry.jsonl")
+        self.out.seek(0)
+        rows = [json.loads(line) for line in self.out if line.strip()]
+        self.out.close()
+        return rows
+
+    def _summary(self, rows: list[dict[str, Any]], status: int, workload: int, sentence: str,
+                 record: dict[str, Any], extra: dict[str, Any]) -> None:
+        """summary.json as the supervisor knows the run (`launcher run` writes it again with
+        what the engine enforced)."""
+        from launcher.telemetry.summary import summarize
+
+        assert self.folder is not None
+        meta = run_meta(self.settings, self.folder, self.command, status=status,
+                        workload=workload, sentence=sentence, started=self.started,
+                        record=record, extra=extra)
+        write_summary(self.folder, summarize(rows, meta, None, extra.get("pids_peak_kernel")))
+
+
+def run_meta(settings: dict[str, Any], folder: Path, command: list[str], *, status: int,
+             workload: int, sentence: str, started: float, record: dict[str, Any] | None,
+             extra: dict[str, Any]) -> dict[str, Any]:
+    """summary.json's words of the run, as the supervisor knows it (`launcher run` writes
+    it again with what the engine enforced)."""
+    return {"run_id": folder.name, "profile": settings.get("profile"),
+            "framework": settings.get("framework"),
+            "runtime": settings.get("runtime") or (
+                "container" if os.getpid() == 1 else "native"),
+            "command": command, "exit_status": status, "diagnosis": sentence,
+            "started": started, "ended": time.time(),
+            "threads_estimate": settings.get("estimate"), "growth": record or {},
+            "workload_status": workload, "recorded_by": "supervisor", **extra}
+
+
+def write_summary(folder: Path, summary: dict[str, Any]) -> None:
+    tmp = folder / "summary.json.tmp"
+    tmp.write_text(json.dumps(summary, indent=2) + "\n")
+    os.replace(tmp, folder / "summary.json")
+
+
+def quick_record(environ: dict[str, str], command: list[str], settings: dict[str, Any],
+                 code: int, sentence: str, started: float,
+                 extra: dict[str, Any]) -> str | None:
+    """The record of a run over before the watch began (no samples, no growth): its folder,
+    or None where there is none."""
+    folder = record_folder(environ, command)
+    if folder is None:
+        return None
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "telemetry.jsonl").touch()
+        meta = run_meta(settings, folder, command, status=code, workload=code,
+                        sentence=sentence, started=started, record=None, extra=extra)
+        write_summary(folder, {**meta, "samples": 0, "duration_s": 0.0, "peaks": {},
+                               "gpus": []})
+    except OSError:
+        return None
+    return str(folder)
+
+
+def termination_message(sentence: str) -> None:
+    """A Kubernetes container's closing sentence, where the kubelet reads it (`kubectl
+    describe pod`, the pod's status)."""
+    if not os.path.exists(TERMINATION_LOG):
+        return
+    with contextlib.suppress(OSError), open(TERMINATION_LOG, "w") as f:
+        f.write(sentence.encode()[:TERMINATION_MAX].decode(errors="ignore"))
+
+
+class _Facts:
+    """What limits_of needs of the host, read here (the container's view)."""
+
+    def __init__(self) -> None:
+        self.max_map_count = _read_int("/proc/sys/vm/max_map_count")
+        self.mem_total = None
+        with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as f:
+            self.mem_total = int(f.readline().split()[1]) * 1024
+
+
+def _read_int(path: str) -> int | None:
+    try:
+        with open(path) as f:
+            return int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _label(framework: str | None) -> str | None:
+    if not framework:
+        return None
+    from launcher.frameworks import get, known
+
+    return get(framework).label if known(framework) else None

@@ -1,0 +1,336 @@
+"""One watcher wherever the workload runs (issue 40): the same leak, started every way the
+field starts launcher's images, is foreseen, stopped with exit 75 before its limit where the
+profile asks (`growth: {stop: true}`), and leaves a run record that `launcher report` reads
+and replays against another profile. The watch is the supervisor's, so no host launcher is
+needed: a plain `docker run`, a compose stack, a pod's start with its environment alone.
+
+The leak: examples/growth/leak.py keeping 4 open files a cycle under RLIMIT_NOFILE 256 (an
+rlimit: the supervisor sets it itself, with or without the engine's flags), or 3 threads a
+cycle under a pids limit of 64 (the issue's own case, where `docker run --pids-limit` sets it).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT
+from tests.docker_helpers import (
+    BASE,
+    compose_bin,
+    docker_missing,
+    in_process,
+    launcher,
+    podman_missing,
+)
+
+LEAK = ROOT / "examples/growth/leak.py"
+FILES = ("--files", "4", "--cycles", "300", "--seconds", "0.15")  # dies near cycle 60
+THREADS = ("--threads", "3", "--cycles", "100", "--seconds", "0.3")  # near cycle 20
+PROFILE = "name: watched\nextends: base\nlimits: {pids: 64, nofile: 256}\ngrowth: {stop: true}\n"
+OTHER = "name: small\nextends: base\nlimits: {nofile: 128}\n"
+IMAGE = "launcher-test/watched:none"
+
+
+def _said(out: str) -> list[str]:
+    return [ln for ln in out.splitlines() if ln.startswith("launcher: growth: ")]
+
+
+def assert_watched(rc: int, out: str, folder: Path, series: str = "open files") -> dict:  # type: ignore[type-arg]
+    """Foreseen, stopped with 75 before the limit, and the record read and replayed."""
+    said = _said(out)
+    assert said and series in said[0], out[-3000:]
+    assert any("stopped before cycle" in s for s in said), out[-3000:]
+    assert rc == 75, (rc, out[-3000:])
+    assert "Too many open files" not in out and "can't start new thread" not in out
+    summary = json.loads((folder / "summary.json").read_text())
+    stopped = summary["growth"]["stopped"]
+    assert summary["exit_status"] == 75 and stopped["unit"] == "cycle", summary["growth"]
+    assert f"checkpoint written after cycle {stopped['cycle'] - 1}" in out
+    assert (folder / "telemetry.jsonl").stat().st_size > 0
+    report = in_process("report", str(folder))
+    assert report.returncode == 0, report.stderr
+    assert "growth per cycle" in report.stdout and "exit status 75" in report.stdout
+    other = folder.parent / "small.yaml"
+    other.write_text(OTHER)
+    replay = in_process("report", str(folder), "--profile", str(other))
+    assert replay.returncode == 0, replay.stderr
+    return summary  # type: ignore[no-any-return]
+
+
+def _workdir(tmp_path: Path) -> Path:
+    shutil.copy(LEAK, tmp_path / "leak.py")
+    (tmp_path / "watched.yaml").write_text(PROFILE)
+    return tmp_path
+
+
+def _run(tmp_path: Path, runtime: str, *extra: str) -> tuple[int, str, Path]:
+    work = _workdir(tmp_path)
+    proc = launcher("run", "--runtime", runtime, "-p", str(work / "watched.yaml"), "--name",
+                    "run-w", *extra, "--", "python3", "leak.py", *FILES, timeout=300, cwd=work,
+                    env={"LAUNCHER_RUNS_DIR": str(work / "runs")})
+    return proc.returncode, proc.stdout + proc.stderr, work / "runs" / "run-w"
+
+
+def test_native(tmp_path):
+    rc, out, folder = _run(tmp_path, "native")
+    summary = assert_watched(rc, out, folder)
+    assert summary["runtime"] == "native" and summary["engine"]["enforced"] is not None
+
+
+@pytest.mark.docker
+def test_launcher_run_in_docker(tmp_path):
+    if why := docker_missing():
+        pytest.skip(why)
+    rc, out, folder = _run(tmp_path, "docker", "--image", BASE)
+    summary = assert_watched(rc, out, folder)
+    assert summary["runtime"] == "docker"
+
+
+@pytest.mark.docker
+def test_launcher_run_in_podman(tmp_path):
+    if why := podman_missing():
+        pytest.skip(why)
+    rc, out, folder = _run(tmp_path, "podman", "--image", BASE)
+    assert_watched(rc, out, folder)
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory: pytest.TempPathFactory) -> str:
+    if why := docker_missing():
+        pytest.skip(why)
+    work = tmp_path_factory.mktemp("watched")
+    (work / "watched.yaml").write_text(PROFILE)
+    built = launcher("build", "-p", str(work / "watched.yaml"), "--base-image", BASE,
+                     "--image", IMAGE, timeout=900)
+    assert built.returncode == 0, built.stderr[-3000:]
+    return IMAGE
+
+
+def _docker(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def _one_record(runs: Path) -> Path:
+    folders = [p for p in runs.iterdir() if (p / "summary.json").exists()]
+    assert len(folders) == 1, list(runs.iterdir())
+    return folders[0]
+
+
+@pytest.mark.docker
+def test_plain_docker_run_of_a_built_image(image, tmp_path):
+    """The issue's case: the image run as a pod runs it, with the engine's pids limit."""
+    work = _workdir(tmp_path)
+    runs = work / "runs"
+    runs.mkdir()
+    proc = _docker("run", "--rm", "--pids-limit", "64", "-v", f"{work}:/w:ro", "-v",
+                   f"{runs}:/workspace/runs", image, "python3", "/w/leak.py", *THREADS)
+    folder = _one_record(runs)
+    summary = assert_watched(proc.returncode, proc.stdout + proc.stderr, folder, "threads")
+    assert summary["profile"] == "watched" and summary["recorded_by"] == "supervisor"
+
+
+@pytest.mark.docker
+def test_a_pod_style_start_with_its_environment_only(image, tmp_path):
+    """RunPod takes no docker flags: the image, its command and variables. The profile's
+    nofile is the supervisor's own to set; the record goes to the pod's /workspace/runs."""
+    work = _workdir(tmp_path)
+    runs = work / "runs"
+    runs.mkdir()
+    proc = _docker("run", "--rm", "-e", "LAUNCHER_QUIET=1", "-v", f"{work}:/w:ro", "-v",
+                   f"{runs}:/workspace/runs", image, "python3", "/w/leak.py", *FILES)
+    assert_watched(proc.returncode, proc.stdout + proc.stderr, _one_record(runs))
+
+
+@pytest.mark.docker
+def test_docker_compose_up_of_a_rendered_stack(image, tmp_path):
+    """`growth: {stop: true}` said once in the profile reaches the service; the record is
+    ./runs/SERVICE beside compose.yaml."""
+    work = _workdir(tmp_path)
+    out = work / "stack"
+    rendered = in_process("render", "-p", str(work / "watched.yaml"), "--image", image,
+                          "--target", "compose", "--out", str(out), "-v", f"{work}:/w:ro",
+                          "--command", " ".join(["python3", "/w/leak.py", *FILES]))
+    assert rendered.returncode == 0, rendered.stderr
+    project = f"lt{uuid.uuid4().hex[:8]}"
+    compose = [compose_bin(), "-p", project, "-f", str(out / "compose.yaml")]
+    try:
+        up = subprocess.run([*compose, "up", "--exit-code-from", "main"], capture_output=True,
+                            text=True, timeout=300)
+        text = "\n".join(line.split("|", 1)[-1].strip() for line in
+                         (up.stdout + up.stderr).splitlines())
+        ids = subprocess.run([*compose, "ps", "-a", "-q"], capture_output=True, text=True,
+                             timeout=60).stdout.split()
+        codes = {_docker("inspect", "--format", "{{.State.ExitCode}}", i).stdout.strip()
+                 for i in ids}
+        assert len(ids) == 1, ids
+        assert_watched(int(codes.pop()), text, out / "runs" / "main")
+    finally:
+        subprocess.run([*compose, "down", "-t", "1"], capture_output=True, timeout=120)
+
+
+@pytest.mark.docker
+def test_a_kubernetes_containers_closing_sentence_is_its_termination_message(image,
+                                                                             tmp_path):
+    log = tmp_path / "termination-log"
+    log.write_text("")
+    proc = _docker("run", "--rm", "-v", f"{log}:/dev/termination-log", image, "python3", "-c",
+                   "import sys; sys.exit(3)")
+    assert proc.returncode == 3
+    assert log.read_text() == "the workload exited with its own status 3."
+
+
+@pytest.mark.docker
+def test_an_image_without_psutil_runs_with_its_caps_and_says_what_it_lacks(tmp_path):
+    """A user's own base or an older launcher's copy: the supervisor mounted from a tree with
+    no psutil beside it (as `launcher run --image` mounts it, less the watch's need)."""
+    if why := docker_missing():
+        pytest.skip(why)
+    proc = _docker("run", "--rm", "-v", f"{ROOT}/launcher:/opt/launcher/launcher:ro", "-v",
+                   f"{ROOT}/launcher/supervise/entrypoint.py:/opt/launcher/entrypoint.py:ro",
+                   "-e", "LAUNCHER_CAPS=/none.json", "--entrypoint", "python3", BASE, "-I",
+                   "-S", "/opt/launcher/entrypoint.py", "sh", "-c", "echo ran")
+    # no caps file either: refused with its reason, as before; with launcher's resolution:
+    resolved = _docker("run", "--rm", "-e", "LAUNCHER_RESOLVED=1", "-v",
+                       f"{ROOT}/launcher:/opt/launcher/launcher:ro", "-v",
+                       f"{ROOT}/launcher/supervise/entrypoint.py:/opt/launcher/entrypoint.py:ro",
+                       "--entrypoint", "python3", BASE, "-I", "-S",
+                       "/opt/launcher/entrypoint.py", "sh", "-c", "echo ran; exit 4")
+    assert "cannot apply the caps" in proc.stderr
+    assert resolved.returncode == 4 and resolved.stdout == "ran\n"
+    assert "growth is not watched and the run record has no samples here: this image lacks " \
+           "psutil" in resolved.stderr
+    assert resolved.stderr.rstrip().endswith("the workload exited with its own status 4.")
+
+
+def _chunk_job(tmp_path: Path) -> tuple[Path, Path]:
+    work = _workdir(tmp_path)
+    spec = work / "job.yaml"
+    spec.write_text(f"name: w{uuid.uuid4().hex[:6]}\ncommand: [{sys.executable}, "
+                    f"{work / 'leak.py'}, {', '.join(FILES)}]\nitems: 1\nchunk_size: 1\n"
+                    f"retries: 0\noutput: out\n")
+    return spec, work / "watched.yaml"
+
+
+def assert_chunk_watched(proc: subprocess.CompletedProcess[str], tmp_path: Path) -> None:
+    """The chunk stopped with 75 (an attempt that failed: retries 0), its record in its
+    folder under the job's, read by `launcher report`."""
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    folder = tmp_path / "out" / "chunks" / "00000"
+    log = (folder / "log.txt").read_text()
+    assert_watched(75, log, folder)
+    status = json.loads(in_process("jobs", "status", str(tmp_path / "out"), "--json").stdout)
+    assert status["failures"][0]["diagnosis"].startswith("stopped before cycle"), status
+
+
+def test_a_local_chunk(tmp_path):
+    spec, prof = _chunk_job(tmp_path)
+    proc = launcher("jobs", "run", str(spec), "-p", str(prof), timeout=300, cwd=tmp_path,
+                    env={"PATH": os.environ["PATH"]})
+    assert_chunk_watched(proc, tmp_path)
+
+
+# -- the output through the supervisor -------------------------------------------------------
+
+NUMBERED = ("import sys\nw = sys.stdout.buffer\nfor i in range(200000):\n"
+            "    w.write(b'%09d ' % i + b'x' * 90 + b'\\n')\n"
+            "sys.stderr.write('done\\n')\n")
+
+
+def _numbered_ok(data: bytes) -> None:
+    lines = data.split(b"\n")
+    assert lines.pop() == b"" and len(lines) == 200000, len(lines)
+    assert all(line[:9] == b"%09d" % i for i, line in enumerate(lines))  # none lost, in order
+
+
+def test_nothing_is_lost_and_each_stream_keeps_its_order_natively(tmp_path):
+    (tmp_path / "n.py").write_text(NUMBERED)
+    with (tmp_path / "out").open("wb") as out:
+        proc = subprocess.run([sys.executable, "-m", "launcher", "run", "--runtime", "native",
+                               "--", "python3", "n.py"], stdout=out, stderr=subprocess.PIPE,
+                              cwd=tmp_path, timeout=120,
+                              env={**os.environ, "PYTHONPATH": str(ROOT),
+                                   "LAUNCHER_RUNS_DIR": str(tmp_path / "runs")})
+    assert proc.returncode == 0, proc.stderr
+    _numbered_ok((tmp_path / "out").read_bytes())
+    assert b"done\n" in proc.stderr
+
+
+@pytest.mark.docker
+def test_nothing_is_lost_in_docker_and_a_closed_reader_ends_the_workload(tmp_path):
+    if why := docker_missing():
+        pytest.skip(why)
+    (tmp_path / "n.py").write_text(NUMBERED)
+    env = {"LAUNCHER_RUNS_DIR": str(tmp_path / "runs")}
+    proc = launcher("run", "--runtime", "docker", "--image", BASE, "--", "python3", "n.py",
+                    cwd=tmp_path, env=env, timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    _numbered_ok(proc.stdout.encode())
+    # `| head -1`: the rest of `yes` is not dropped on the floor for ever; it meets SIGPIPE
+    piped = subprocess.run(
+        f"{sys.executable} -m launcher run --runtime docker --image {BASE} -- yes | head -1",
+        shell=True, capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env})
+    assert piped.stdout == "y\n" and "killed by SIGPIPE" in piped.stderr, piped.stderr
+
+
+def test_a_closed_reader_ends_the_workload_natively(tmp_path):
+    piped = subprocess.run(f"{sys.executable} -m launcher run --runtime native -- yes | head -1",
+                           shell=True, capture_output=True, text=True, timeout=60,
+                           cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT),
+                                              "LAUNCHER_RUNS_DIR": str(tmp_path / "runs")})
+    assert piped.stdout == "y\n" and "killed by SIGPIPE" in piped.stderr, piped.stderr
+
+
+def test_a_stalled_reader_stops_neither_the_samples_nor_the_output(tmp_path):
+    """The workload writes 8 MB that no one reads for 4 s: it waits (as in a pipeline), the
+    supervisor samples on; then every byte arrives."""
+    record = tmp_path / "rec"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "launcher.supervise", "--", "python3", "-c",
+         "import sys; sys.stdout.write('x' * 8_000_000); sys.stdout.flush()"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "LAUNCHER_RESOLVED": "1",
+             "LAUNCHER_RECORD_DIR": str(record), "LAUNCHER_WATCH": '{"interval": 0.5}'})
+    import time
+
+    time.sleep(4)
+    rows = (record / "telemetry.jsonl").read_text().splitlines()
+    assert proc.poll() is None and len(rows) >= 5, rows  # sampled while its reader stalled
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0 and out == b"x" * 8_000_000, err
+
+
+def _in_a_terminal(command: str, cwd: Path) -> str:
+    """`command` run with a terminal as its stdout (util-linux `script`), what it showed."""
+    typescript = cwd / "typescript"
+    subprocess.run(["script", "-qec", command, str(typescript)], cwd=cwd, timeout=120,
+                   env={**os.environ, "PYTHONPATH": str(ROOT),
+                        "LAUNCHER_RUNS_DIR": str(cwd / "runs")},
+                   stdin=subprocess.DEVNULL, capture_output=True)
+    return typescript.read_bytes().decode(errors="replace")
+
+
+PROBE = "import sys; print(sys.stdout.isatty(), end='\\n'); print('a\\rb')"
+
+
+def test_a_terminal_stays_a_terminal_natively(tmp_path):
+    shown = _in_a_terminal(f"{sys.executable} -m launcher run --runtime native -- python3 -c "
+                           f"\"{PROBE}\"", tmp_path)
+    # the workload's stdout is a terminal, and its bytes arrive as written: one CR per LF
+    assert "True\r\na\rb\r\n" in shown, repr(shown)
+
+
+@pytest.mark.docker
+def test_docker_run_t_of_a_built_image_keeps_the_terminal(image, tmp_path):
+    proc = subprocess.run(["docker", "run", "--rm", "-t", image, "python3", "-c", PROBE],
+                          capture_output=True, timeout=120)
+    # one terminal (docker's): the workload's stdout is one, its bytes as written
+    assert proc.returncode == 0 and b"\nTrue\r\na\rb\r\n" in proc.stdout, proc.stdout
