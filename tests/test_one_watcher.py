@@ -131,7 +131,8 @@ def test_plain_docker_run_of_a_built_image(image, tmp_path):
     runs = work / "runs"
     runs.mkdir()
     proc = _docker("run", "--rm", "--pids-limit", "64", "-v", f"{work}:/w:ro", "-v",
-                   f"{runs}:/workspace/runs", image, "python3", "/w/leak.py", *THREADS)
+                   f"{runs}:/runs", "-e", "LAUNCHER_RUNS_DIR=/runs", image, "python3",
+                   "/w/leak.py", *THREADS)
     folder = _one_record(runs)
     summary = assert_watched(proc.returncode, proc.stdout + proc.stderr, folder, "threads")
     assert summary["profile"] == "watched" and summary["recorded_by"] == "supervisor"
@@ -139,13 +140,15 @@ def test_plain_docker_run_of_a_built_image(image, tmp_path):
 
 @pytest.mark.docker
 def test_a_pod_style_start_with_its_environment_only(image, tmp_path):
-    """RunPod takes no docker flags: the image, its command and variables. The profile's
-    nofile is the supervisor's own to set; the record goes to the pod's /workspace/runs."""
+    """RunPod takes no docker flags: the image, its command and variables (RunPod sets
+    RUNPOD_POD_ID in every pod). The profile's nofile is the supervisor's own to set; the
+    record goes to the pod's /workspace/runs."""
     work = _workdir(tmp_path)
     runs = work / "runs"
     runs.mkdir()
-    proc = _docker("run", "--rm", "-e", "LAUNCHER_QUIET=1", "-v", f"{work}:/w:ro", "-v",
-                   f"{runs}:/workspace/runs", image, "python3", "/w/leak.py", *FILES)
+    proc = _docker("run", "--rm", "-e", "LAUNCHER_QUIET=1", "-e", "RUNPOD_POD_ID=lt-pod", "-v",
+                   f"{work}:/w:ro", "-v", f"{runs}:/workspace/runs", image, "python3",
+                   "/w/leak.py", *FILES)
     assert_watched(proc.returncode, proc.stdout + proc.stderr, _one_record(runs))
 
 
@@ -334,3 +337,31 @@ def test_docker_run_t_of_a_built_image_keeps_the_terminal(image, tmp_path):
                           capture_output=True, timeout=120)
     # one terminal (docker's): the workload's stdout is one, its bytes as written
     assert proc.returncode == 0 and b"\nTrue\r\na\rb\r\n" in proc.stdout, proc.stdout
+
+
+def _supervised(shell: str, tmp_path: Path) -> subprocess.CompletedProcess[bytes]:
+    """The supervisor around `sh -c 'echo a; echo b >&2; ...'`, from a shell line `shell`
+    (where {sup} is the supervisor's command), as launcher starts it natively."""
+    sup = f"{sys.executable} -m launcher.supervise --"
+    return subprocess.run(["bash", "-c", shell.format(sup=sup)], capture_output=True,
+                          timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(ROOT), "LAUNCHER_RESOLVED": "1",
+                               "LAUNCHER_WATCH": "{}", "LAUNCHER_QUIET": "1"})
+
+
+def test_stdout_and_stderr_that_are_one_file_keep_their_order(tmp_path):
+    lines = "; ".join(f"echo out{i}; echo err{i} >&2" for i in range(50))
+    proc = _supervised(f"{{sup}} sh -c '{lines}' 2>&1 | cat", tmp_path)
+    want = "".join(f"out{i}\nerr{i}\n" for i in range(50)).encode()
+    assert proc.returncode == 0 and proc.stdout == want, proc.stdout[-400:]
+
+
+@pytest.mark.parametrize("closed", ["0<&-", "2>&-", "1>&-"])
+def test_a_closed_standard_stream_is_no_pipe_of_ours(tmp_path, closed):
+    """A pipe of the pump must not take a closed fd's number (read as launcher's stdin, or
+    written as our stderr): the workload runs as it would without launcher."""
+    proc = _supervised(f"exec {closed}; {{sup}} sh -c 'echo a; sleep 0.3; echo b >&2; "
+                       f"sleep 0.3; echo c; exit 3'", tmp_path)
+    assert proc.returncode == 3, proc.stderr
+    assert proc.stdout == (b"" if closed == "1>&-" else b"a\nc\n")
+    assert proc.stderr.startswith(b"" if closed == "2>&-" else b"b\n")

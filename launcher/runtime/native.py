@@ -137,6 +137,8 @@ class NativeEngine(Engine):
             child.send_signal(signum)
 
         old = forward_signals(forward)
+        if through and old:  # the terminal's new size: the supervisor's pseudo-terminal too
+            old[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, forward)
         try:
             if on_start is not None:
                 on_start(Started(child.pid, enforcement, lambda sig: _stop(child, sig)))

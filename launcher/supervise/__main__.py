@@ -25,7 +25,14 @@ FORWARD = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.
            signal.SIGUSR2, signal.SIGWINCH)
 
 
+PUMP: Any = None  # the workload's output through us (pump.Pump), while it runs
+
+
 def say(msg: str) -> None:
+    if PUMP is not None and PUMP.say(f"launcher: {msg}\n".encode()):
+        return  # in order with the workload's stderr, never refused by a full pipe
+    if sys.stderr is None:  # started with stderr closed: nowhere to say it (not stdout)
+        return
     with contextlib.suppress(OSError):  # stderr is gone with launcher: say nothing
         print(f"launcher: {msg}", file=sys.stderr, flush=True)
 
@@ -136,14 +143,9 @@ def run(cmd: list[str]) -> int:
         release()
         return not_started(exit_file, 1, f"error: {failed}")
     lifeline.become_subreaper()  # the workload's descendants stay below us
-    watched = watching(recipe)
-    pump = None
-    if watched is not None:  # its output through us: its cycles and failure words read
-        from launcher.supervise.lazy import LazyWatch
-        from launcher.supervise.pump import Pump
-
-        watched = LazyWatch(watched, cmd, say)
-        pump = Pump(watched.output)
+    global PUMP
+    watched, pump = watching(recipe, cmd)
+    PUMP = pump
     before = read_counters()
     start = Start(env)  # the limits the workload starts under
     # the signals to forward are held from here until their handlers are set, so that one
@@ -240,21 +242,31 @@ def run(cmd: list[str]) -> int:
     return code
 
 
-def watching(recipe: Any) -> dict[str, Any] | None:
-    """The watch's settings, where it runs (psutil there: checked, not imported, before the
-    workload starts); None where it is off or cannot run (said)."""
+def watching(recipe: Any, cmd: list[str]) -> tuple[Any, Any]:
+    """The watch (lazy.LazyWatch) and the pump that gives it the workload's output, where it
+    runs (psutil: checked, not imported, before the workload starts; without it the words
+    alone); (None, None) where it is off, or cannot start here (said: the workload runs with
+    its caps all the same)."""
     import importlib.util
 
-    from launcher.supervise.watcher import settings_of
+    try:
+        from launcher.supervise.lazy import LazyWatch
+        from launcher.supervise.pump import Pump
+        from launcher.supervise.watcher import settings_of
 
-    settings = settings_of(dict(os.environ), recipe, say)
-    if settings is None:
-        return None
-    if importlib.util.find_spec("psutil") is None:  # its words are read all the same
-        say("note: growth is not watched and the run record has no samples here: this image "
-            "lacks psutil (images `launcher build` makes have it; or `pip install psutil`)")
-        settings["sample"] = False
-    return settings
+        settings = settings_of(dict(os.environ), recipe, say)
+        if settings is None:
+            return None, None
+        if importlib.util.find_spec("psutil") is None:  # its words are read all the same
+            say("note: growth is not watched and the run record has no samples here: this "
+                "image lacks psutil (images `launcher build` makes have it; or `pip install "
+                "psutil`)")
+            settings["sample"] = False
+        watched = LazyWatch(settings, cmd, say)
+        return watched, Pump(watched.output)
+    except Exception as exc:  # noqa: BLE001 - an old Python, no pseudo-terminal: unwatched
+        say(f"warning: growth is not watched in this run ({type(exc).__name__}: {exc})")
+        return None, None
 
 
 def both(first: Any, second: Any) -> Any:

@@ -23,6 +23,8 @@ from launcher.cgroups.leaf import LEAF
 from launcher.proctree import descendants
 
 PR_SET_CHILD_SUBREAPER = 36
+# launcher's words on the supervisor's stdin (a line each): a reader of a stream went away
+READER_GONE = {b"closed stdout": "stdout", b"closed stderr": "stderr"}
 GRACE_S = 3.0  # between SIGTERM and SIGKILL
 
 
@@ -89,6 +91,7 @@ def wait_for(pid: int, watch_stdin: bool,
     pids limit (a limit of 2 leaves none for it). `pump` (pump.Pump), where the output goes
     through the supervisor, is served in the same loop; a line on stdin from launcher
     (`closed stdout`) says that a reader of the relayed output went away."""
+    heard = b""  # the start of a line from launcher, its end in a later read
     wake_r, wake_w = os.pipe()
     for fd in (wake_r, wake_w):
         os.set_blocking(fd, False)
@@ -120,9 +123,10 @@ def wait_for(pid: int, watch_stdin: bool,
                 if said is None:
                     stop_tree(reap=True)
                     return None
-                for line in said.splitlines():  # launcher's word: a reader went away
-                    if line.startswith(b"closed ") and pump is not None:
-                        pump.gone(line[7:].decode(errors="replace"))
+                *words, heard = (heard + said).split(b"\n")
+                for word in words:  # launcher's word: a reader went away
+                    if pump is not None and word in READER_GONE:
+                        pump.gone(READER_GONE[word])
     finally:
         signal.set_wakeup_fd(old_fd)
         signal.signal(signal.SIGCHLD, old_chld)

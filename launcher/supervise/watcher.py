@@ -6,8 +6,8 @@ when asked, and writes the run record that `launcher report` reads.
 What it is told comes in one variable (contract.WATCH, JSON, set by `launcher run` and
 `launcher jobs`), else from the image's recipe (the profile's `growth` keys). Where the record
 goes: contract.RECORD_DIR, else $LAUNCHER_RUN_DIR (a compose service's `./runs/NAME`), else a
-new folder under $LAUNCHER_RUNS_DIR or a pod's /workspace/runs; else none, and a Kubernetes
-container's closing sentence is its termination message. It runs in the supervisor's one
+new folder under $LAUNCHER_RUNS_DIR or a RunPod pod's /workspace/runs; else none, and a
+Kubernetes container's closing sentence is its termination message. It runs in the supervisor's one
 thread (pids: a watcher thread would count against the workload's limit); psutil is the one
 thing it needs beyond the standard library, and without it the run goes on with its caps.
 """
@@ -58,18 +58,38 @@ def settings_of(environ: dict[str, str], r: Any = None,
     return settings
 
 
-def record_folder(environ: dict[str, str], command: list[str]) -> Path | None:
-    """Where the run record goes (see the module's words); None: nowhere to keep it."""
+def record_folder(environ: dict[str, str], command: list[str]) -> tuple[Path | None, bool]:
+    """Where the run record goes (see the module's words), and whether that folder is the
+    run's own to make (a new one under a runs folder) rather than named to it; None: nowhere
+    to keep it. A pod's /workspace/runs only on RunPod (RUNPOD_POD_ID): elsewhere a writable
+    /workspace is a user's project (NGC images), not a place to write into unasked."""
     for name in (c.RECORD_DIR, "LAUNCHER_RUN_DIR"):
         if environ.get(name):
-            return Path(environ[name])
+            return Path(environ[name]), False
     runs = environ.get("LAUNCHER_RUNS_DIR") or (
-        POD_RUNS if os.path.isdir(os.path.dirname(POD_RUNS))
-        and os.access(os.path.dirname(POD_RUNS), os.W_OK) else None)
+        POD_RUNS if environ.get("RUNPOD_POD_ID") else None)
     if not runs:
-        return None
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    return Path(runs) / f"{stamp}-{os.path.basename(command[0]) or 'run'}-{os.getpid()}"
+        return None, False
+    host = "".join(ch for ch in os.uname().nodename if ch.isalnum() or ch in "-_")[:24]
+    name = f"{time.strftime('%Y%m%d-%H%M%S')}-{os.path.basename(command[0]) or 'run'}"
+    return Path(runs) / (f"{name}-{host}" if host else name), True
+
+
+def make_folder(folder: Path, new: bool) -> Path:
+    """The record's folder made: a new one (another start in the same second, a replica: a
+    suffix) or the one named (LAUNCHER_RUN_DIR: the last start's record)."""
+    if not new:
+        folder.mkdir(parents=True, exist_ok=True)
+        return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    for n in range(100):
+        candidate = folder if n == 0 else folder.with_name(f"{folder.name}-{n}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{folder} and 99 more exist")
 
 
 class Watcher:
@@ -95,12 +115,12 @@ class Watcher:
               settings: dict[str, Any]) -> Watcher:
         """A watcher told `settings` (settings_of), its record's folder made where there is
         one (where it cannot be: said, and no record)."""
-        folder = record_folder(environ, command)
+        folder, new = record_folder(environ, command)
         if folder is not None:
             try:
-                folder.mkdir(parents=True, exist_ok=True)
+                folder = make_folder(folder, new)
             except OSError as exc:
-                say(f"warning: no run record: cannot create {folder}: {exc.strerror}")
+                say(f"warning: no run record: cannot create {folder}: {exc.strerror or exc}")
                 folder = None
         return cls(settings, folder, command, say)
 
@@ -175,20 +195,24 @@ class Watcher:
         """(the exit status, the sentence, the growth record) after growth: 75 and the stop's
         words for a stop, the growth that led to a death named in its sentence. The record
         (telemetry.jsonl, summary.json) is in the folder, where there is one."""
-        from launcher.telemetry.growth_verdict import growth_record
-
         self.watch.close()
-        rows = self._rows()
-        try:
+        try:  # a full disk, a row cut short: the run's own status and sentence stand
+            from launcher.telemetry.growth_verdict import growth_record
+
+            rows = self._rows()
             record = growth_record(rows, self.watch.result(), ended, status=code)
-        except Exception as exc:  # noqa: BLE001 - the run's status and sentence stand
+            status = int(record.pop("status", code))
+            sentence = str(record.get("diagnosis") or sentence)
+        except Exception as exc:  # noqa: BLE001
             self.say(f"warning: the growth record could not be made ({type(exc).__name__}: "
                      f"{exc})")
-            record = {"error": f"{type(exc).__name__}: {exc}", "status": code}
-        status = int(record.pop("status", code))
-        sentence = str(record.get("diagnosis") or sentence)
+            return code, sentence, {"error": f"{type(exc).__name__}: {exc}"}
         if self.folder is not None:
-            self._summary(rows, status, code, sentence, record, extra)
+            try:
+                self._summary(rows, status, code, sentence, record, extra)
+            except Exception as exc:  # noqa: BLE001
+                self.say(f"warning: no summary.json in {self.folder} ({type(exc).__name__}: "
+                         f"{exc})")
         return status, sentence, record
 
     def _rows(self) -> list[dict[str, Any]]:
@@ -245,11 +269,11 @@ def quick_record(environ: dict[str, str], command: list[str], settings: dict[str
                  extra: dict[str, Any]) -> str | None:
     """The record of a run over before the watch began (no samples, no growth): its folder,
     or None where there is none."""
-    folder = record_folder(environ, command)
+    folder, new = record_folder(environ, command)
     if folder is None:
         return None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = make_folder(folder, new)
         (folder / "telemetry.jsonl").touch()
         meta = run_meta(settings, folder, command, status=code, workload=code,
                         sentence=sentence, started=started, record=None, extra=extra)

@@ -216,8 +216,11 @@ class CycleMarks:
     def scan(self, chunk: Chunk | None, drawn: list[bytes]) -> list[Boundary]:
         """The boundaries of a chunk of whole lines, then of a progress bar's redraws."""
         out: list[Boundary] = []
-        for part in chunk.parts() if chunk is not None else ():
-            out += self._custom(part.text) if self.custom else self._shapes(part)
+        if chunk is not None and self.custom:
+            out += self._custom(chunk.text)  # the head's line with the rest, once
+        elif chunk is not None:
+            for part in chunk.parts():
+                out += self._shapes(part)
         for piece in drawn:
             if self.custom:
                 out += self._custom(piece)

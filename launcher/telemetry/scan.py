@@ -81,10 +81,8 @@ def _shapes(rough: bytes, start: int, end: int) -> Counter[bytes]:
     lines, rest = divmod(end - start, len(first))
     if not rest and rough.startswith(first * lines, start):
         return Counter({first[:-1]: lines})
-    keys = rough.split(b"\n")
-    keys.pop()  # after the last newline: nothing, or the unended rest
-    if start:
-        del keys[0]  # the end of the line before `start`
+    keys = (rough if (start, end) == (0, len(rough)) else rough[start:end]).split(b"\n")
+    keys.pop()  # after the last newline: nothing
     return Counter(keys)
 
 
