@@ -682,3 +682,19 @@ def test_a_trend_recorded_before_of_existed_reads_as_the_floors():
     old = {k: v for k, v in found[0].to_json().items() if k != "of"}
     t = growth.Trend(**{**old, "pool_names": tuple(old["pool_names"])})
     assert t.of == "floor" and growth.step(t) == "+7 per fold"
+
+
+def test_a_series_that_grew_past_the_last_sample_meets_its_limit_at_the_workloads_end():
+    """`Too many open files` a second after the last sample, the files growing 900 a second:
+    the 94% sampled plus the second's growth is the limit met (the supervisor's clock)."""
+    _, cyc, found = growth.trends(run_rows(), now=95.0)
+    last = cyc[-1]
+    limits = {**last.limits, "files": 16384}
+    peak = {**last.peak, "files": 15400.0}
+    end = [*cyc[:-1], growth.Cycle(last.n, last.t0, None, last.floor, peak, None, limits, {})]
+    files = growth.Trend(**{**next(t for t in found).__dict__, "series": "files",
+                            "grows": True, "reached": None, "per_minute": 900.0 * 60})
+    assert growth_verdict.words_reason({"files": "x"}, end, [files]) == [None, None]
+    assert growth_verdict.words_reason({"files": "x"}, end, [files], None, 0.1) == [None, None]
+    assert growth_verdict.words_reason({"files": "x"}, end, [files], None, 1.0) == ["files",
+                                                                                     None]

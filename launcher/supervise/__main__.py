@@ -210,6 +210,8 @@ def run(cmd: list[str]) -> int:
         undo_leaves(os.environ.get(c.CGROUP_UNDO, ""))
         return 128 + signal.SIGTERM
     rc = -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
+    if watched is not None:
+        watched.exited()
     lifeline.stop_tree(grace=1.0, reap=True)  # nothing the workload started outlives it
     if pump is not None:  # what its pipes still hold, before the closing sentence
         pump.drain()

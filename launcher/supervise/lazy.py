@@ -66,6 +66,10 @@ class LazyWatch:
                      f"{exc})")
         self.early = []
 
+    def exited(self) -> None:
+        if self.watcher is not None:
+            self.watcher.exited()
+
     def finish(self, code: int, sentence: str, ended: dict[str, Any],
                extra: dict[str, Any]) -> tuple[int, str, dict[str, Any] | None, str | None]:
         """(the exit status, the sentence, the growth record, the record's folder)."""

@@ -109,6 +109,12 @@ class Watcher:
         self.sampler: Any = None
         self.out: IO[str] | None = None
         self.kill_at: float | None = None
+        self.ended_at: float | None = None  # on the samples' clock: when the workload ended
+
+    def exited(self) -> None:
+        """The workload is gone (its status reaped): the moment its growth stopped."""
+        if self.sampler is not None:
+            self.ended_at = time.monotonic() - self.sampler.start_time
 
     @classmethod
     def begin(cls, environ: dict[str, str], command: list[str], say: Callable[[str], None],
@@ -200,7 +206,8 @@ class Watcher:
             from launcher.telemetry.growth_verdict import growth_record
 
             rows = self._rows()
-            record = growth_record(rows, self.watch.result(), ended, status=code)
+            record = growth_record(rows, self.watch.result(), ended, status=code,
+                                   ended_at=self.ended_at)
             status = int(record.pop("status", code))
             sentence = str(record.get("diagnosis") or sentence)
         except Exception as exc:  # noqa: BLE001

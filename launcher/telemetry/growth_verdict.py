@@ -31,10 +31,12 @@ NEAR = 0.95  # of a limit: a series this close to it at the end is taken to have
 
 
 def words_reason(words: dict[str, str], cycles: list[Any], found: list[Trend],
-                 peaks: dict[str, float] | None = None) -> list[str | None]:
+                 peaks: dict[str, float] | None = None,
+                 unsampled_s: float = 0.0) -> list[str | None]:
     """Limits that no cgroup counter shows, from the workload's words and the last cycle:
     `Too many open files` with the files at RLIMIT_NOFILE, an allocation that failed with
-    the memory maps at vm.max_map_count (sampled near it, or growing to it in that cycle)."""
+    the memory maps at vm.max_map_count (sampled near it, or growing to it in that cycle, or
+    in the `unsampled_s` between the last sample and the workload's end at its rate)."""
     last = cycles[-1] if cycles else None
     if last is None:
         return []
@@ -43,7 +45,8 @@ def words_reason(words: dict[str, str], cycles: list[Any], found: list[Trend],
         limit = last.limits.get(key)
         t = next((t for t in found if t.series == key and t.grows), None)
         peak = max(last.peak.get(key, 0), (peaks or {}).get(key, 0))  # the run's own last
-        return bool(limit) and (peak >= NEAR * limit or (
+        gained = t.per_minute / 60 * unsampled_s if t is not None and t.per_minute else 0.0
+        return bool(limit) and (peak + gained >= NEAR * limit or (
             t is not None and t.reached is not None and t.reached <= last.n + 1))
 
     return ["files" if "files" in words and near("files") else None,
@@ -51,7 +54,7 @@ def words_reason(words: dict[str, str], cycles: list[Any], found: list[Trend],
 
 
 def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: dict[str, Any],
-                  *, status: int) -> dict[str, Any]:
+                  *, status: int, ended_at: float | None = None) -> dict[str, Any]:
     """{"status": the run's exit status, "diagnosis": a new one or None, and the growth
     record: unit, cycles, trends, what was said, the stop, the workload's failure words}."""
     end = rows[-1]["t"] if rows else None
@@ -70,7 +73,10 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
     if reason == "exit" and words:  # the workload's own words for a limit no counter shows
         peaks = {k: max((r[k] for r in rows if isinstance(r.get(k), int | float)), default=0)
                  for k in ("files", "maps")}
-        reason = next((r for r in words_reason(words, cycles, found, peaks) if r), reason)
+        unsampled = max(0.0, ended_at - end) if ended_at is not None and end is not None \
+            else 0.0  # the last sample to the workload's end (the supervisor's clock)
+        reason = next((r for r in words_reason(words, cycles, found, peaks, unsampled) if r),
+                      reason)
     if reason in DIED_OF:
         record["diagnosis"] = grew_to_death(found, cycles, reason, ended, end)
     if record["diagnosis"] is None and reason in ("exit", "maps", "files") and words:
