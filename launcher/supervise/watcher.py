@@ -155,7 +155,7 @@ class Watcher:
             memory_dir=memory_dir if own else None, memory_v2=v2,
             interval=float(self.settings.get("interval") or 1.0),
             warn=lambda msg: self.say(f"warning: {msg}"), on_sample=self.watch.on_sample,
-            framework=_label(self.settings.get("framework")))
+            framework=_label(self.settings.get("framework")), own_root=True)
         self.watch.attach(self.sampler, self._signal)
         self.sampler.sample()  # the first row: the run's start
 

@@ -55,18 +55,21 @@ def sample_tree(pid: int) -> tuple[int, int, int]:
 
 
 def read_tree(pid: int, processes: list[Any] | None = None,
-              who: dict[str, str] | None = None) -> dict[str, int]:
+              who: dict[str, str] | None = None, *, own_root: bool = False) -> dict[str, int]:
     """The tree's threads and RSS (summed), and the largest map count, VmSize, VmData and
     open files of one process (each counts against that process's own limit). `who`, where
     the workload has children (DataLoader workers), gets the process that holds the most of
-    each."""
+    each. `own_root`: the root is the sampling supervisor, whose threads and memory count
+    (its pids limit, its memory limit are the workload's) but whose own files, maps and
+    address space are none of the workload's."""
     import psutil
 
     out = dict.fromkeys(("threads", "maps", "rss_bytes", "vm_size_bytes", "vm_data_bytes",
                          "files"), 0)
     most: dict[str, tuple[int, Any]] = {}
     procs = processes if processes is not None else tree(pid)
-    for p in procs:
+    for i, p in enumerate(procs):
+        root = own_root and i == 0 and p.pid == pid
         try:
             with p.oneshot():
                 mem = p.memory_info()
@@ -78,6 +81,8 @@ def read_tree(pid: int, processes: list[Any] | None = None,
             continue  # exited while we looked
         for key, value in got.items():
             summed = key in ("threads", "rss_bytes")
+            if root and not summed:
+                continue
             out[key] = out[key] + value if summed else max(out[key], value)
             if value > most.get(key, (-1, None))[0]:
                 most[key] = (value, p)
@@ -190,8 +195,9 @@ class Sampler(threading.Thread):
                  warn: Callable[[str], None] | None = None,
                  memory_dir: Path | None = None, memory_v2: bool = False,
                  on_sample: Callable[[dict[str, Any]], None] | None = None,
-                 framework: str | None = None) -> None:
+                 framework: str | None = None, own_root: bool = False) -> None:
         super().__init__(daemon=True, name="launcher-telemetry")
+        self.own_root = own_root  # `pid` is the supervisor sampling: see read_tree
         self.pid, self.out, self.limits = pid, out, limits
         self.pids_dir, self.interval, self.warn = pids_dir, interval, warn
         self.every = interval  # the interval now: shorter for short cycles (pace)
@@ -231,7 +237,7 @@ class Sampler(threading.Thread):
     def _take(self, extra: dict[str, Any] | None) -> dict[str, Any]:
         processes = tree(self.pid)
         who: dict[str, str] = {}
-        got = read_tree(self.pid, processes, who)
+        got = read_tree(self.pid, processes, who, own_root=self.own_root)
         pids_current = (read_int_or_none(self.pids_dir / "pids.current") if self.pids_dir
                         else None)
         row: dict[str, Any] = {"t": round(time.monotonic() - self.start_time, 3), **got,
@@ -275,7 +281,8 @@ class Sampler(threading.Thread):
                  limits: bool = False) -> None:
         """The workload's rlimits (at each boundary, else every LOADED_EVERY_S) and the
         frameworks it has mapped (every LOADED_EVERY_S), into `row`."""
-        workload = max(processes, key=_threads_of)
+        theirs = processes[1:] if self.own_root and len(processes) > 1 else processes
+        workload = max(theirs, key=_threads_of)  # (not the supervisor, on a tie)
         stale = self.loaded_at is None or row["t"] - self.loaded_at > LOADED_EVERY_S
         if limits or stale:
             self.limits.update(soft_limits(workload.pid))
