@@ -301,21 +301,15 @@ def termination_message(sentence: str) -> None:
 
 
 class _Facts:
-    """What limits_of needs of the host, read here (the container's view)."""
+    """What limits_of needs of the host, read here (the container's view), by the probe's
+    own readers."""
 
     def __init__(self) -> None:
-        self.max_map_count = _read_int("/proc/sys/vm/max_map_count")
-        self.mem_total = None
-        with contextlib.suppress(OSError, ValueError, IndexError), open("/proc/meminfo") as f:
-            self.mem_total = int(f.readline().split()[1]) * 1024
+        from launcher.probe.limits import read_meminfo, read_sysctl
 
-
-def _read_int(path: str) -> int | None:
-    try:
-        with open(path) as f:
-            return int(f.read().strip())
-    except (OSError, ValueError):
-        return None
+        root = Path("/")
+        self.max_map_count = read_sysctl(root, "vm.max_map_count")
+        self.mem_total = read_meminfo(root).get("MemTotal")
 
 
 def _label(framework: str | None) -> str | None:
