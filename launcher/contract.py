@@ -28,6 +28,8 @@ ITEMS_DIR = f"{ETC}/items"  # a Kubernetes job's items file
 RESOLVED = "LAUNCHER_RESOLVED"  # "1": the caps were resolved by launcher; take them as given
 REMOVE = "LAUNCHER_REMOVE"  # stale variable names to remove (encode_names)
 WATCH_STDIN = "LAUNCHER_WATCH_STDIN"  # "1": stdin is the lifeline; its end means launcher died
+LIFELINE_FD = "LAUNCHER_LIFELINE_FD"  # a native run's lifeline: an inherited fd (stdin is the
+# workload's, as for any command)
 RUN_CGROUPS = "LAUNCHER_RUN_CGROUPS"  # a native run's cgroup directories (encode_paths)
 # the leaf moves to undo should launcher die first: JSON [[caller, [controllers], leaf], ...]
 CGROUP_UNDO = "LAUNCHER_CGROUP_UNDO"
@@ -39,8 +41,8 @@ RECORD_DIR = "LAUNCHER_RECORD_DIR"  # where the supervisor writes the run record
 # "profile", "estimate", "runtime"}; "0" turns the watch off (a user may set that too)
 WATCH = "LAUNCHER_WATCH"
 SITE = "LAUNCHER_SITE"  # a native run's: where the supervisor finds psutil (entrypoint.py)
-PRIVATE = (RESOLVED, REMOVE, WATCH_STDIN, RUN_CGROUPS, CGROUP_UNDO, CPUSET, RLIMITS,
-           EXIT_FILE, RECORD_DIR, WATCH, SITE)
+PRIVATE = (RESOLVED, REMOVE, WATCH_STDIN, LIFELINE_FD, RUN_CGROUPS, CGROUP_UNDO, CPUSET,
+           RLIMITS, EXIT_FILE, RECORD_DIR, WATCH, SITE)
 PSUTIL_IN_IMAGE = f"{IN_IMAGE}/psutil"  # the watch's one need beyond the standard library
 # Variables a user or an image sets for the supervisor.
 CAPS = "LAUNCHER_CAPS"  # another caps.json than CAPS_FILE
@@ -133,7 +135,8 @@ def decode_names(text: str) -> list[str]:
     return [n for n in text.split(",") if n]
 
 
-# The exit file: {"status": int (the run's exit status: 128+N for a signal), "diagnosis": the
+# The exit file: {"status": int (the run's exit status: 128+N for a signal), "signal": N where
+# the workload died of signal N (launcher then ends by it too, after its record), "diagnosis": the
 # one sentence, "started": False when the command could not be started at all, "oom": bool,
 # "memory_peak": bytes or None, "pids_peak": the nearest pids.peak (tasks) or None,
 # "maxrss": bytes}.

@@ -20,6 +20,12 @@ class CommandNotFound(LauncherError):
     exit_status = 127
 
 
+class CommandNotRunnable(LauncherError):
+    """The command's file is there but not executable: exit 126, as a shell's."""
+
+    exit_status = 126
+
+
 class ProfileError(LauncherError):
     """A profile file is missing, unreadable or invalid."""
 

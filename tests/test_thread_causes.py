@@ -304,7 +304,7 @@ def test_read_counters_takes_each_figure_from_its_level(tmp_path):
     # counts launcher and anything else beside the run (an H200 host's outer pids.max 115:
     # 95 there against the run's 90, 2026-11-26)
     assert read_counters(root).pids_peak_nearest == 12
-    from launcher.supervise.__main__ import exit_record
+    from launcher.supervise.record import exit_record
     assert exit_record(0, "ok", read_counters(root), read_counters(root))["pids_peak"] == 12
     # no limit: at or above 2^62 is the kernel's "max" written as a number
     (root / run / "memory.max").write_text(f"{1 << 62}\n")

@@ -43,6 +43,11 @@ def exit_now(code: object) -> None:
     for stream in (sys.stdout, sys.stderr):  # None where the fd was closed from the start
         with contextlib.suppress(OSError, ValueError, AttributeError):  # a closed pipe
             stream.flush()  # type: ignore[union-attr]
+    if isinstance(code, int) and code < 0:  # the workload died of signal -code: so do we
+        from launcher.supervise.record import die_of
+
+        die_of(-code)
+        code = 128 - code
     os._exit(code or 0)
 
 

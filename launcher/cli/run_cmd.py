@@ -29,7 +29,7 @@ def run(req: RunRequest, *, as_json: bool) -> int:
         print(result.help)
     if result.dry_run is not None:
         _print_dry_run(result.dry_run, as_json=as_json)
-    return result.status
+    return -result.signal if result.signal else result.status  # entry.exit_now: ends by it
 
 
 def _print_dry_run(d: DryRun, *, as_json: bool) -> None:

@@ -116,29 +116,33 @@ class NativeEngine(Engine):
             n: fit_rlimit(u.soft, u.hard, _hard_limit(RLIMITS[n]))
             for n, u in spec.ulimits.items() if n in RLIMITS})
         plan["env"][c.CPUSET] = spec.limits.cpuset or ""  # never the caller's
+        # The supervisor's own process group (a signal sent to launcher's group reaches the
+        # workload once, relayed); the workload's, below it, holds the terminal. The lifeline
+        # is a pipe we hold open until the end, on a descriptor of its own: stdin, and every
+        # descriptor the caller's shell opened (`5>f`, `<(...)`), are the workload's, as for
+        # any command. Output that is this process's own (passes_through): the supervisor's
+        # as it is, no copy through launcher (a terminal stays one; a closed reader its EPIPE)
+        through = passes_through(on_output)
+        out = None if through else subprocess.PIPE
+        lifeline_r, lifeline_w = os.pipe()
+        plan["env"][c.LIFELINE_FD] = str(lifeline_r)
+        plan["env"].pop(c.WATCH_STDIN, None)
         try:
-            # Its own process group: Ctrl-C reaches launcher, which forwards it once. Its stdin
-            # is the lifeline: a pipe we hold open until the end (the workload gets /dev/null).
-            # Output that is this process's own (passes_through): the supervisor's as it is,
-            # no copy through launcher (a terminal stays one; a closed reader is its EPIPE)
-            through = passes_through(on_output)
-            out = None if through else subprocess.PIPE
             child = subprocess.Popen(plan["argv"], env={**os.environ, **plan["env"]},
-                                     cwd=plan["cwd"], process_group=0,
-                                     stdin=subprocess.PIPE, stdout=out, stderr=out)
+                                     cwd=plan["cwd"], process_group=0, stdout=out, stderr=out,
+                                     pass_fds=(*inherited_fds(), lifeline_r))
         except (OSError, subprocess.SubprocessError) as exc:
             rc.cleanup()
+            os.close(lifeline_w)
             raise EngineError(f"cannot start the workload: {exc}") from None
+        finally:
+            os.close(lifeline_r)
         rc.join(child.pid)  # before telemetry looks up its cgroups (on_start)
         pumps = [] if through else [_pump(child.stdout, "stdout", on_output),
                                     _pump(child.stderr, "stderr", on_output)]
-
-        def forward(signum: int, _frame: object) -> None:
-            child.send_signal(signum)
-
-        old = forward_signals(forward)
-        if through and old:  # the terminal's new size: the supervisor's pseudo-terminal too
-            old[signal.SIGWINCH] = signal.signal(signal.SIGWINCH, forward)
+        old = relay_signals(child) if spec.supervised else forward_signals(
+            lambda signum, _frame: child.send_signal(signum))
+        fg = _foreground()
         try:
             if on_start is not None:
                 on_start(Started(child.pid, enforcement, lambda sig: _stop(child, sig)))
@@ -146,12 +150,12 @@ class NativeEngine(Engine):
             for t in pumps:
                 t.join()
         finally:
+            _foreground(fg)  # ours again, had the supervisor no time to give it back
             restore_signals(old)
             if child.poll() is None:
                 _stop(child, signal.SIGKILL)
                 child.wait()
-            if child.stdin is not None:
-                child.stdin.close()
+            os.close(lifeline_w)
             rc.cleanup()
         return RunResult(128 - code if code < 0 else code, enforcement)
 
@@ -244,6 +248,61 @@ def _stop(child: subprocess.Popen[bytes], sig: int) -> None:
             os.killpg(child.pid, sig)
         else:
             child.send_signal(sig)
+
+
+def inherited_fds() -> list[int]:
+    """The descriptors above 2 this process would pass to any command it ran: the caller's
+    (`5>f`, `<(...)`); launcher's own are close-on-exec (PEP 446)."""
+    out = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2:
+            with contextlib.suppress(OSError):
+                if os.get_inheritable(fd):
+                    out.append(fd)
+    return out
+
+
+def _foreground(pgid: int | None = None) -> int | None:
+    """This process's group, where it holds the controlling terminal's foreground; with
+    `pgid`, the foreground given back to it where another group holds it now."""
+    try:
+        fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        if pgid is None:
+            return os.getpgrp() if os.tcgetpgrp(fd) == os.getpgrp() else None
+        if os.tcgetpgrp(fd) != pgid:
+            os.tcsetpgrp(fd, pgid)  # SIGTTOU is ignored meanwhile (relay_signals)
+        return pgid
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def relay_signals(child: subprocess.Popen[bytes]) -> dict[int, Any]:
+    """What a shell's job gets, relayed to the supervisor (it relays on to the workload):
+    the stop signals, SIGHUP, SIGQUIT, SIGUSR1/2 and SIGWINCH; SIGCONT (`fg` after a Ctrl-Z
+    stopped us) too, so that the workload goes on. SIGTTOU and SIGTTIN are ignored: launcher
+    writes its lines from the background while the workload holds the terminal, even under
+    `stty tostop`. Main thread only (Python allows no other); what to restore."""
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        return {}
+
+    def relay(signum: int, _frame: object) -> None:
+        with contextlib.suppress(ProcessLookupError):
+            child.send_signal(signum)
+
+    sigs = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGUSR1,
+            signal.SIGUSR2, signal.SIGWINCH, signal.SIGCONT)
+    old: dict[int, Any] = {s: signal.signal(s, relay) for s in sigs}
+    for s in (signal.SIGTTOU, signal.SIGTTIN):
+        old[s] = signal.signal(s, signal.SIG_IGN)
+    return old
 
 
 def _hard_limit(res: int) -> int | None:

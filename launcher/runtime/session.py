@@ -33,6 +33,7 @@ class Ended:
     diagnosis: str
     started: bool  # False: the command could not be started where it ran
     summary: dict[str, Any] | None  # None: nothing ran, and no run folder is left
+    signal: int | None = None  # the signal the workload died of
 
 
 def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
@@ -96,7 +97,8 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     summary = write_summary(run_dir, r, engine=engine, result=result, command=command,
                             diagnosis=diagnosis, started=started,
                             pids_peak=own_pids_peak(engine, result, ended), extra=extra)
-    return Ended(status, diagnosis, ran, summary)
+    died_of = (ended or {}).get("signal")
+    return Ended(status, diagnosis, ran, summary, died_of if isinstance(died_of, int) else None)
 
 
 def _import_the_end() -> None:

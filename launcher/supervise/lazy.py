@@ -5,7 +5,6 @@ gets its record without the fit."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,8 +15,9 @@ EARLY_MAX = 1 << 18  # bytes of output kept for the watch until it starts
 
 class LazyWatch:
     def __init__(self, settings: dict[str, Any], command: list[str],
-                 say: Callable[[str], None]) -> None:
+                 say: Callable[[str], None], environ: dict[str, str]) -> None:
         self.settings, self.command, self.say = settings, command, say
+        self.environ = environ  # the supervisor's: where the record goes
         self.watcher: Any = None  # watcher.Watcher, once started
         self.failed = False
         self.early: list[tuple[str, bytes]] = []
@@ -54,7 +54,7 @@ class LazyWatch:
         from launcher.supervise.watcher import Watcher
 
         try:
-            self.watcher = Watcher.begin(dict(os.environ), self.command, self.say,
+            self.watcher = Watcher.begin(self.environ, self.command, self.say,
                                          self.settings)
             self.watcher.started = self.wall
             self.watcher.start(self.pid, self.cgroups)
@@ -77,7 +77,7 @@ class LazyWatch:
             if code == 0:  # over before the watch began, and well: its record, no fit
                 from launcher.supervise.watcher import quick_record
 
-                folder = quick_record(dict(os.environ), self.command, self.settings,
+                folder = quick_record(self.environ, self.command, self.settings,
                                       code, sentence, self.wall, extra)
                 return code, sentence, None, folder
             self._start()  # a failure: its words are read, whatever it costs

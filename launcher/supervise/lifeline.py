@@ -1,7 +1,8 @@
 """Nothing outlives launcher: the supervisor notices that the launcher that started it is gone
 and stops the whole workload tree. Standard library only.
 
-`launcher run` keeps the supervisor's stdin open (a pipe natively; an attached stdin with
+`launcher run` keeps a pipe to the supervisor open (an inherited descriptor natively, named
+by contract.LIFELINE, so that the workload gets the caller's stdin; an attached stdin with
 StdinOnce in Docker, which the daemon closes when launcher's connection drops, kill -9
 included). End of file on stdin means launcher is gone. (PR_SET_PDEATHSIG would not do: it
 fires when the thread that started the child ends, while launcher's other threads live on.)
@@ -13,11 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import select
 import signal
 import time
 from collections.abc import Callable
-from typing import Any
 
 from launcher.cgroups.leaf import LEAF
 from launcher.proctree import descendants
@@ -80,65 +79,45 @@ def _reap(pid: int = 0) -> int | None:
     return found
 
 
-def wait_for(pid: int, watch_stdin: bool,
-             tick: Callable[[], float] | None = None, pump: Any = None) -> int | None:
-    """Wait for `pid`, reaping every other child meanwhile (PID 1's and a subreaper's duty);
-    its wait status, or None when launcher went away first (stdin reached end of file), in
-    which case the whole tree has been stopped. `tick` samples the workload and says when
-    to again.
+class Lifeline:
+    """A dispatcher of the loop (loop.Loop): launcher's end of a pipe (`fd`: the supervisor's
+    stdin in a container, an inherited descriptor natively). Its end of file means launcher is
+    gone: the whole tree is stopped and the loop ends. A line on it from launcher (`closed
+    stdout`) says that a reader of the relayed output went away."""
 
-    One thread and select(): a watcher thread would be one more task against the workload's
-    pids limit (a limit of 2 leaves none for it). `pump` (pump.Pump), where the output goes
-    through the supervisor, is served in the same loop; a line on stdin from launcher
-    (`closed stdout`) says that a reader of the relayed output went away."""
-    heard = b""  # the start of a line from launcher, its end in a later read
-    wake_r, wake_w = os.pipe()
-    for fd in (wake_r, wake_w):
-        os.set_blocking(fd, False)
-    old_fd = signal.set_wakeup_fd(wake_w)
-    old_chld = signal.signal(signal.SIGCHLD, lambda *_: None)  # wakes select()
-    timeout = None
+    def __init__(self, fd: int, on_gone: Callable[[], None],
+                 on_reader_gone: Callable[[str], None]) -> None:
+        self.fd, self.on_gone, self.on_reader_gone = fd, on_gone, on_reader_gone
+        self.heard = b""  # the start of a line from launcher, its end in a later read
+        self.open = True
+        if fd > 2:  # the workload never gets it
+            os.set_inheritable(fd, False)
+
+    def readable(self) -> list[int]:
+        return [self.fd] if self.open else []
+
+    def writable(self) -> list[int]:
+        return []
+
+    def ready(self, readable: list[int], _writable: list[int]) -> None:
+        if self.fd not in readable:
+            return
+        said = _read(self.fd)
+        if said is None:
+            self.open = False
+            stop_tree(reap=True)
+            self.on_gone()
+            return
+        *words, self.heard = (self.heard + said).split(b"\n")
+        for word in words:
+            if word in READER_GONE:
+                self.on_reader_gone(READER_GONE[word])
+
+
+def _read(fd: int) -> bytes | None:
+    """What launcher wrote; None at end of file (or when unreadable: launcher is gone)."""
     try:
-        while True:
-            status = _reap(pid)
-            if status is not None:
-                return status
-            if tick is not None:
-                timeout = tick()
-            fds = [wake_r, 0] if watch_stdin else [wake_r]
-            out = pump.writable() if pump is not None else []
-            if pump is not None:
-                fds += pump.readable()
-            try:
-                ready, writable, _ = select.select(fds, out, [], timeout)
-            except InterruptedError:
-                continue
-            if wake_r in ready:
-                with contextlib.suppress(BlockingIOError):
-                    os.read(wake_r, 4096)
-            if pump is not None:
-                pump.ready(ready, writable)
-            if 0 in ready:
-                said = _read_stdin()
-                if said is None:
-                    stop_tree(reap=True)
-                    return None
-                *words, heard = (heard + said).split(b"\n")
-                for word in words:  # launcher's word: a reader went away
-                    if pump is not None and word in READER_GONE:
-                        pump.gone(READER_GONE[word])
-    finally:
-        signal.set_wakeup_fd(old_fd)
-        signal.signal(signal.SIGCHLD, old_chld)
-        os.close(wake_r)
-        os.close(wake_w)
-
-
-def _read_stdin() -> bytes | None:
-    """What launcher wrote; None at end of file (or when stdin is unreadable: launcher is
-    gone)."""
-    try:
-        return os.read(0, 4096) or None
+        return os.read(fd, 4096) or None
     except BlockingIOError:
         return b""
     except OSError:

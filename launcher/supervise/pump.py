@@ -10,9 +10,15 @@ chunks as it comes, passed on at once (order kept within a stream), and shown to
   pseudo-terminal, so their lines keep the order they were written in.
 - A reader that goes away (`| head -1`) ends the stream as a shell pipeline would: its pipe is
   closed, and the workload's next write meets SIGPIPE.
-- A reader that stalls never stalls the supervisor: a pipe or socket is written without
-  blocking, and the stream is not read again until what it holds is passed on, so the
-  workload waits (as in a pipeline) while the samples, the growth and the stop go on.
+- A reader that stalls never stalls the supervisor: a pipe is written through a file
+  description of the supervisor's own (opened anew, non-blocking: the flags of the one it shares
+  with other writers are never changed, FIELD.md 46), a socket with MSG_DONTWAIT, and the
+  stream is not read again until what it holds is passed on, so the workload waits (as in a
+  pipeline) while the samples, the growth and the stop go on; a reader may pause as long as it
+  likes.
+- Anything else (a file, /dev/null, /dev/full) the workload writes itself, its write errors its
+  own (ENOSPC, as the shell would let it see them); a file is read back for the watch
+  (`Tail`).
 """
 
 from __future__ import annotations
@@ -24,11 +30,12 @@ import stat
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 READ = 1 << 20  # bytes a read takes at most
 PIPE_SIZE = 1 << 20  # what the workload's pipe holds (fs.pipe-max-size's default)
 F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Python 3.10+ has it; the images' may be older)
-DRAIN_IDLE_S = 30.0  # after the workload's end: what its pipes hold, while bytes still move
+DRAIN_IDLE_S = 30.0  # after the workload's tree is gone: its pipes' writers' last bytes
 
 
 @dataclass
@@ -36,10 +43,33 @@ class Stream:
     name: str  # stdout | stderr (one stream where both are one file: stdout)
     src: int  # the supervisor's end of the workload's pipe (or the terminal's master)
     dst: int  # where it goes: the supervisor's own fd 1 or 2
-    blocking: bool  # dst may block (a terminal, a file): written as is when it can take it
+    out: int  # the fd written: dst, or a non-blocking description of its pipe of our own
+    sock: Any = None  # dst is a socket: written with MSG_DONTWAIT
     pending: bytes = b""
     eof: bool = False
     gone: bool = False  # the reader went away
+    last: bytes = b"\n"  # the last byte passed on (the supervisor's lines start on their own)
+
+
+class Tail:
+    """A file the workload writes itself (stdout or stderr redirected to one), read back from
+    where it stood at the start, for the watch."""
+
+    def __init__(self, name: str, fd: int) -> None:
+        self.name = name
+        self.src = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
+        self.at = os.lseek(fd, 0, os.SEEK_CUR)
+
+    def read(self, on_data: Callable[[str, bytes], None], most: int = READ) -> bool:
+        """What was written since the last read (up to `most` bytes); whether there was any."""
+        try:
+            data = os.pread(self.src, most, self.at)
+        except OSError:
+            return False
+        self.at += len(data)
+        if data:
+            on_data(self.name, data)
+        return bool(data)
 
 
 class Pump:
@@ -47,7 +77,8 @@ class Pump:
         self.on_data = on_data
         self.streams: list[Stream] = []
         self.child: dict[int, int] = {}  # the workload's fd -> the supervisor's fd it gets
-        self.flags: dict[tuple[int, int], tuple[int, int]] = {}  # a file's flags before
+        self.tails: list[Tail] = []  # files the workload writes itself, read back
+        self.own: list[int] = []  # our descriptions of pipes and sockets written to
         self.masters: list[int] = []  # pseudo-terminals', resized with the real ones
         self.said_to = 2  # the fd whose stream takes the supervisor's own lines
         self.closed = False
@@ -63,8 +94,12 @@ class Pump:
                     self.child[2] = self.child[1]  # one file: one stream, its order kept
                     self.said_to = 1
                     continue
-                self.child[fd] = (self._terminal(fd) if os.isatty(fd)
-                                  else self._pipe(fd, name))
+                if os.isatty(fd):
+                    self.child[fd] = self._terminal(fd)
+                elif stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode):
+                    self.child[fd] = self._pipe(fd, name)
+                else:  # the workload's own to write (its errors its own); read back
+                    self._tail(fd, name, st)
         except OSError:
             self.close()
             raise
@@ -73,8 +108,16 @@ class Pump:
         r, w = os.pipe()
         with contextlib.suppress(OSError):
             fcntl.fcntl(w, F_SETPIPE_SZ, PIPE_SIZE)
-        self.streams.append(Stream(name, r, fd, self._blocking(fd)))
+        out, sock = self._unblocked(fd)
+        self.streams.append(Stream(name, r, fd, out, sock))
         return w
+
+    def _tail(self, fd: int, name: str, st: os.stat_result) -> None:
+        if self.tails and os.path.samestat(st, os.fstat(1)):
+            return  # `>f 2>&1`: one file, read once
+        if stat.S_ISREG(st.st_mode):
+            with contextlib.suppress(OSError):  # not readable by us: not read
+                self.tails.append(Tail(name, fd))
 
     def _terminal(self, fd: int) -> int:
         import termios
@@ -86,23 +129,26 @@ class Pump:
             termios.tcsetattr(slave, termios.TCSANOW, attrs)
         self.masters.append(master)
         self._resize(fd, master)
-        self.streams.append(Stream("stdout" if fd == 1 else "stderr", master, fd, True))
+        self.streams.append(Stream("stdout" if fd == 1 else "stderr", master, fd, fd))
         return slave
 
-    def _blocking(self, fd: int) -> bool:
-        """A pipe or socket is written without blocking (its flags restored at the end, once
-        for each file); anything else (a file, /dev/null) takes a write at once."""
-        st = os.fstat(fd)
-        if not (stat.S_ISFIFO(st.st_mode) or stat.S_ISSOCK(st.st_mode)):
-            return True
-        key = (st.st_dev, st.st_ino)
-        if key not in self.flags:
-            self.flags[key] = (fd, fcntl.fcntl(fd, fcntl.F_GETFL))
-        fcntl.fcntl(fd, fcntl.F_SETFL, self.flags[key][1] | os.O_NONBLOCK)
-        if stat.S_ISFIFO(st.st_mode):  # a read's worth in one write, not 16 turns of 64 KiB
-            with contextlib.suppress(OSError):
-                fcntl.fcntl(fd, F_SETPIPE_SZ, PIPE_SIZE)
-        return False
+    def _unblocked(self, fd: int) -> tuple[int, Any]:
+        """How a pipe or socket is written without blocking and without touching the flags
+        of the file description it shares with others: a pipe opened anew through /proc (a
+        description of our own), a socket with MSG_DONTWAIT; where neither can be had, `fd`
+        as it is (a write may then wait for the reader)."""
+        if stat.S_ISSOCK(os.fstat(fd).st_mode):
+            import socket
+
+            return fd, socket.socket(fileno=os.dup(fd))
+        try:
+            out = os.open(f"/proc/self/fd/{fd}", os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            return fd, None
+        self.own.append(out)
+        with contextlib.suppress(OSError):  # a read's worth in one write, not 16 of 64 KiB
+            fcntl.fcntl(out, F_SETPIPE_SZ, PIPE_SIZE)
+        return out, None
 
     def resize(self) -> None:
         """The pseudo-terminals take the real ones' size (at the start, and at each
@@ -133,11 +179,11 @@ class Pump:
         return [s.src for s in self.streams if not s.eof and not s.pending]
 
     def writable(self) -> list[int]:
-        return [s.dst for s in self.streams if s.pending]
+        return [s.out for s in self.streams if s.pending]
 
     def ready(self, readable: list[int], writable: list[int]) -> None:
         for s in self.streams:
-            if s.dst in writable and s.pending:
+            if s.out in writable and s.pending:
                 self._write(s)
             if s.src in readable and not s.eof and not s.pending:
                 self._read(s)
@@ -154,14 +200,25 @@ class Pump:
             os.close(s.src)
             return
         s.pending = data
+        s.last = data[-1:]
         self._write(s)
         self.on_data(s.name, data)  # after it is passed on: a line shown as it is written
+
+    def tail(self) -> None:
+        """The files the workload writes itself: what they gained, for the watch."""
+        for t in self.tails:
+            t.read(self.on_data)
 
     def _write(self, s: Stream) -> None:
         view = memoryview(s.pending)
         try:
             while view:
-                view = view[os.write(s.dst, view):]
+                if s.sock is not None:
+                    import socket
+
+                    view = view[s.sock.send(view, socket.MSG_DONTWAIT):]
+                else:
+                    view = view[os.write(s.out, view):]
         except BlockingIOError:  # full: the rest when it can take more (select)
             pass
         except OSError:  # EPIPE and the like: the reader is gone
@@ -171,11 +228,12 @@ class Pump:
 
     def say(self, data: bytes) -> bool:
         """The supervisor's own line, after what its stderr's stream holds (a write to a
-        pipe made non-blocking could be refused and lost); False where no stream takes it
-        (the caller writes it itself)."""
+        non-blocking pipe could be refused and lost), on a line of its own; False where no
+        stream takes it (the caller writes it itself)."""
         for s in self.streams if not self.closed else ():
-            if s.dst == self.said_to and not s.gone and not s.eof:
-                s.pending += data
+            if s.dst == self.said_to and not s.gone:
+                s.pending += data if s.last == b"\n" else b"\n" + data
+                s.last = b"\n"
                 self._write(s)
                 return True
         return False
@@ -191,19 +249,23 @@ class Pump:
                     os.close(s.src)
 
     def drain(self) -> None:
-        """After the workload's tree is gone: what its pipes still hold, passed on, for as
-        long as bytes move (a process the kernel cannot kill, in D state, may hold a pipe)."""
+        """After the workload's tree is gone: what its pipes still hold, passed on, however
+        long the reader pauses (as in a pipeline). Only a pipe whose writer neither writes nor
+        closes for DRAIN_IDLE_S (a process the kernel cannot kill, in D state) is given up."""
         import select
 
         moved = time.monotonic()
-        while time.monotonic() - moved < DRAIN_IDLE_S:
+        while True:
             r, w = self.readable(), self.writable()
             if not r and not w:
                 break
+            if not w and time.monotonic() - moved >= DRAIN_IDLE_S:
+                break  # nothing waits for the reader, and the writer says nothing
             ready_r, ready_w, _ = select.select(r, w, [], 1.0)
-            if ready_r or ready_w:
+            if ready_r:
                 moved = time.monotonic()
-                self.ready(ready_r, ready_w)
+            self.ready(ready_r, ready_w)
+        self.tail()
 
     def close(self) -> None:
         self.closed = True
@@ -215,9 +277,17 @@ class Pump:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.child = {}
-        for fd, flags in self.flags.values():
+        for s in self.streams:
+            if s.sock is not None:
+                s.sock.close()
+        for fd in self.own:
             with contextlib.suppress(OSError):
-                fcntl.fcntl(fd, fcntl.F_SETFL, flags)
+                os.close(fd)
+        self.own = []
+        for t in self.tails:
+            with contextlib.suppress(OSError):
+                os.close(t.src)
+        self.tails = []
 
 
 def _stat(fd: int) -> os.stat_result | None:

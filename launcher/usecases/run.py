@@ -138,9 +138,9 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
     if workload is not None and workload.module and engine.inherits_environment:
         check_framework(workload.name, workload.framework)
     check_limits(engine, spec, tell)
-    status = start(req, engine=engine, spec=spec, r=r, run_dir=run_dir, command=command,
+    status, died_of = start(req, engine=engine, spec=spec, r=r, run_dir=run_dir, command=command,
                tell=tell, on_output=on_output, overridden=overridden,
                framework_words=chosen.start_words())
     if req.write_profile is not None:
         write_any_profile(req, status, workload, r, run_dir, command, tell)
-    return RunResult(status=status, run_dir=run_dir)
+    return RunResult(status=status, run_dir=run_dir, signal=died_of)

@@ -8,7 +8,7 @@ import os
 import shutil
 from typing import TYPE_CHECKING
 
-from launcher.errors import CommandNotFound, LauncherError
+from launcher.errors import CommandNotFound, CommandNotRunnable, LauncherError
 from launcher.usecases.run_request import RunRequest
 from launcher.workloads.catalog import Workload
 
@@ -59,7 +59,9 @@ def check_on_path(word: str, path: str | None, cwd: str | None) -> None:
     """A command run on this host that is not there: one line and 127, before anything."""
     if "/" in word:
         path = os.path.join(cwd or os.getcwd(), word)
-        found = os.path.isfile(path) and os.access(path, os.X_OK)
+        if os.path.isfile(path) and not os.access(path, os.X_OK):
+            raise CommandNotRunnable(f"{word}: Permission denied")  # 126, as a shell says
+        found = os.path.isfile(path)
     else:
         found = shutil.which(word, path=path) is not None
     if not found:

@@ -96,6 +96,7 @@ class DryRun:
 @dataclass(frozen=True, kw_only=True)
 class RunResult:
     status: int  # the workload's exit status (or its parser's, for its --help)
+    signal: int | None = None  # the signal it died of: launcher ends by it too
     help: str | None = None  # a user workload's --help: printed, nothing run
     dry_run: DryRun | None = None
     run_dir: Path | None = None

@@ -24,10 +24,12 @@ from launcher.usecases.run_request import OnOutput, RunRequest
 
 def start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
            command: list[str], tell: Teller, on_output: OnOutput | None,
-           overridden: Override | None = None, framework_words: str = "") -> int:
+           overridden: Override | None = None,
+           framework_words: str = "") -> tuple[int, int | None]:
     """The run itself: leftovers reported beside it, the caps said, the run folder made, the
     image pulled when --image names one that is not here. `framework_words` end the start
-    line (where a framework read from the script was found)."""
+    line (where a framework read from the script was found). The exit status, and the signal
+    the workload died of."""
     from launcher.supervise.report import report, thread_summary
 
     growth = _growth_options(req, r)  # a bad pattern: an error before anything starts
@@ -41,7 +43,7 @@ def start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_di
     fresh = not run_dir.exists()
     sink = _sink(on_output)
 
-    def supervised() -> int:
+    def supervised() -> tuple[int, int | None]:
         _make_run_dir(run_dir)
         return _supervised_run(engine=engine, spec=spec, r=r, run_dir=run_dir,
                                command=command, interval=req.interval, fresh=fresh,
@@ -49,14 +51,14 @@ def start(req: RunRequest, *, engine: Engine, spec: RunSpec, r: Resolved, run_di
                                framework_words=framework_words)
 
     try:
-        status = supervised()
+        ended = supervised()
     except ImageNotFound:  # an image named with --image that is not here: pulled, then run
         if not req.image:
             raise
         _pull(engine, req.image, tell)
-        status = supervised()
+        ended = supervised()
     leftovers.join(timeout=2)
-    return status
+    return ended
 
 
 def _sink(on_output: OnOutput | None) -> OnOutput:
@@ -138,7 +140,7 @@ def _growth_options(req: RunRequest, r: Resolved) -> Any:
 def _supervised_run(*, engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path,
                     command: list[str], interval: float, fresh: bool, sink: OnOutput,
                     tell: Teller, growth: Any = None, overridden: Override | None = None,
-                    framework_words: str = "") -> int:
+                    framework_words: str = "") -> tuple[int, int | None]:
     from launcher.runtime.session import plot_in_background, supervised_run
     from launcher.supervise.report import preflight
     from launcher.usecases.report import why_no_plot
@@ -152,7 +154,7 @@ def _supervised_run(*, engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path
                                                  info.enforcement.sentence()) + after),
         override=overridden and (overridden.words(), overridden.to_json()))
     if end.summary is None:
-        return end.status  # nothing ran (the supervisor said why): no run folder
+        return end.status, None  # nothing ran (the supervisor said why): no run folder
     why = why_no_plot(end.summary["samples"])
     if why is None:
         plot_in_background(run_dir)
@@ -161,7 +163,7 @@ def _supervised_run(*, engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path
              + f" (`launcher report {run_dir}`)")
     if not end.started:
         tell.say("the command was not found where it ran (for a container: in the image)")
-    return end.status
+    return end.status, end.signal
 
 
 def _or_unlimited(n: int | None) -> str:

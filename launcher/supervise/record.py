@@ -1,0 +1,49 @@
+"""The supervisor's last stage's facts: how the workload ended (contract.write_exit) and the
+limits it started under. Standard library only."""
+
+from __future__ import annotations
+
+from launcher.supervise.diagnose import Counters
+from launcher.supervise.evidence import Start, Watch
+
+
+def exit_record(code: int, sentence: str, before: Counters, after: Counters) -> dict[str, object]:
+    """How the workload ended (contract.write_exit)."""
+    import resource
+
+    return {"status": code, "diagnosis": sentence, "started": True,
+            "oom": (after.oom_kills or 0) > (before.oom_kills or 0),
+            "memory_peak": after.memory_peak, "pids_peak": after.pids_peak_nearest,
+            "maxrss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
+
+
+def at_start(start: Start, after: Counters, watch: Watch) -> dict[str, object]:
+    """The limits the workload started under and what the samples saw of it: for naming a
+    thread failure the samples missed (launcher reads the workload's own words for it)."""
+    return {"nproc": start.nproc, "nproc_exempt": start.exempt, "uid": start.uid,
+            "uid_tasks_outside": start.outside, "address_space": start.address_space,
+            "data": start.data, "stack": start.stack, "threads_max": start.threads_max,
+            "pids_max": after.pids_max, "threads_seen": watch.threads,
+            "vm_size_seen": watch.vm_size, "vm_data_seen": watch.vm_data}
+
+
+# The signals a terminal, a user or a pipe sends to stop a command: a workload that died of one
+# ends launcher by it too. A death launcher explains (SIGKILL from the OOM killer, SIGSEGV,
+# SIGABRT) stays an exit status, 128 + N, as a shell reports it ($? is the same either way).
+ENDS_BY = (2, 3, 1, 15, 13)  # SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGPIPE
+
+
+def die_of(sig: int) -> None:
+    """End this process by `sig`, as the workload did, so that a shell's loop or `set -e`
+    sees the signal (bash's "wait and cooperative exit", FIELD.md 45); no core file of ours.
+    Returns where the signal does not end it (PID 1: the kernel protects it)."""
+    import contextlib
+    import os
+    import resource
+    import signal
+
+    with contextlib.suppress(OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+    os.kill(os.getpid(), sig)
