@@ -30,6 +30,9 @@ REMOVE = "LAUNCHER_REMOVE"  # stale variable names to remove (encode_names)
 WATCH_STDIN = "LAUNCHER_WATCH_STDIN"  # "1": stdin is the lifeline; its end means launcher died
 LIFELINE_FD = "LAUNCHER_LIFELINE_FD"  # a native run's lifeline: an inherited fd (stdin is the
 # workload's, as for any command)
+LIFELINE_PATH = "LAUNCHER_LIFELINE_PATH"  # a container's with -i or -t: a FIFO launcher holds
+ONE_STREAM = "LAUNCHER_ONE_STREAM"  # "1": launcher's stdout and stderr are one file (`2>&1`):
+# the container's are one stream too, their order kept
 RUN_CGROUPS = "LAUNCHER_RUN_CGROUPS"  # a native run's cgroup directories (encode_paths)
 # the leaf moves to undo should launcher die first: JSON [[caller, [controllers], leaf], ...]
 CGROUP_UNDO = "LAUNCHER_CGROUP_UNDO"
@@ -41,8 +44,8 @@ RECORD_DIR = "LAUNCHER_RECORD_DIR"  # where the supervisor writes the run record
 # "profile", "estimate", "runtime"}; "0" turns the watch off (a user may set that too)
 WATCH = "LAUNCHER_WATCH"
 SITE = "LAUNCHER_SITE"  # a native run's: where the supervisor finds psutil (entrypoint.py)
-PRIVATE = (RESOLVED, REMOVE, WATCH_STDIN, LIFELINE_FD, RUN_CGROUPS, CGROUP_UNDO, CPUSET,
-           RLIMITS, EXIT_FILE, RECORD_DIR, WATCH, SITE)
+PRIVATE = (RESOLVED, REMOVE, WATCH_STDIN, LIFELINE_FD, LIFELINE_PATH, ONE_STREAM, RUN_CGROUPS,
+           CGROUP_UNDO, CPUSET, RLIMITS, EXIT_FILE, RECORD_DIR, WATCH, SITE)
 PSUTIL_IN_IMAGE = f"{IN_IMAGE}/psutil"  # the watch's one need beyond the standard library
 # Variables a user or an image sets for the supervisor.
 CAPS = "LAUNCHER_CAPS"  # another caps.json than CAPS_FILE

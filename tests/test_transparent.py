@@ -17,12 +17,26 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT
+from tests.docker_helpers import BASE, docker_missing
 
 BIN = str(Path(sys.executable).parent)  # the venv's `launcher`
-ENV = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{BIN}:{os.environ['PATH']}",
-       "LAUNCHER_QUIET": "1"}
 WITH = "launcher run --runtime native --"
 BOTH = pytest.mark.parametrize("pre", ["", WITH], ids=["bare", "launcher"])
+IMAGE = f"launcher run --runtime docker --image {BASE}"
+
+
+def env(**more: str) -> dict[str, str]:
+    return {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{BIN}:{os.environ['PATH']}",
+            "LAUNCHER_QUIET": "1", **more}
+
+
+@pytest.fixture
+def docker() -> None:
+    why = docker_missing()
+    if why and os.environ.get("CI"):
+        pytest.fail(f"{why}; CI is set, so this is a failure, not a skip")
+    if why:
+        pytest.skip(why)
 
 
 class Shell:
@@ -33,7 +47,7 @@ class Shell:
         if self.pid == 0:  # pragma: no cover - the child
             os.chdir(cwd)
             os.execvpe("bash", ["bash", "--norc", "--noprofile", "-i"],
-                       {**ENV, "PS1": "PROMPT$ ", "TERM": "dumb"})
+                       env(PS1="PROMPT$ ", TERM="dumb"))
         self.out = b""
         self.expect("PROMPT$ ", 20)
 
@@ -165,7 +179,7 @@ def test_a_repl_at_a_terminal(shell, pre):
 
 
 def sh(script: str, cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", "-c", script], cwd=cwd, env=ENV, capture_output=True,
+    return subprocess.run(["bash", "-c", script], cwd=cwd, env=env(), capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -224,6 +238,80 @@ def test_not_executable_and_not_found_as_the_shell_says(tmp_path, pre):
 
 def test_the_closing_sentence_starts_on_its_own_line(tmp_path):
     p = subprocess.run(["bash", "-c", f"{WITH} printf 'no newline' 2>&1 | cat"], cwd=tmp_path,
-                       env={**ENV, "LAUNCHER_QUIET": ""}, capture_output=True, text=True,
+                       env=env(LAUNCHER_QUIET=""), capture_output=True, text=True,
                        timeout=120)
     assert "no newline\nlauncher: " in p.stdout, p.stdout
+
+
+# --- containers: -i, -t, and one stream where launcher's stdout and stderr are one ---------
+
+
+@pytest.mark.parametrize("interactive", [True, False], ids=["-i", "no -i"])
+def test_a_containers_stdin_with_and_without_i(tmp_path, docker, interactive):
+    flag = "-i " if interactive else ""
+    read = "python3 -c 'import sys; print(repr(sys.stdin.read()))'"
+    ours = sh(f"printf 'a\\nb\\n' | {IMAGE} {flag}-- {read}", tmp_path)
+    theirs = sh(f"printf 'a\\nb\\n' | docker run --rm {flag}{BASE} {read}", tmp_path)
+    assert ours.stdout == theirs.stdout == ("'a\\nb\\n'\n" if interactive else "''\n"), \
+        ours.stderr
+
+
+INTERLEAVED = ("import sys\nfor i in range(1, 401):\n print('batch', i, flush=True)\n"
+               " if i % 100 == 0: print('warning at', i, file=sys.stderr, flush=True)\n")
+
+
+def test_two_to_one_keeps_the_order_in_a_container(tmp_path, docker):
+    (tmp_path / "w.py").write_text(INTERLEAVED)
+    p = sh(f"{IMAGE} -- python3 w.py 2>&1 | cat", tmp_path)
+    lines = [x for x in p.stdout.splitlines() if not x.startswith("launcher:")]
+    for n in (100, 200, 300, 400):
+        assert lines.index(f"warning at {n}") == lines.index(f"batch {n}") + 1, p.stdout
+
+
+def test_a_repl_and_one_ctrl_c_with_it(shell, docker):
+    shell.type(f"{IMAGE} -it -- python3 -q\r")
+    shell.expect(">>> ", 120)
+    shell.type("import signal; n = []; signal.signal(signal.SIGINT, lambda *a: n.append(1))\r")
+    shell.expect(">>> ")
+    shell.type("import time; time.sleep(3)\r")
+    time.sleep(1)
+    shell.type("\x03")
+    shell.expect(">>> ", 30)
+    shell.type("print('sigints', len(n))\r")
+    shell.expect("sigints 1")  # one Ctrl-C is one SIGINT
+    shell.type("exit()\r")
+    shell.expect("PROMPT$ ", 60)
+
+
+def test_bash_has_job_control_with_it(shell, docker):
+    shell.type(f"{IMAGE} -it -- bash --norc -i\r")
+    shell.expect("# ", 120)  # the container's bash prompt (root)
+    shell.type("sleep 30 & jobs; echo J''OBS-DONE\r")
+    screen = shell.expect("JOBS-DONE")
+    assert "no job control" not in screen
+    assert "Running" in screen
+    shell.type("kill %1; exit\r")
+    shell.expect("PROMPT$ ", 60)
+
+
+def test_kill_9_of_launcher_with_i_leaves_no_container(tmp_path, docker):
+    name = f"tr-{os.getpid()}-{time.monotonic_ns() % 100000}"
+    p = subprocess.Popen(["bash", "-c", f"sleep 600 | {IMAGE} -i --name {name} -- sleep 600"],
+                         cwd=tmp_path, env=env(), start_new_session=True)
+
+    def listed() -> str:
+        return subprocess.run(["docker", "ps", "-aq", "--filter", f"name={name}"],
+                              capture_output=True, text=True).stdout.strip()
+
+    from tests.polling import wait_until
+
+    wait_until(lambda: bool(listed()), timeout=120, what="the container to start")
+    launcher_pids = subprocess.run(["pgrep", "-f", "--", f"--name {name}"], capture_output=True,
+                                   text=True).stdout.split()
+    for pid in launcher_pids:
+        os.kill(int(pid), signal.SIGKILL)
+    try:
+        wait_until(lambda: not listed(), timeout=60, what="the container to be gone")
+    finally:
+        os.killpg(p.pid, signal.SIGKILL)
+        p.wait()

@@ -25,7 +25,8 @@ class ContainerPlan:
     image: str | None
     command: tuple[str, ...]
     entrypoint: tuple[str, ...] | None = None  # None: the image's own
-    stdin_open: bool = False  # the lifeline: stdin open while launcher lives
+    stdin_open: bool = False  # the lifeline: stdin open while launcher lives (or -i)
+    tty: bool = False  # a terminal (-t)
     env: dict[str, str] = field(default_factory=dict)  # the whole environment, sorted
     mounts: tuple[Mount, ...] = ()  # the caller's, then launcher's own
     workdir: str | None = None
@@ -84,7 +85,8 @@ def plan(spec: RunSpec, *, deployed_env: Mapping[str, str] | None = None,
         image=spec.image,
         command=tuple(spec.command),
         entrypoint=tuple(SUPERVISOR) if supervised else None,
-        stdin_open=supervised,
+        stdin_open=supervised or spec.interactive,
+        tty=spec.tty,
         env=dict(sorted(deployed_env.items())) if deployed_env is not None
         else _environment(spec),
         mounts=tuple(mounts),

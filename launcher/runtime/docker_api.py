@@ -100,6 +100,17 @@ class Response:
         data, self.buf = self.buf, b""
         return data
 
+    def raw(self) -> Iterator[tuple[int, bytes]]:
+        """A container with a terminal: one stream, as it comes (stdout)."""
+        try:
+            if self.buf:
+                yield 1, self.buf
+                self.buf = b""
+            while chunk := self.sock.recv(READ):
+                yield 1, chunk
+        finally:
+            self.sock.close()
+
     def frames(self) -> Iterator[tuple[int, bytes]]:
         """The multiplexed attach stream: (1 stdout | 2 stderr, data) until the end. What one
         read brings (up to a MiB) is given out whole, a stream's frames in a row joined: a
@@ -238,7 +249,8 @@ class DockerAPI:
         finally:
             resp.sock.close()
 
-    def attach(self, cid: str, stdin: bool = False) -> Iterator[tuple[int, bytes]]:
+    def attach(self, cid: str, stdin: bool = False,
+               tty: bool = False) -> Iterator[tuple[int, bytes]]:
         """(stream, data) frames of stdout (1) and stderr (2) until the container ends. With
         `stdin`, the connection is also the container's stdin (never written to: with
         StdinOnce the daemon closes it when this connection drops, and the supervisor inside
@@ -250,7 +262,7 @@ class DockerAPI:
         if resp.status not in (101, 200):
             raise EngineError(f"cannot attach to the container: {resp.read().decode().strip()}")
         self.attached = resp.sock  # the stdin side: launcher's word to the supervisor
-        return resp.frames()
+        return resp.raw() if tty else resp.frames()
 
     def wait_stream(self, cid: str, condition: str = "next-exit") -> Response:
         """Register a wait before start, so no exit is missed; `.read()` gives the result.

@@ -83,6 +83,8 @@ def to_request(p: ContainerPlan) -> dict[str, Any]:
         body["Entrypoint"] = list(p.entrypoint)
     if p.stdin_open:  # see supervise/lifeline.py
         body.update(OpenStdin=True, StdinOnce=True, AttachStdin=True)
+    if p.tty:
+        body["Tty"] = True
     if p.workdir:
         body["WorkingDir"] = p.workdir
     if p.user:
@@ -248,10 +250,21 @@ class DockerEngine(Engine):
         status is the daemon's, and the removal is waited for beside the caller's end of the
         run (a thread the interpreter joins before it exits): nothing is left when launcher
         returns. A run that did not end is removed here."""
+        from launcher import contract
+        from launcher.runtime import console
         from launcher.runtime.docker_api import ApiError, DockerAPI
 
         api = DockerAPI()
-        cid = _create(api, spec)
+        fifo = None  # -i/-t: stdin is the user's, the lifeline a FIFO
+        lifeline = spec.supervisor_env().get(contract.LIFELINE_PATH)
+        if lifeline:
+            fifo = console.FifoLifeline(lifeline)
+        try:
+            cid = _create(api, spec)
+        except BaseException:
+            if fifo is not None:
+                fifo.close()
+            raise
         stopping = threading.Event()
         enforcement = enforcement_of(spec)
 
@@ -263,14 +276,23 @@ class DockerEngine(Engine):
         old = forward_signals(stop)
         finished = False
         removal = None
+        undo_resize = None
+        terminal = contextlib.ExitStack()
         try:
-            frames = api.attach(cid, stdin=spec.supervised)
+            frames = api.attach(cid, stdin=spec.supervised or spec.interactive, tty=spec.tty)
             waiter = api.wait_stream(cid)
             removal = api.wait_stream(cid, "removed")
             try:
                 api.request("POST", f"/containers/{cid}/start")
             except ApiError as exc:
                 raise EngineError(f"the daemon could not start the container: {exc}") from None
+            if spec.tty:  # its terminal takes this one's size, now and on each change
+                undo_resize = console.on_resize(lambda h, w: api.request(
+                    "POST", f"/containers/{cid}/resize", query={"h": h, "w": w}))
+            if spec.interactive:  # launcher's stdin is its; a terminal here: raw, as docker
+                if spec.tty:
+                    terminal.enter_context(console.raw_terminal())
+                console.relay_stdin(api.attached)
             starter = None
             if on_start is not None:  # the PID for telemetry, beside the container's start
                 starter = threading.Thread(target=_announce, args=(
@@ -288,7 +310,10 @@ class DockerEngine(Engine):
                     on_output("stderr" if stream == 2 else "stdout", data)
                 except OutputClosed:  # the reader is gone: the rest of the stream is dropped,
                     closed.add(stream)  # and the supervisor told: the workload's pipe closes
-                    reader_gone(getattr(api, "attached", None), stream, spec.supervised)
+                    if fifo is not None:
+                        fifo.say(reader_words(stream))
+                    else:
+                        reader_gone(getattr(api, "attached", None), stream, spec.supervised)
             # after a stop (Ctrl-C, kill): nothing left when launcher returns, as always
             status = None if stopping.is_set() else _reported_status(spec)
             if status is None:  # else no word from the supervisor: the daemon's, and removal
@@ -301,7 +326,12 @@ class DockerEngine(Engine):
             finished = True
             return RunResult(status, enforcement)
         finally:
+            terminal.close()
+            if undo_resize is not None:
+                undo_resize()
             restore_signals(old)
+            if fifo is not None:
+                fifo.close()
             if removal is not None:
                 removal.sock.close()
             if not finished:  # AutoRemove removes a container that ended; this one did not
@@ -496,4 +526,8 @@ def reader_gone(sock: Any, stream: int, supervised: bool) -> None:
     if sock is None or not supervised:
         return
     with contextlib.suppress(OSError):
-        sock.sendall(f"closed {'stderr' if stream == 2 else 'stdout'}\n".encode())
+        sock.sendall(reader_words(stream))
+
+
+def reader_words(stream: int) -> bytes:
+    return f"closed {'stderr' if stream == 2 else 'stdout'}\n".encode()

@@ -51,6 +51,8 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     exit_file.unlink(missing_ok=True)
     (run_dir / "telemetry.jsonl").unlink(missing_ok=True)
     _reach_exit_file(engine, spec, run_dir, exit_file)
+    if spec.supervised and not engine.runs_host_processes and _one_file(1, 2):
+        spec.env[contract.ONE_STREAM] = "1"  # `2>&1` here: one stream in the container too
     off = (spec.env.get(contract.WATCH) or "").strip().lower() in ("0", "off", "no", "false")
     if spec.supervised and not off:  # (`-e LAUNCHER_WATCH=0` turns the watch off)
         spec.env[contract.RECORD_DIR] = str(run_dir.resolve())
@@ -118,6 +120,13 @@ def _reach_exit_file(engine: Engine, spec: RunSpec, run_dir: Path, exit_file: Pa
             folder == m.target or folder.startswith(m.target.rstrip("/") + "/")
             for m in spec.mounts if m.source == m.target and not m.read_only):
         spec.mounts.append(Mount(folder, folder))
+
+
+def _one_file(a: int, b: int) -> bool:
+    try:
+        return os.path.samestat(os.fstat(a), os.fstat(b))
+    except OSError:
+        return False
 
 
 def own_pids_peak(engine: Engine, result: RunResult, ended: dict[str, Any] | None) -> int | None:

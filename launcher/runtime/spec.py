@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -74,6 +75,8 @@ class RunSpec:
     labels: dict[str, str] = field(default_factory=dict)
     name: str | None = None
     supervised: bool = True  # run under launcher's supervisor, caps resolved by the caller
+    interactive: bool = False  # a container's stdin is launcher's (`docker run -i`)
+    tty: bool = False  # a container gets a terminal (`docker run -t`)
     imports_launcher: bool = False  # the workload imports launcher (the built-in workloads)
     # who asks that a limit the kernel cannot enforce here refuses the start (--require-limits,
     # the profile's limits.require); None: such a limit is a warning
@@ -92,8 +95,15 @@ class RunSpec:
         if self.supervised:
             env[c.RESOLVED] = "1"
             env[c.REMOVE] = c.encode_names(self.remove_env)
-            env[c.WATCH_STDIN] = "1"
+            if not (self.interactive or self.tty):
+                env[c.WATCH_STDIN] = "1"
+            elif env.get(c.EXIT_FILE):  # stdin is the user's: a FIFO beside the exit file
+                env[c.LIFELINE_PATH] = lifeline_path(env[c.EXIT_FILE])
         return dict(sorted(env.items()))
+
+
+def lifeline_path(exit_file: str) -> str:
+    return os.path.join(os.path.dirname(exit_file), "lifeline")
 
 
 def build_spec(r: Resolved, command: list[str], *, image: str | None = None,

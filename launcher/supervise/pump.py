@@ -73,13 +73,17 @@ class Tail:
 
 
 class Pump:
-    def __init__(self, on_data: Callable[[str, bytes], None]) -> None:
+    def __init__(self, on_data: Callable[[str, bytes], None], one_stream: bool = False) -> None:
+        """`one_stream`: stdout and stderr are one file where launcher is (`2>&1` on the host
+        of a container): the workload's are one stream here too, passed on as stdout."""
         self.on_data = on_data
         self.streams: list[Stream] = []
         self.child: dict[int, int] = {}  # the workload's fd -> the supervisor's fd it gets
         self.tails: list[Tail] = []  # files the workload writes itself, read back
         self.own: list[int] = []  # our descriptions of pipes and sockets written to
         self.masters: list[int] = []  # pseudo-terminals', resized with the real ones
+        self._slaves: list[int] = []
+        self.saved_mode: list[Any] | None = None  # the container terminal's, before raw
         self.said_to = 2  # the fd whose stream takes the supervisor's own lines
         self.closed = False
         usable = {fd: _stat(fd) for fd in (1, 2)}
@@ -89,8 +93,8 @@ class Pump:
                 st = usable[fd]
                 if st is None:
                     continue  # closed: the workload gets /dev/null there
-                if fd == 2 and usable[1] is not None and os.path.samestat(st, usable[1]) \
-                        and 1 in self.child:
+                if fd == 2 and usable[1] is not None and 1 in self.child and (
+                        one_stream or os.path.samestat(st, usable[1])):
                     self.child[2] = self.child[1]  # one file: one stream, its order kept
                     self.said_to = 1
                     continue
@@ -128,6 +132,7 @@ class Pump:
             attrs[1] &= ~termios.OPOST  # bytes as written: the real terminal adds the CRs
             termios.tcsetattr(slave, termios.TCSANOW, attrs)
         self.masters.append(master)
+        self._slaves.append(slave)
         self._resize(fd, master)
         self.streams.append(Stream("stdout" if fd == 1 else "stderr", master, fd, fd))
         return slave
@@ -169,6 +174,26 @@ class Pump:
         """posix_spawn's: the workload's stdout and stderr (the pipes' ends are close-on-exec)."""
         return [(os.POSIX_SPAWN_DUP2, src, fd) for fd, src in self.child.items()]
 
+    def console(self) -> str | None:
+        """PID 1 of a container with a terminal (`docker run -t`, `launcher run --image -t`):
+        the pseudo-terminal's path that becomes the workload's controlling terminal, all three
+        of its fds; the container's terminal in raw mode, what is typed there relayed to it
+        (its line discipline makes Ctrl-C one SIGINT to its foreground job, and bash has job
+        control). None elsewhere."""
+        if os.getpid() != 1 or 1 not in self.child or not os.isatty(0) \
+                or self.child[1] not in self._slaves:
+            return None
+        import termios
+        import tty
+
+        master = next(s.src for s in self.streams if s.dst == 1)
+        with contextlib.suppress(termios.error, OSError):
+            self.saved_mode = termios.tcgetattr(0)
+            termios.tcsetattr(self.child[1], termios.TCSANOW, self.saved_mode)  # it cooks now
+            tty.setraw(0, termios.TCSANOW)
+        self.streams.append(Stream("stdin", 0, master, master))
+        return os.ttyname(self.child[1])
+
     def spawned(self) -> None:
         """The workload holds its ends now: ours are closed, so its end of file is ours."""
         for fd in set(self.child.values()):
@@ -197,12 +222,14 @@ class Pump:
             data = b""
         if not data:
             s.eof = True
-            os.close(s.src)
+            if s.src != 0:
+                os.close(s.src)
             return
         s.pending = data
         s.last = data[-1:]
         self._write(s)
-        self.on_data(s.name, data)  # after it is passed on: a line shown as it is written
+        if s.src != 0:  # (stdin, relayed to a console: not the workload's output)
+            self.on_data(s.name, data)  # after it is passed on: a line shown as it is written
 
     def tail(self) -> None:
         """The files the workload writes itself: what they gained, for the watch."""
@@ -232,6 +259,8 @@ class Pump:
         stream takes it (the caller writes it itself)."""
         for s in self.streams if not self.closed else ():
             if s.dst == self.said_to and not s.gone:
+                if self.saved_mode is not None:  # a raw terminal: the CRs are ours to add
+                    data = data.replace(b"\n", b"\r\n")
                 s.pending += data if s.last == b"\n" else b"\n" + data
                 s.last = b"\n"
                 self._write(s)
@@ -254,6 +283,9 @@ class Pump:
         closes for DRAIN_IDLE_S (a process the kernel cannot kill, in D state) is given up."""
         import select
 
+        for s in self.streams:
+            if s.src == 0:  # a console's typing: no more of it
+                s.eof = True
         moved = time.monotonic()
         while True:
             r, w = self.readable(), self.writable()
@@ -269,10 +301,17 @@ class Pump:
 
     def close(self) -> None:
         self.closed = True
+        if self.saved_mode is not None:
+            import termios
+
+            with contextlib.suppress(termios.error, OSError):
+                termios.tcsetattr(0, termios.TCSADRAIN, self.saved_mode)
+            self.saved_mode = None
         for s in self.streams:
             if not s.eof:
                 s.eof = True
-                os.close(s.src)
+                if s.src != 0:
+                    os.close(s.src)
         for fd in set(self.child.values()):
             with contextlib.suppress(OSError):
                 os.close(fd)

@@ -67,6 +67,7 @@ class Run:
         self.entry_cgroups: list[str] = []  # the entrypoint's own (a container's)
         self.mask: set[signal.Signals] = set()  # this process's, which the workload gets
         self.died_of: int | None = None  # the signal the workload died of, to end by
+        self.lifeline: int | None = None  # the FIFO's fd, once opened
 
     def __call__(self) -> int:
         prepared = prepare(self.environ, self.say)
@@ -129,7 +130,8 @@ class Run:
                          "it; or `pip install psutil`)")
                 settings["sample"] = False
             self.watched = LazyWatch(settings, cmd, self.say, self.environ)
-            self.pump = self.say.pump = Pump(self.watched.output)
+            self.pump = self.say.pump = Pump(self.watched.output,
+                                             one_stream=c.flag(self.environ, c.ONE_STREAM))
         except Exception as exc:  # noqa: BLE001 - an old Python, no pseudo-terminal: unwatched
             self.watched = self.pump = self.say.pump = None
             self.say(f"warning: growth is not watched in this run ({type(exc).__name__}: "
@@ -151,8 +153,11 @@ class Run:
         if self.lifeline_fd() == 0:  # stdin is launcher's: the workload's is /dev/null
             actions.append((os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0))
         actions += self.pump.file_actions() if self.pump is not None else []
+        console = self.pump.console() if self.pump is not None else None
+        if console is not None:  # the workload's own terminal: no foreground to hand
+            self.foreground.close()
         try:
-            pid = spawn(cmd, env, actions, mask, self.say)
+            pid = spawn(cmd, env, actions, mask, self.say, console)
         except BaseException:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             raise
@@ -163,8 +168,20 @@ class Run:
         return Spawned(pid, before, start, Watch(pid))
 
     def lifeline_fd(self) -> int | None:
+        """launcher's pipe: an inherited fd (native), a FIFO it holds open (a container with
+        -i or -t), or stdin (any other container launcher started); None: no launcher."""
         if self.environ.get(c.LIFELINE_FD, "").isdigit():
             return int(self.environ[c.LIFELINE_FD])
+        if self.environ.get(c.LIFELINE_PATH):
+            if self.lifeline is None:
+                try:
+                    self.lifeline = os.open(self.environ[c.LIFELINE_PATH],
+                                            os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                except OSError as exc:
+                    self.say(f"warning: launcher's lifeline {self.environ[c.LIFELINE_PATH]}: "
+                             f"{exc.strerror}; the run outlives launcher if it is killed")
+                    self.lifeline = -1
+            return self.lifeline if self.lifeline >= 0 else None
         return 0 if self.environ.get(c.WATCH_STDIN) == "1" else None
 
     def wait(self, s: Spawned) -> Ended:

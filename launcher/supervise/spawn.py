@@ -23,12 +23,19 @@ class NotRunnable(Exception):  # noqa: N818 - a condition, said as the shell say
 
 
 def spawn(cmd: list[str], env: dict[str, str], actions: list[Any],
-          mask: set[signal.Signals], say: Any) -> int:
-    """Start `cmd` in a new process group (its pid is the group's id); NotRunnable where the
-    shell would say 127 (not found) or 126 (not executable, a bad interpreter)."""
+          mask: set[signal.Signals], say: Any, console: str | None = None) -> int:
+    """Start `cmd` in a new process group (its pid is the group's id); with `console` (a
+    terminal's path), in a new session whose controlling terminal it is, on fds 0-2.
+    NotRunnable where the shell would say 127 (not found) or 126 (not executable, a bad
+    interpreter)."""
+    group: dict[str, Any] = {"setpgroup": 0}
+    if console is not None:  # opened after setsid, without O_NOCTTY: its controlling one
+        actions = [(os.POSIX_SPAWN_OPEN, 0, console, os.O_RDWR, 0),
+                   (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)]
+        group = {"setsid": True}
     try:
-        return os.posix_spawnp(cmd[0], cmd, env, file_actions=actions, setpgroup=0,
-                               setsigdef=DEFAULTS, setsigmask=mask)
+        return os.posix_spawnp(cmd[0], cmd, env, file_actions=actions, setsigdef=DEFAULTS,
+                               setsigmask=mask, **group)
     except PermissionError as exc:
         from launcher.supervise.causes import clone3_refused
 
@@ -38,21 +45,21 @@ def spawn(cmd: list[str], env: dict[str, str], actions: list[Any],
         # fork() is clone: the workload starts, and its threads' failure is named
         say("warning: a seccomp filter refuses clone3 here; the workload's threads will "
             "fail to start (glibc creates them with clone3)")
-        return fork_exec(cmd, env, mask, actions)
+        return fork_exec(cmd, env, mask, actions, new_session=console is not None)
     except OSError as exc:
         raise NotRunnable(127 if isinstance(exc, FileNotFoundError) else 126,
                           _words(cmd[0], exc, env)) from None
 
 
 def fork_exec(cmd: list[str], env: dict[str, str], mask: set[signal.Signals],
-              actions: list[Any]) -> int:
+              actions: list[Any], new_session: bool = False) -> int:
     """posix_spawnp's work by fork() and exec (its OPEN and DUP2 `actions` too): the child's
     exec failure is its exit 127."""
     pid = os.fork()
     if pid:
         return pid
     try:  # pragma: no mutate - the child of a fork
-        os.setpgid(0, 0)
+        os.setsid() if new_session else os.setpgid(0, 0)
         for sig in DEFAULTS:
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)

@@ -71,8 +71,10 @@ class Foreground:
             self.give(self.pgid)
             _cont(self.pgid)
             return
-        if self.tty is None:
-            return  # no job control: stopped until someone continues it, as without us
+        if self.tty is None:  # no job control: stopped until someone continues it, as
+            if os.getpid() == 1:  # without us; PID 1 has no job above it to stop
+                _cont(self.pgid)
+            return
         self.take_back()
         if os.getpid() == 1:
             _cont(self.pgid)

@@ -95,6 +95,7 @@ def run(req: RunRequest, *, on_event: OnEvent | None = None,
                       mounts=mounts_of(req), workdir=workdir_of(req),
                       user=req.user or caller(), required_by=required_by)
     spec.labels.update({RUN_LABEL: run_id, OWNER_LABEL: owner()})
+    spec.interactive, spec.tty = req.interactive, req.tty
     if workload is not None and workload.module:
         workload_paths(spec, run_dir)
     if workload is None and engine.runs_host_processes:  # before any warning or start line

@@ -41,6 +41,13 @@ class RunRequest:
     mount_cwd: bool = flag(Flag(("--mount-cwd",), "Mount the current folder into the container "
                                 "(--no-mount-cwd: do not).", kind="bool",
                                 secondary=("--no-mount-cwd",)), True)
+    interactive: bool = flag(Flag(("--interactive", "-i"), "Keep the container's stdin open "
+                                  "and give it launcher's, as `docker run -i` (natively the "
+                                  "workload always has launcher's stdin).", kind="bool"), False)
+    tty: bool = flag(Flag(("--tty", "-t"), "Give the container a terminal, as `docker run -t`: "
+                          "with -i and a terminal here, a shell or a REPL runs as at a "
+                          "terminal (Ctrl-C is one SIGINT to its foreground job). Natively the "
+                          "workload always has launcher's terminal.", kind="bool"), False)
     name: str | None = flag(Flag(("--name",), "Run ID and container name."))
     resume: str | None = flag(Flag(("--resume",), "Run again in the folder of RUN_ID (a "
                                    "workload resumes from what it saved there)."))
