@@ -160,3 +160,25 @@ def read_exit(path: str | os.PathLike[str]) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) and isinstance(data.get("status"), int) else None
+
+
+# The signals a terminal, a user or a pipe sends to stop a command: a workload that died of one
+# ends launcher by it too. A death launcher explains (SIGKILL from the OOM killer, SIGSEGV,
+# SIGABRT) stays an exit status, 128 + N, as a shell reports it ($? is the same either way).
+ENDS_BY = (2, 3, 1, 15, 13)  # SIGINT, SIGQUIT, SIGHUP, SIGTERM, SIGPIPE
+
+
+def die_of(sig: int) -> None:
+    """End this process by `sig`, as the workload did, so that a shell's loop or `set -e`
+    sees the signal (bash's "wait and cooperative exit", FIELD.md 45); no core file of ours.
+    Returns where the signal does not end it (PID 1: the kernel protects it)."""
+    import contextlib
+    import os
+    import resource
+    import signal
+
+    with contextlib.suppress(OSError, ValueError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
+    signal.signal(sig, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {sig})
+    os.kill(os.getpid(), sig)

@@ -82,7 +82,8 @@ def _is_program(mod: str) -> bool:
     """Programs that run in their own process: `python -m` entry points, the supervisor in
     images, and the workloads launcher starts. They own their output."""
     return (mod.endswith(".__main__") or _within(mod, ("launcher.workloads",))
-            or mod == "launcher.supervise.entrypoint")
+            or mod in ("launcher.supervise.entrypoint", "launcher.supervise.run",
+                       "launcher.supervise.spawn"))
 
 
 def test_only_cli_prints_or_exits():

@@ -44,7 +44,7 @@ def exit_now(code: object) -> None:
         with contextlib.suppress(OSError, ValueError, AttributeError):  # a closed pipe
             stream.flush()  # type: ignore[union-attr]
     if isinstance(code, int) and code < 0:  # the workload died of signal -code: so do we
-        from launcher.supervise.record import die_of
+        from launcher.usecases.run import die_of
 
         die_of(-code)
         code = 128 - code

@@ -7,18 +7,17 @@ diagnosis. The same for every backend: a local chunk, a Ray task, a Slurm job st
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from launcher import contract
 from launcher.caps.resolve import Resolved
 from launcher.telemetry.growth_watch import GrowthOptions
+from launcher.telemetry.watch_settings import WatchSettings
 
 
 def watch_env(r: Resolved, folder: Path) -> dict[str, str]:
     """The supervisor's variables for a chunk's watch and record."""
-    return {contract.RECORD_DIR: str(folder.resolve()),
-            contract.WATCH: json.dumps({
-                "growth": GrowthOptions.of(r.profile, cycle_by="growth.cycle").to_json(),
-                "framework": r.framework, "profile": r.caps.profile,
-                "estimate": r.caps.estimate.to_json()})}
+    return {contract.RECORD_DIR: str(folder.resolve()), **WatchSettings(
+        growth=GrowthOptions.of(r.profile, cycle_by="growth.cycle").to_json(),
+        framework=r.framework, profile=r.caps.profile,
+        estimate=r.caps.estimate.to_json()).to_env()}

@@ -23,6 +23,7 @@ from launcher.errors import LauncherError
 from launcher.runtime.engine import Engine, OutputSink, RunResult, Started
 from launcher.runtime.spec import Mount, RunSpec
 from launcher.telemetry.growth_watch import GrowthOptions
+from launcher.telemetry.watch_settings import WatchSettings, is_off
 
 EXIT_FILE = "exit.json"
 
@@ -53,13 +54,12 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     _reach_exit_file(engine, spec, run_dir, exit_file)
     if spec.supervised and not engine.runs_host_processes and _one_file(1, 2):
         spec.env[contract.ONE_STREAM] = "1"  # `2>&1` here: one stream in the container too
-    off = (spec.env.get(contract.WATCH) or "").strip().lower() in ("0", "off", "no", "false")
-    if spec.supervised and not off:  # (`-e LAUNCHER_WATCH=0` turns the watch off)
+    if spec.supervised and not is_off(spec.env):  # (`-e LAUNCHER_WATCH=0` turns it off)
         spec.env[contract.RECORD_DIR] = str(run_dir.resolve())
-        spec.env[contract.WATCH] = json.dumps({
-            "growth": (growth or GrowthOptions()).to_json(), "interval": interval,
-            "framework": r.framework, "profile": r.caps.profile,
-            "estimate": r.caps.estimate.to_json(), "runtime": engine.name})
+        spec.env.update(WatchSettings(
+            growth=(growth or GrowthOptions()).to_json(), interval=interval,
+            framework=r.framework, profile=r.caps.profile,
+            estimate=r.caps.estimate.to_json(), runtime=engine.name).to_env())
     started = time.time()
 
     def started_hook(info: Started) -> None:

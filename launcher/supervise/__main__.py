@@ -33,7 +33,7 @@ def main(argv: list[str]) -> int:
     run = Run(argv, dict(os.environ))
     code = run()
     if run.died_of and os.getpid() != 1:  # PID 1 cannot: the kernel protects it
-        from launcher.supervise.record import die_of
+        from launcher.contract import die_of
 
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:

@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from launcher.telemetry.watch_settings import WatchSettings
 
 START_AFTER_S = 0.25  # after the workload's start
 EARLY_MAX = 1 << 18  # bytes of output kept for the watch until it starts
 
 
 class LazyWatch:
-    def __init__(self, settings: dict[str, Any], command: list[str],
+    def __init__(self, settings: WatchSettings, command: list[str],
                  say: Callable[[str], None], environ: dict[str, str]) -> None:
         self.settings, self.command, self.say = settings, command, say
         self.environ = environ  # the supervisor's: where the record goes

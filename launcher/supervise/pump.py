@@ -29,7 +29,6 @@ import os
 import stat
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 READ = 1 << 20  # bytes a read takes at most
@@ -38,17 +37,17 @@ F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Python 3.10+ has it; the images' may 
 DRAIN_IDLE_S = 30.0  # after the workload's tree is gone: its pipes' writers' last bytes
 
 
-@dataclass
-class Stream:
-    name: str  # stdout | stderr (one stream where both are one file: stdout)
-    src: int  # the supervisor's end of the workload's pipe (or the terminal's master)
-    dst: int  # where it goes: the supervisor's own fd 1 or 2
-    out: int  # the fd written: dst, or a non-blocking description of its pipe of our own
-    sock: Any = None  # dst is a socket: written with MSG_DONTWAIT
-    pending: bytes = b""
-    eof: bool = False
-    gone: bool = False  # the reader went away
-    last: bytes = b"\n"  # the last byte passed on (the supervisor's lines start on their own)
+class Stream:  # (a plain class: dataclasses costs ~8 ms of every container start)
+    def __init__(self, name: str, src: int, dst: int, out: int, sock: Any = None) -> None:
+        self.name = name  # stdout | stderr (one stream where both are one file: stdout)
+        self.src = src  # the supervisor's end of the workload's pipe (or a terminal's master)
+        self.dst = dst  # where it goes: the supervisor's own fd 1 or 2
+        self.out = out  # the fd written: dst, or a non-blocking description of our own
+        self.sock = sock  # dst is a socket: written with MSG_DONTWAIT
+        self.pending = b""
+        self.eof = False
+        self.gone = False  # the reader went away
+        self.last = b"\n"  # the last byte passed on (our lines start on their own)
 
 
 class Tail:
@@ -231,10 +230,12 @@ class Pump:
         if s.src != 0:  # (stdin, relayed to a console: not the workload's output)
             self.on_data(s.name, data)  # after it is passed on: a line shown as it is written
 
-    def tail(self) -> None:
-        """The files the workload writes itself: what they gained, for the watch."""
+    def tail(self) -> float:
+        """The files the workload writes itself: what they gained, for the watch; the seconds
+        until the next look (a tick of the loop)."""
         for t in self.tails:
             t.read(self.on_data)
+        return 1.0
 
     def _write(self, s: Stream) -> None:
         view = memoryview(s.pending)

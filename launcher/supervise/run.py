@@ -10,7 +10,6 @@ import contextlib
 import os
 import signal
 import sys
-from dataclasses import dataclass
 from typing import Any
 
 from launcher import contract as c
@@ -37,19 +36,19 @@ class Voice:
             print(f"launcher: {msg}", file=sys.stderr, flush=True)
 
 
-@dataclass
-class Spawned:
-    pid: int
-    before: Counters
-    start: Start  # the limits it starts under
-    sampled: Watch  # its threads and address space, for the diagnosis
+class Spawned:  # (plain classes: dataclasses costs ~8 ms of every container start)
+    def __init__(self, pid: int, before: Counters, start: Start, sampled: Watch) -> None:
+        self.pid = pid
+        self.before = before
+        self.start = start  # the limits it starts under
+        self.sampled = sampled  # its threads and address space, for the diagnosis
 
 
-@dataclass
 class Ended:
-    code: int  # the exit status: 128 + N for a signal
-    signal: int | None  # N, where it died of one
-    launcher_gone: bool = False
+    def __init__(self, code: int, signal: int | None, launcher_gone: bool = False) -> None:
+        self.code = code  # the exit status: 128 + N for a signal
+        self.signal = signal  # N, where it died of one
+        self.launcher_gone = launcher_gone
 
 
 class Run:
@@ -119,16 +118,16 @@ class Run:
         try:
             from launcher.supervise.lazy import LazyWatch
             from launcher.supervise.pump import Pump
-            from launcher.supervise.watcher import settings_of
+            from launcher.telemetry.watch_settings import WatchSettings
 
-            settings = settings_of(self.environ, recipe, self.say)
+            settings = WatchSettings.from_env(self.environ, recipe, self.say)
             if settings is None:
                 return
             if importlib.util.find_spec("psutil") is None:  # its words are read all the same
                 self.say("note: growth is not watched and the run record has no samples "
                          "here: this image lacks psutil (images `launcher build` makes have "
                          "it; or `pip install psutil`)")
-                settings["sample"] = False
+                settings.sample = False
             self.watched = LazyWatch(settings, cmd, self.say, self.environ)
             self.pump = self.say.pump = Pump(self.watched.output,
                                              one_stream=c.flag(self.environ, c.ONE_STREAM))
@@ -157,7 +156,7 @@ class Run:
         if console is not None:  # the workload's own terminal: no foreground to hand
             self.foreground.close()
         try:
-            pid = spawn(cmd, env, actions, mask, self.say, console)
+            pid = spawn(cmd, env, actions, mask, self.say, console=console)
         except BaseException:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             raise
@@ -270,7 +269,7 @@ class Run:
     def _ends_by(e: Ended, code: int) -> int | None:
         """The signal to end by: the workload's, where its status was not replaced (a stop
         before a limit is 75) and it is one that stops a command (record.ENDS_BY)."""
-        from launcher.supervise.record import ENDS_BY
+        from launcher.contract import ENDS_BY
 
         return e.signal if e.signal in ENDS_BY and code == e.code else None
 
@@ -300,7 +299,7 @@ class Run:
 
 def both(*ticks: Any) -> Any:
     """Ticks as one, each called when it is due (the loop also wakes for output): the sooner
-    of their next times. A tick returns the seconds until it is due again (None: 1 s)."""
+    of their next times. A tick returns the seconds until it is due again."""
     import time
 
     each = [t for t in ticks if t is not None]
@@ -310,7 +309,7 @@ def both(*ticks: Any) -> Any:
         now = time.monotonic()
         for i, t in enumerate(each):
             if now >= due[i]:
-                due[i] = now + (t() or 1.0)
+                due[i] = now + t()
         return max(0.0, min(due) - now)
 
     return tick

@@ -23,7 +23,7 @@ class NotRunnable(Exception):  # noqa: N818 - a condition, said as the shell say
 
 
 def spawn(cmd: list[str], env: dict[str, str], actions: list[Any],
-          mask: set[signal.Signals], say: Any, console: str | None = None) -> int:
+          mask: set[signal.Signals], say: Any, *, console: str | None = None) -> int:
     """Start `cmd` in a new process group (its pid is the group's id); with `console` (a
     terminal's path), in a new session whose controlling terminal it is, on fds 0-2.
     NotRunnable where the shell would say 127 (not found) or 126 (not executable, a bad

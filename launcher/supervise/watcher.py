@@ -24,38 +24,11 @@ from pathlib import Path
 from typing import IO, Any
 
 from launcher import contract as c
+from launcher.telemetry.watch_settings import WatchSettings
 
 POD_RUNS = "/workspace/runs"  # a RunPod pod's volume
 TERMINATION_LOG = "/dev/termination-log"  # a Kubernetes container's termination message
 TERMINATION_MAX = 4096  # bytes the kubelet keeps of it
-OFF = ("0", "off", "no", "false")
-
-
-def settings_of(environ: dict[str, str], r: Any = None,
-                say: Callable[[str], None] | None = None) -> dict[str, Any] | None:
-    """What the watch is told; None where it is turned off (LAUNCHER_WATCH=0). `r`: the
-    image's recipe resolved here, whose profile's growth keys apply unless launcher sent its
-    own."""
-    raw = (environ.get(c.WATCH) or "").strip()
-    if raw.lower() in OFF and raw:
-        return None
-    try:
-        settings: dict[str, Any] = json.loads(raw) if raw.startswith("{") else {}
-    except ValueError:
-        settings = {}
-    if r is not None:
-        from launcher.telemetry.growth_watch import GrowthOptions
-
-        if "growth" not in settings:
-            try:
-                settings["growth"] = GrowthOptions.of(r.profile).to_json()
-            except ValueError as exc:  # a bad growth.cycle: said, and the defaults watch
-                if say is not None:
-                    say(f"warning: {exc}")
-        settings.setdefault("framework", r.framework)
-        settings.setdefault("profile", r.caps.profile)
-        settings.setdefault("estimate", r.caps.estimate.to_json())
-    return settings
 
 
 def record_folder(environ: dict[str, str], command: list[str]) -> tuple[Path | None, bool]:
@@ -96,13 +69,13 @@ class Watcher:
     """Started once the workload is (`begin`), fed its output and ticks, finished with its
     status (`finish`): the exit status and sentence after growth, and the record written."""
 
-    def __init__(self, settings: dict[str, Any], folder: Path | None, command: list[str],
+    def __init__(self, settings: WatchSettings, folder: Path | None, command: list[str],
                  say: Callable[[str], None]) -> None:
-        from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+        from launcher.telemetry.growth_watch import GrowthWatch
 
         self.settings, self.folder, self.command, self.say = settings, folder, command, say
         self.started = time.time()
-        self.options = GrowthOptions.from_json(settings.get("growth") or {})
+        self.options = settings.options
         self.watch = GrowthWatch(self.options, lambda line: say(line))
         self.watch.later = self._kill_later
         self.pid: int | None = None
@@ -118,8 +91,8 @@ class Watcher:
 
     @classmethod
     def begin(cls, environ: dict[str, str], command: list[str], say: Callable[[str], None],
-              settings: dict[str, Any]) -> Watcher:
-        """A watcher told `settings` (settings_of), its record's folder made where there is
+              settings: WatchSettings) -> Watcher:
+        """A watcher told `settings`, its record's folder made where there is
         one (where it cannot be: said, and no record)."""
         folder, new = record_folder(environ, command)
         if folder is not None:
@@ -137,11 +110,11 @@ class Watcher:
         from launcher.telemetry.watch import limits_of, memory_dir_of
 
         self.pid = pid
-        if self.settings.get("sample") is False:  # no psutil here: the words alone
+        if not self.settings.sample:  # no psutil here: the words alone
             return
         facts = _Facts()
         limits, pids_dir = limits_of(os.getpid(), facts)  # type: ignore[arg-type]
-        estimate = (self.settings.get("estimate") or {}).get("total")
+        estimate = (self.settings.estimate or {}).get("total")
         limits["threads_estimate"] = estimate
         memory_dir, v2 = memory_dir_of(os.getpid())
         own = os.getpid() == 1 or (memory_dir is not None and str(memory_dir) in own_cgroups)
@@ -153,9 +126,9 @@ class Watcher:
         self.sampler = Sampler(
             os.getpid(), self.out, limits, pids_dir=pids_dir,
             memory_dir=memory_dir if own else None, memory_v2=v2,
-            interval=float(self.settings.get("interval") or 1.0),
+            interval=self.settings.interval,
             warn=lambda msg: self.say(f"warning: {msg}"), on_sample=self.watch.on_sample,
-            framework=_label(self.settings.get("framework")), own_root=True)
+            framework=_label(self.settings.framework), own_root=True)
         self.watch.attach(self.sampler, self._signal)
         self.sampler.sample()  # the first row: the run's start
 
@@ -250,18 +223,17 @@ class Watcher:
         write_summary(self.folder, summarize(rows, meta, None, extra.get("pids_peak_kernel")))
 
 
-def run_meta(settings: dict[str, Any], folder: Path, command: list[str], *, status: int,
+def run_meta(settings: WatchSettings, folder: Path, command: list[str], *, status: int,
              workload: int, sentence: str, started: float, record: dict[str, Any] | None,
              extra: dict[str, Any]) -> dict[str, Any]:
     """summary.json's words of the run, as the supervisor knows it (`launcher run` writes
     it again with what the engine enforced)."""
-    return {"run_id": folder.name, "profile": settings.get("profile"),
-            "framework": settings.get("framework"),
-            "runtime": settings.get("runtime") or (
-                "container" if os.getpid() == 1 else "native"),
+    return {"run_id": folder.name, "profile": settings.profile,
+            "framework": settings.framework,
+            "runtime": settings.runtime or ("container" if os.getpid() == 1 else "native"),
             "command": command, "exit_status": status, "diagnosis": sentence,
             "started": started, "ended": time.time(),
-            "threads_estimate": settings.get("estimate"), "growth": record or {},
+            "threads_estimate": settings.estimate, "growth": record or {},
             "workload_status": workload, "recorded_by": "supervisor", **extra}
 
 
@@ -271,7 +243,7 @@ def write_summary(folder: Path, summary: dict[str, Any]) -> None:
     os.replace(tmp, folder / "summary.json")
 
 
-def quick_record(environ: dict[str, str], command: list[str], settings: dict[str, Any],
+def quick_record(environ: dict[str, str], command: list[str], settings: WatchSettings,
                  code: int, sentence: str, started: float,
                  extra: dict[str, Any]) -> str | None:
     """The record of a run over before the watch began (no samples, no growth): its folder,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from launcher.contract import die_of  # handed on: the CLI ends by the workload's signal
 from launcher.errors import LauncherError
 from launcher.names import NAME, NAME_RULE
 from launcher.render.images import default_tag
@@ -45,7 +46,8 @@ from launcher.usecases.run_spec import (
 from launcher.usecases.run_supervise import start
 from launcher.usecases.run_write_profile import check_write_profile, write_any_profile
 
-__all__ = ["DryRun", "RunRequest", "RunResult", "RunSpec", "plan_command", "run", "runs_dir"]
+__all__ = ["DryRun", "RunRequest", "RunResult", "RunSpec", "die_of", "plan_command", "run",
+           "runs_dir"]
 
 
 def run(req: RunRequest, *, on_event: OnEvent | None = None,
