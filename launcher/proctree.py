@@ -25,3 +25,9 @@ def descendants(pid: int) -> list[int]:
             out.extend(kids)
             todo.extend(kids)
     return out
+
+
+def is_init() -> bool:
+    """This process is its PID namespace's init: a container's PID 1 (the reaper of every
+    orphan, protected from its own signals, no job above it). Decided here alone."""
+    return os.getpid() == 1

@@ -356,7 +356,7 @@ def test_the_engine_refuses_too_when_the_cgroup_falls_short(tmp_path):
 
     engine = NativeEngine(tmp_path / "no-cgroups")
     marker = tmp_path / "ran"
-    spec = RunSpec(["touch", str(marker)], limits=Limits(pids=10), supervised=False,
+    spec = RunSpec(["touch", str(marker)], limits=Limits(pids=10),
                    required_by="--require-limits")
     with pytest.raises(EngineError, match=r"^--require-limits: not started: the pids limit "
                        r"\(no cgroup controller found for pids\) cannot be enforced here$"):

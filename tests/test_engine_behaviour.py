@@ -324,6 +324,16 @@ def test_stdout_comes_back_unchanged_and_stderr_apart(engine, work):
     assert "launcher: the workload exited with status 0." in err
 
 
+def test_a_reader_that_goes_away_ends_the_workload(engine, work):
+    """`launcher run -- yes | head -1` ends as the pipeline does on every engine: the engine
+    tells the supervisor that the reader went away, and the workload meets SIGPIPE."""
+    command, env = _invocation(engine, work)
+    line = " ".join([*command, "run", "--runtime", engine.name, *engine.args, "--", "yes"])
+    piped = subprocess.run(f"{line} | head -1", shell=True, cwd=work, env=env,
+                           capture_output=True, text=True, timeout=120)
+    assert piped.stdout == "y\n" and "killed by SIGPIPE" in piped.stderr, piped.stderr
+
+
 # --- 6. files written into the working folder are the caller's ----------------------------
 
 NOBODY = (4321, 4321)  # a caller with no name here: no passwd line makes it right by chance

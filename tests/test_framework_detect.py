@@ -282,3 +282,12 @@ def test_a_refusal_names_the_plan_with_the_framework_read(tmp_path):
     assert out.returncode == 1
     assert "(see `launcher plan --profile ./tight.yaml --framework torch`)" in out.stderr, \
         out.stderr
+
+
+def test_a_plugin_frameworks_marks_detect_it(tmp_path, fakes):
+    """Which imports mark a framework is its registry entry's (`module`, `marks`), so a
+    plugin's is detected as the built-in ones are (launcher-fakes: onnx, `import onnxruntime`)."""
+    script = tmp_path / "infer.py"
+    script.write_text("import onnxruntime as ort\n")
+    found = detect(["python3", str(script)], tmp_path)
+    assert found.framework == "onnx", found

@@ -112,7 +112,6 @@ def test_run_passes_status_and_env(fake):
     assert spec.remove_env == ["OMP_NESTED", "XLA_PYTHON_CLIENT_MEM_FRACTION"]
     assert spec.env["OMP_NUM_THREADS"] == "2"
     assert spec.gpus.vendor == "none" and "NVIDIA_VISIBLE_DEVICES" not in spec.env
-    assert spec.supervised
 
 
 def test_refused_plan_does_not_start(fake, tmp_path):

@@ -70,13 +70,3 @@ def table(rows: list[tuple[str, ...]], indent: str = "  ") -> str:
     return "\n".join(lines)
 
 
-def parse_env_pairs(pairs: list[str] | None) -> dict[str, str]:
-    from launcher.errors import LauncherError
-
-    out: dict[str, str] = {}
-    for pair in pairs or []:
-        name, sep, value = pair.partition("=")
-        if not sep or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
-            raise LauncherError(f"--env: expected NAME=VALUE (got {pair!r})")
-        out[name] = value
-    return out

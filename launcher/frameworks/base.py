@@ -131,6 +131,9 @@ class Framework:
     probe: str = ""  # module with first_op(), train(), matmul(n) for threadprobe
     detect_build: Callable[[], str] = field(default=lambda: "cpu")
     needed: bool = True  # a workload of it needs `module` importable (numpy for `none`: no)
+    # the top-level modules besides `module` whose import in a script marks it (its libraries:
+    # torchvision, flax); launcher/frameworks/detect.py reads every framework's
+    marks: tuple[str, ...] = ()
     # the variable of pools no thread variable caps, only the affinity (XLA's codegen: its
     # PJRT_NPROC); `--fit` may then shrink the cpuset
     affinity_bound: str | None = None

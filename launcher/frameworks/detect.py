@@ -19,14 +19,20 @@ from pathlib import Path
 MAX_FILES = 50
 MAX_BYTES = 2 << 20
 
-# top-level module -> framework entry name; "keras" follows KERAS_BACKEND
-MODULES = {
-    "torch": "torch", "torchvision": "torch", "torchaudio": "torch", "lightning": "torch",
-    "pytorch_lightning": "torch",
-    "tensorflow": "tf", "tf_keras": "tf",
-    "jax": "jax", "jaxlib": "jax", "flax": "jax", "optax": "jax", "equinox": "jax",
-    "haiku": "jax",
-}
+def marking() -> dict[str, str]:
+    """Top-level module -> the framework its import marks: each registered framework's
+    `module` and `marks`, a plugin's too (none's numpy marks nothing)."""
+    from launcher import frameworks
+
+    out: dict[str, str] = {}
+    for name in frameworks.names():
+        fw = frameworks.get(name)
+        for mod in (fw.module, *fw.marks) if fw.needed else ():
+            out.setdefault(mod, name)
+    return out
+
+
+# "keras" follows KERAS_BACKEND
 WEAK = {"transformers": "torch"}  # its backend is torch unless the script imports another
 KERAS_BACKENDS = {"tensorflow": "tf", "jax": "jax", "torch": "torch"}  # Keras 3's, tf unset
 PYTHON = re.compile(r"python(\d+(\.\d+)?)?t?")
@@ -119,7 +125,7 @@ def _module(name: str, cwd: Path) -> Path | Detected | None:
     for path in (base.with_name(base.name + ".py"), base / "__main__.py"):
         if path.is_file():
             return path
-    fw = MODULES.get(parts[0])
+    fw = marking().get(parts[0])
     return Detected(fw, f"the command (-m {name})", (fw,)) if fw else None
 
 
@@ -267,8 +273,9 @@ def _framework(imp: _Import, keras_backend: str | None) -> tuple[str, bool, str]
         fw = KERAS_BACKENDS.get(keras_backend or "tensorflow")
         said = f"{imp.text}; KERAS_BACKEND={keras_backend}" if keras_backend else imp.text
         return (fw, False, said) if fw else None
-    if top in MODULES:
-        return MODULES[top], False, imp.text
+    fw = marking().get(top)
+    if fw is not None:
+        return fw, False, imp.text
     return (WEAK[top], True, imp.text) if top in WEAK else None
 
 

@@ -172,6 +172,7 @@ FRAMEWORK = Framework(
                 "shape or closure compiles again; jax.clear_caches() frees the cache), and "
                 "drop each cycle's arrays, or run each cycle in a fresh process"),
     name="jax", label="jax", module="jax", distributions=("jax",), install="jax",
+    marks=("jaxlib", "flax", "optax", "equinox", "haiku"),
     models=(Model("0.10", "jax 0.10.2, 1-2 CPUs, 2026-11", _cpu_0_10, _gpu,
                   _beyond_probe_0_10),
             Model("0.11", "jax 0.11.2 with CUDA 13, 1-16 CPUs, one H100, 2026-11",

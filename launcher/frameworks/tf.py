@@ -101,7 +101,7 @@ def _environment(p: Pools) -> Want:
 
 
 FRAMEWORK = Framework(
-    name="tf", label="tensorflow", module="tensorflow",
+    name="tf", label="tensorflow", module="tensorflow", marks=("tf_keras",),
     distributions=("tensorflow", "tensorflow-cpu"), install="tensorflow-cpu",
     models=(Model("2", "tensorflow-cpu 2.21, 1-2 CPUs, 2026-11", _cpu, _gpu),),
     requirements={"nvidia": ["tensorflow[and-cuda]==2.21.0"], "none": ["tensorflow-cpu==2.21.0"]},

@@ -113,6 +113,7 @@ def _environment(p: Pools) -> Want:
 
 FRAMEWORK = Framework(
     name="torch", label="torch", module="torch", distributions=("torch",),
+    marks=("torchvision", "torchaudio", "lightning", "pytorch_lightning"),
     install="torch==2.13.0",
     omp_parts=("torch_intra_op",),  # libgomp's workers
     # measured on an H200 (torch 2.11+cu130), 2026-11-26: its intra-op (libgomp) workers are

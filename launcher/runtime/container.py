@@ -68,7 +68,7 @@ def plan(spec: RunSpec, *, deployed_env: Mapping[str, str] | None = None,
     caller's nofile and nproc)."""
     deployed = deployed_env is not None
     mounts = list(spec.mounts)
-    supervised = spec.supervised and not deployed
+    supervised = not deployed
     if supervised:  # launcher's package and the supervisor, read-only
         mounts += [Mount(str(PACKAGE), f"{IN_IMAGE}/launcher", True),
                    Mount(f"{PACKAGE}/supervise/entrypoint.py", f"{IN_IMAGE}/entrypoint.py",

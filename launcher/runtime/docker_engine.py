@@ -279,7 +279,7 @@ class DockerEngine(Engine):
         undo_resize = None
         terminal = contextlib.ExitStack()
         try:
-            frames = api.attach(cid, stdin=spec.supervised or spec.interactive, tty=spec.tty)
+            frames = api.attach(cid, stdin=True, tty=spec.tty)
             waiter = api.wait_stream(cid)
             removal = api.wait_stream(cid, "removed")
             try:
@@ -313,7 +313,7 @@ class DockerEngine(Engine):
                     if fifo is not None:
                         fifo.say(reader_words(stream))
                     else:
-                        reader_gone(getattr(api, "attached", None), stream, spec.supervised)
+                        reader_gone(getattr(api, "attached", None), stream)
             # after a stop (Ctrl-C, kill): nothing left when launcher returns, as always
             status = None if stopping.is_set() else _reported_status(spec)
             if status is None:  # else no word from the supervisor: the daemon's, and removal
@@ -381,7 +381,7 @@ def _reported_status(spec: RunSpec) -> int | None:
     then AutoRemove: some 50-80 ms) goes on without launcher waiting for it."""
     from launcher import contract
 
-    path = spec.env.get(contract.EXIT_FILE) if spec.supervised else None
+    path = spec.env.get(contract.EXIT_FILE)
     ended = contract.read_exit(path) if path else None
     return None if ended is None else int(ended["status"])
 
@@ -519,11 +519,11 @@ def _short(exc: Exception) -> str:
     return text[0][:300] if text else type(exc).__name__
 
 
-def reader_gone(sock: Any, stream: int, supervised: bool) -> None:
+def reader_gone(sock: Any, stream: int) -> None:
     """A reader of the relayed output went away (`| head -1`): the supervisor is told over
     its stdin, and closes the workload's pipe, whose next write meets SIGPIPE, as in a shell
     pipeline (the daemon would drop the rest, and the workload write on for ever)."""
-    if sock is None or not supervised:
+    if sock is None:
         return
     with contextlib.suppress(OSError):
         sock.sendall(reader_words(stream))

@@ -22,11 +22,6 @@ def names() -> tuple[str, ...]:
     return _registry.names()
 
 
-def with_capability(capability: str) -> list[str]:
-    """The names of the engines whose class has `capability` true, in registry order."""
-    return [n for n in names() if getattr(_registry.get(n), capability, False)]
-
-
 def auto_order() -> list[str]:
     """`--runtime auto`: the engines with an `auto_rank`, lowest first."""
     ranked = [(_registry.get(n).auto_rank, n) for n in names()]

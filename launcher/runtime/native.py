@@ -31,7 +31,6 @@ from launcher.runtime.engine import (
     RunResult,
     Started,
     StartHook,
-    forward_signals,
     passes_through,
     restore_signals,
 )
@@ -72,9 +71,8 @@ class NativeEngine(Engine):
         if spec.imports_launcher:
             env["PYTHONPATH"] = pythonpath(os.pathsep.join(
                 filter(None, [env.get("PYTHONPATH"), os.environ.get("PYTHONPATH")])))
-        argv = ([sys.executable, "-I", "-S", str(ENTRY)] if spec.supervised else []) + \
-            list(spec.command)
-        site = watch_site() if spec.supervised else None
+        argv = [sys.executable, "-I", "-S", str(ENTRY), *spec.command]
+        site = watch_site()
         if site:  # the isolated supervisor's psutil, for its watch
             env[c.SITE] = site
         return {"argv": argv, "env": env, "cwd": spec.workdir,
@@ -98,7 +96,7 @@ class NativeEngine(Engine):
         rc = make_run_cgroup(f"launcher-{os.getpid()}-{spec.name or os.urandom(6).hex()}",
                              pids=spec.limits.pids, memory=spec.limits.memory,
                              cpus=spec.limits.cpus, root=self.cgroup_root,
-                             count=spec.supervised)
+                             count=True)
         enforcement = Enforcement(rc.enforced, rc.advisory, rc.notes,
                                   {"placed": rc.placed, "binding": rc.binding})
         if spec.required_by and rc.advisory:
@@ -140,8 +138,7 @@ class NativeEngine(Engine):
         rc.join(child.pid)  # before telemetry looks up its cgroups (on_start)
         pumps = [] if through else [_pump(child.stdout, "stdout", on_output),
                                     _pump(child.stderr, "stderr", on_output)]
-        old = relay_signals(child) if spec.supervised else forward_signals(
-            lambda signum, _frame: child.send_signal(signum))
+        old = relay_signals(child)
         fg = _foreground()
         try:
             if on_start is not None:

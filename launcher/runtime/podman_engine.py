@@ -252,10 +252,10 @@ def _read(path: Path) -> str:
         return ""
 
 
-def start_argv(cid: str, supervised: bool) -> list[str]:
-    """Attach and wait; signals reach the container only through `podman kill`."""
-    return ["start", "--attach", "--sig-proxy=false", *(["--interactive"] if supervised
-                                                        else []), cid]
+def start_argv(cid: str) -> list[str]:
+    """Attach and wait; signals reach the container only through `podman kill`; its stdin
+    is the supervisor's lifeline."""
+    return ["start", "--attach", "--sig-proxy=false", "--interactive", cid]
 
 
 def enforcement_of(spec: RunSpec, as_rootless: bool) -> Enforcement:
@@ -299,12 +299,6 @@ def _rootless_lacks(limits: list[str]) -> dict[str, str]:
     seen = " ".join(sorted(have)) or "none"
     return {k: Advisory(f"no {_CONTROLLERS[k]} controller delegated to this user, who has "
                         f"{seen}", _DELEGATE) for k in cgroup if _CONTROLLERS[k] not in have}
-
-
-def delegated_controllers() -> frozenset[str]:
-    """The cgroup controllers Podman may use (`podman info`: host.cgroupControllers; rootless
-    on cgroup v2, those delegated to this user); none where Podman does not answer."""
-    return frozenset(_host_info().get("cgroupControllers") or ())
 
 
 @functools.cache
@@ -368,7 +362,7 @@ class PodmanEngine(Engine):
 
     def describe(self, spec: RunSpec) -> dict[str, Any]:
         return {"create": ["podman", *create_argv(spec)],
-                "start": ["podman", *start_argv("CONTAINER", spec.supervised)]}
+                "start": ["podman", *start_argv("CONTAINER")]}
 
     def preview(self, spec: RunSpec) -> Enforcement:
         return enforcement_of(spec, rootless())
@@ -427,7 +421,7 @@ class PodmanEngine(Engine):
                 starter = threading.Thread(target=_announce, daemon=True, args=(
                     cid, _pid(cid), enforcement, on_start, ended))
                 starter.start()
-            proc = _attach(cid, spec.supervised, home)
+            proc = _attach(cid, home)
             _pump(proc, on_output)
             status = proc.wait()
             ended.set()
@@ -463,31 +457,42 @@ def _conmon_dir(static_dir: str) -> str:
     return static_dir if os.access(static_dir, os.X_OK) else str(Path(static_dir).parent)
 
 
-def _attach(cid: str, supervised: bool, cwd: str) -> subprocess.Popen[bytes]:
+def _attach(cid: str, cwd: str) -> subprocess.Popen[bytes]:
     """`podman start --attach`, in its own session (a terminal's Ctrl-C reaches launcher,
     which stops the container). Only launcher holds its stdin: that is the lifeline."""
-    return subprocess.Popen([executable(), *start_argv(cid, supervised)],
-                            stdin=subprocess.PIPE if supervised else subprocess.DEVNULL,
+    return subprocess.Popen([executable(), *start_argv(cid)], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
                             start_new_session=True)
 
 
 def _pump(proc: subprocess.Popen[bytes], on_output: OutputSink) -> None:
-    """Pass stdout and stderr on as they come, until both end."""
+    """Pass stdout and stderr on as they come, until both end. A reader that goes away
+    (`| head -1`): the supervisor is told over its stdin, as in Docker, and closes the
+    workload's pipe, whose next write meets SIGPIPE; the rest of that stream is dropped."""
     streams: dict[IO[bytes], str] = {proc.stdout: "stdout", proc.stderr: "stderr"}  # type: ignore[dict-item]
+    gone: set[str] = set()
     with selectors.DefaultSelector() as sel:
         for pipe, name in streams.items():
             sel.register(pipe, selectors.EVENT_READ, name)
         while sel.get_map():
             for key, _ in sel.select():
                 data = os.read(key.fd, 65536)
+                if not data:
+                    sel.unregister(key.fileobj)
+                    continue
+                if key.data in gone:
+                    continue
                 try:
-                    if data:
-                        on_output(key.data, data)
+                    on_output(key.data, data)
+                except OutputClosed:
+                    gone.add(key.data)
+                    if proc.stdin is None:  # no supervisor to tell: its pipe closes
+                        sel.unregister(key.fileobj)
+                        key.fileobj.close()  # type: ignore[union-attr]
                         continue
-                except OutputClosed:  # the reader is gone: so is the workload's pipe
-                    key.fileobj.close()  # type: ignore[union-attr]
-                sel.unregister(key.fileobj)
+                    with contextlib.suppress(OSError):
+                        proc.stdin.write(f"closed {key.data}\n".encode())
+                        proc.stdin.flush()
 
 
 def _pid(cid: str) -> int | None:

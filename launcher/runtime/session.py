@@ -52,9 +52,9 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
     exit_file.unlink(missing_ok=True)
     (run_dir / "telemetry.jsonl").unlink(missing_ok=True)
     _reach_exit_file(engine, spec, run_dir, exit_file)
-    if spec.supervised and not engine.runs_host_processes and _one_file(1, 2):
+    if not engine.runs_host_processes and _one_file(1, 2):
         spec.env[contract.ONE_STREAM] = "1"  # `2>&1` here: one stream in the container too
-    if spec.supervised and not is_off(spec.env):  # (`-e LAUNCHER_WATCH=0` turns it off)
+    if not is_off(spec.env):  # (`-e LAUNCHER_WATCH=0` turns it off)
         spec.env[contract.RECORD_DIR] = str(run_dir.resolve())
         spec.env.update(WatchSettings(
             growth=(growth or GrowthOptions()).to_json(), interval=interval,
@@ -77,7 +77,7 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
         if fresh:  # it never started: no run folder
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    ended = contract.read_exit(exit_file) if spec.supervised else None
+    ended = contract.read_exit(exit_file)
     ran = ended is None or ended.get("started", True)
     if not ran and fresh:
         shutil.rmtree(run_dir, ignore_errors=True)  # nothing ran: no run folder
@@ -112,8 +112,6 @@ def _import_the_end() -> None:
 def _reach_exit_file(engine: Engine, spec: RunSpec, run_dir: Path, exit_file: Path) -> None:
     """The supervisor writes the exit file into the run folder: a process of this machine sees
     it where it is; a container gets the folder mounted at its own path."""
-    if not spec.supervised:
-        return
     spec.env[contract.EXIT_FILE] = str(exit_file.resolve())
     folder = str(run_dir.resolve())
     if not engine.runs_host_processes and not any(

@@ -74,7 +74,6 @@ class RunSpec:
     gpu_access: GpuAccess = field(default_factory=GpuAccess)  # devices, groups: containers
     labels: dict[str, str] = field(default_factory=dict)
     name: str | None = None
-    supervised: bool = True  # run under launcher's supervisor, caps resolved by the caller
     interactive: bool = False  # a container's stdin is launcher's (`docker run -i`)
     tty: bool = False  # a container gets a terminal (`docker run -t`)
     imports_launcher: bool = False  # the workload imports launcher (the built-in workloads)
@@ -92,13 +91,12 @@ class RunSpec:
         given), the stale names to remove, which the image's ENV may hold, and the lifeline:
         the engine keeps the supervisor's stdin open while launcher lives."""
         env = dict(self.env)
-        if self.supervised:
-            env[c.RESOLVED] = "1"
-            env[c.REMOVE] = c.encode_names(self.remove_env)
-            if not (self.interactive or self.tty):
-                env[c.WATCH_STDIN] = "1"
-            elif env.get(c.EXIT_FILE):  # stdin is the user's: a FIFO beside the exit file
-                env[c.LIFELINE_PATH] = lifeline_path(env[c.EXIT_FILE])
+        env[c.RESOLVED] = "1"
+        env[c.REMOVE] = c.encode_names(self.remove_env)
+        if not (self.interactive or self.tty):
+            env[c.WATCH_STDIN] = "1"
+        elif env.get(c.EXIT_FILE):  # stdin is the user's: a FIFO beside the exit file
+            env[c.LIFELINE_PATH] = lifeline_path(env[c.EXIT_FILE])
         return dict(sorted(env.items()))
 
 

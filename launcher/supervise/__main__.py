@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from launcher import contract as c
+from launcher.proctree import is_init
 
 
 def main(argv: list[str]) -> int:
@@ -32,7 +33,7 @@ def main(argv: list[str]) -> int:
         return 2
     run = Run(argv, dict(os.environ))
     code = run()
-    if run.died_of and os.getpid() != 1:  # PID 1 cannot: the kernel protects it
+    if run.died_of and not is_init():  # PID 1 cannot: the kernel protects it
         from launcher.contract import die_of
 
         for stream in (sys.stdout, sys.stderr):

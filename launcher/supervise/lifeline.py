@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 from launcher.cgroups.leaf import LEAF
-from launcher.proctree import descendants
+from launcher.proctree import descendants, is_init
 
 PR_SET_CHILD_SUBREAPER = 36
 # launcher's words on the supervisor's stdin (a line each): a reader of a stream went away
@@ -30,7 +30,7 @@ GRACE_S = 3.0  # between SIGTERM and SIGKILL
 def become_subreaper() -> None:
     """Orphaned descendants come to this process (a container's PID 1 is their reaper
     already: no ctypes to load at its every start)."""
-    if os.getpid() == 1:
+    if is_init():
         return
     import ctypes
 

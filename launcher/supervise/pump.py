@@ -31,6 +31,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from launcher.proctree import is_init
+
 READ = 1 << 20  # bytes a read takes at most
 PIPE_SIZE = 1 << 20  # what the workload's pipe holds (fs.pipe-max-size's default)
 F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Python 3.10+ has it; the images' may be older)
@@ -179,7 +181,7 @@ class Pump:
         of its fds; the container's terminal in raw mode, what is typed there relayed to it
         (its line discipline makes Ctrl-C one SIGINT to its foreground job, and bash has job
         control). None elsewhere."""
-        if os.getpid() != 1 or 1 not in self.child or not os.isatty(0) \
+        if not is_init() or 1 not in self.child or not os.isatty(0) \
                 or self.child[1] not in self._slaves:
             return None
         import termios

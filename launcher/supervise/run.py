@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from launcher import contract as c
+from launcher.proctree import is_init
 from launcher.supervise.diagnose import Counters, diagnose, read_counters
 from launcher.supervise.evidence import Start, Watch
 from launcher.supervise.loop import RELAYED
@@ -124,9 +125,10 @@ class Run:
             if settings is None:
                 return
             if importlib.util.find_spec("psutil") is None:  # its words are read all the same
-                self.say("note: growth is not watched and the run record has no samples "
-                         "here: this image lacks psutil (images `launcher build` makes have "
-                         "it; or `pip install psutil`)")
+                if not self.quiet:
+                    self.say("note: growth is not watched and the run record has no samples "
+                             "here: this image lacks psutil (images `launcher build` makes "
+                             "have it; or `pip install psutil`)")
                 settings.sample = False
             self.watched = LazyWatch(settings, cmd, self.say, self.environ)
             self.pump = self.say.pump = Pump(self.watched.output,
@@ -242,7 +244,7 @@ class Run:
         limits = at_start(s.start, after, s.sampled)
         code, growth, folder = e.code, None, None
         if self.watched is not None:
-            pid1 = os.getpid() == 1
+            pid1 = is_init()
             code, sentence, growth, folder = self.watched.finish(
                 code, sentence, {"reason": reason, "diagnosis": sentence,
                                  "limits_at_start": limits},

@@ -20,6 +20,8 @@ import contextlib
 import os
 import signal
 
+from launcher.proctree import is_init
+
 JOB_STOPS = (signal.SIGTSTP, signal.SIGSTOP, signal.SIGTTIN, signal.SIGTTOU)
 
 
@@ -72,11 +74,11 @@ class Foreground:
             _cont(self.pgid)
             return
         if self.tty is None:  # no job control: stopped until someone continues it, as
-            if os.getpid() == 1:  # without us; PID 1 has no job above it to stop
+            if is_init():  # without us; PID 1 has no job above it to stop
                 _cont(self.pgid)
             return
         self.take_back()
-        if os.getpid() == 1:
+        if is_init():
             _cont(self.pgid)
             return
         with contextlib.suppress(OSError):

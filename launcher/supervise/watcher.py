@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from launcher import contract as c
+from launcher.proctree import is_init
 from launcher.telemetry.watch_settings import WatchSettings
 
 POD_RUNS = "/workspace/runs"  # a RunPod pod's volume
@@ -117,7 +118,7 @@ class Watcher:
         estimate = (self.settings.estimate or {}).get("total")
         limits["threads_estimate"] = estimate
         memory_dir, v2 = memory_dir_of(os.getpid())
-        own = os.getpid() == 1 or (memory_dir is not None and str(memory_dir) in own_cgroups)
+        own = is_init() or (memory_dir is not None and str(memory_dir) in own_cgroups)
         # no folder: the rows in a file of our own all the same, for the fit at the end
         import tempfile
 
@@ -230,7 +231,7 @@ def run_meta(settings: WatchSettings, folder: Path, command: list[str], *, statu
     it again with what the engine enforced)."""
     return {"run_id": folder.name, "profile": settings.profile,
             "framework": settings.framework,
-            "runtime": settings.runtime or ("container" if os.getpid() == 1 else "native"),
+            "runtime": settings.runtime or ("container" if is_init() else "native"),
             "command": command, "exit_status": status, "diagnosis": sentence,
             "started": started, "ended": time.time(),
             "threads_estimate": settings.estimate, "growth": record or {},

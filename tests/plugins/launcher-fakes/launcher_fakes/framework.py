@@ -51,7 +51,7 @@ def _environment(p: Pools) -> Want:
 
 FRAMEWORK = Framework(
     name="onnx", label="onnxruntime", module="launcher_fakes", distributions=("launcher-fakes",),
-    install="launcher-fakes",
+    install="launcher-fakes", marks=("onnxruntime",),
     models=(Model("1", "fake, for the registry test", _cpu, _gpu),),
     requirements={"none": [], "nvidia": ["onnxruntime-gpu==1.20.0"]},
     probe=__name__,
