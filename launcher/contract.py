@@ -146,11 +146,22 @@ def decode_names(text: str) -> list[str]:
 def write_exit(path: str, record: dict[str, Any]) -> None:
     """Written whole (it may outlive launcher: a rerun reads it to tell a finished chunk from
     an interrupted one); silently not at all when the folder is gone."""
-    tmp = f"{path}.tmp"
     with contextlib.suppress(OSError):
-        with open(tmp, "w") as f:
-            json.dump(record, f)
-        os.replace(tmp, path)
+        write_json(path, record, indent=None)
+
+
+def write_json(path: str | os.PathLike[str], data: Any, indent: int | None = 2) -> None:
+    """A record file written whole or not at all (a reader never sees half of it): beside it,
+    then renamed into place; a file another user left there (a container's root) is
+    replaced, not written into. The one atomic writer of run and job records."""
+    tmp = f"{os.fspath(path)}.tmp"
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    with open(tmp, "w") as f:
+        json.dump(data, f, indent=indent)
+        if indent is not None:
+            f.write("\n")
+    os.replace(tmp, path)
 
 
 def read_exit(path: str | os.PathLike[str]) -> dict[str, Any] | None:

@@ -4,7 +4,6 @@ over an executor (this machine's engine, or Ray), and the summary."""
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,6 +109,6 @@ class GpuWatch(threading.Thread):
 
 
 def write_summary(folder: Path, summary: dict[str, Any]) -> None:
-    tmp = folder / "summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    tmp.replace(folder / "summary.json")
+    from launcher.contract import write_json
+
+    write_json(folder / "summary.json", summary)

@@ -156,22 +156,36 @@ def write_summary(run_dir: Path, r: Resolved, *, engine: Engine, result: RunResu
                   command: list[str], diagnosis: str, started: float,
                   pids_peak: int | None = None,
                   extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    from launcher.telemetry.summary import read_series, summarize
+    """The supervisor's summary.json with what only this side knows added: what the engine
+    enforced, the command as given, the GPUs' names from the host's facts, the kernel's own
+    pids peak of the run's cgroup, an override. Only where the supervisor left none (it was
+    killed; the watch was off) is the summary made here, from its samples."""
+    from launcher.telemetry.summary import read_series, summarize, with_kernel_pids_peak
 
     e = result.enforcement
     meta = {"run_id": run_dir.name, "profile": r.caps.profile, "framework": r.framework,
             "runtime": engine.name, "command": command, "exit_status": result.status,
-            "diagnosis": diagnosis, "started": started, "ended": time.time(),
+            "diagnosis": diagnosis, "ended": time.time(),
             "threads_estimate": r.caps.estimate.to_json(),
             "engine": {"enforced": e.enforced, "advisory": e.advisory, "notes": e.notes,
                        "cgroup": e.cgroup}, **(extra or {})}
-    summary = summarize(read_series(run_dir / "telemetry.jsonl"), meta,
-                        {(g.vendor, g.index): g.model for g in r.facts.gpus}, pids_peak)
-    # in place of the supervisor's (which may be another user's: a container's root)
-    tmp = run_dir / "summary.json.tmp"
-    tmp.unlink(missing_ok=True)
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    os.replace(tmp, run_dir / "summary.json")
+    names = {(g.vendor, g.index): g.model for g in r.facts.gpus}
+    try:
+        summary = json.loads((run_dir / "summary.json").read_text())
+        if not isinstance(summary, dict) or "peaks" not in summary:
+            raise ValueError
+    except (OSError, ValueError):
+        summary = summarize(read_series(run_dir / "telemetry.jsonl"),
+                            {**meta, "started": started}, names, pids_peak)
+    else:
+        if summary.get("growth"):  # the supervisor's own verdict, not its copy in exit.json
+            meta.pop("growth", None)
+        summary.update(meta)
+        for g in summary.get("gpus") or ():
+            g["name"] = g.get("name") or names.get((g.get("vendor"), g.get("gpu")))
+        if pids_peak is not None and summary.get("peaks"):
+            with_kernel_pids_peak(summary["peaks"], pids_peak)
+    contract.write_json(run_dir / "summary.json", summary)  # in place of the supervisor's
     return summary
 
 

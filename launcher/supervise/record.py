@@ -24,4 +24,7 @@ def at_start(start: Start, after: Counters, watch: Watch) -> dict[str, object]:
             "uid_tasks_outside": start.outside, "address_space": start.address_space,
             "data": start.data, "stack": start.stack, "threads_max": start.threads_max,
             "pids_max": after.pids_max, "threads_seen": watch.threads,
+            # the kernel's own peak of the nearest pids cgroup: at least every task the
+            # workload ever had at once (its tree is in it), whatever the samples missed
+            "tasks_peak": after.pids_peak_nearest,
             "vm_size_seen": watch.vm_size, "vm_data_seen": watch.vm_data}

@@ -239,9 +239,7 @@ def run_meta(settings: WatchSettings, folder: Path, command: list[str], *, statu
 
 
 def write_summary(folder: Path, summary: dict[str, Any]) -> None:
-    tmp = folder / "summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2) + "\n")
-    os.replace(tmp, folder / "summary.json")
+    c.write_json(folder / "summary.json", summary)
 
 
 def quick_record(environ: dict[str, str], command: list[str], settings: WatchSettings,

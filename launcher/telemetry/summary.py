@@ -35,11 +35,17 @@ def summarize(rows: list[dict[str, Any]], meta: dict[str, Any],
         peaks[key] = _against(max(values) if values else None, limits[-1] if limits else None)
     peaks["threads"]["estimate"] = estimate  # the plan's, for the whole container or tree
     if pids_peak is not None:
-        sampled = peaks["pids_current"]
-        peaks["pids_current"] = {**_against(max(sampled["peak"] or 0, pids_peak),
-                                            sampled["limit"]), "kernel_peak": pids_peak}
+        with_kernel_pids_peak(peaks, pids_peak)
     return {**meta, "samples": len(rows), "duration_s": rows[-1]["t"] if rows else 0.0,
             "peaks": peaks, "gpus": gpu_peaks(rows, gpu_names or {})}
+
+
+def with_kernel_pids_peak(peaks: dict[str, Any], pids_peak: int) -> None:
+    """The kernel's own pids.peak of the run's cgroup beside the sampled one: exact, where
+    the samples may miss a burst of threads between two of them."""
+    sampled = peaks.get("pids_current") or {"peak": None, "limit": None}
+    peaks["pids_current"] = {**_against(max(sampled["peak"] or 0, pids_peak),
+                                        sampled["limit"]), "kernel_peak": pids_peak}
 
 
 def _against(peak: int | None, limit: int | None) -> dict[str, Any]:
