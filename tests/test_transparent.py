@@ -5,6 +5,7 @@ an interactive bash on a real pseudo-terminal, typed into as a person types (Ctr
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import select
@@ -315,3 +316,32 @@ def test_kill_9_of_launcher_with_i_leaves_no_container(tmp_path, docker):
     finally:
         os.killpg(p.pid, signal.SIGKILL)
         p.wait()
+
+
+@pytest.mark.parametrize("where", ["native", "docker"])
+@pytest.mark.parametrize("sig", [signal.SIGHUP, signal.SIGQUIT], ids=["HUP", "QUIT"])
+def test_a_hangup_or_quit_sent_to_launcher_ends_the_run_with_its_record(tmp_path, where, sig,
+                                                                        request):
+    """The terminal hangs up (the shell sends SIGHUP to its jobs), or SIGQUIT: relayed to the
+    workload, which dies of it; launcher writes the record and its last lines, then ends by
+    the same signal."""
+    if where == "docker":
+        request.getfixturevalue("docker")
+    runs = tmp_path / "runs"
+    ready = tmp_path / "ready"
+    image = ["--image", BASE] if where == "docker" else []
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "launcher", "run", "--runtime", where, *image, "--name", "hup",
+         "--", "python3", "-c",
+         f"import pathlib, time; pathlib.Path({str(ready)!r}).touch(); time.sleep(60)"],
+        cwd=tmp_path, env=env(LAUNCHER_RUNS_DIR=str(runs), LAUNCHER_QUIET=""),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    from tests.polling import wait_until
+
+    wait_until(ready.exists, timeout=120, what="the workload to start")
+    proc.send_signal(sig)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == -sig, err
+    assert f"killed by {signal.Signals(sig).name}" in err
+    summary = json.loads((runs / "hup" / "summary.json").read_text())
+    assert summary["exit_status"] == 128 + sig and summary["runtime"] == where

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from launcher.cli.output import print_json, show_event
+from launcher.cli.output import print_json, say, show_event
 from launcher.errors import LauncherError
 from launcher.units import format_rlimit, format_size
 
@@ -50,8 +50,12 @@ def _print_dry_run(d: DryRun, *, as_json: bool) -> None:
 
 def _print_output(stream: str, data: bytes) -> None:
     """The workload's output, as it comes; a reader gone (`| head`) raises BrokenPipeError,
-    which stops the run, with nothing more written there."""
+    which stops the run, with nothing more written there. Another write error (ENOSPC from
+    `> /dev/full`, EIO) drops the rest of that stream, said once: the workload runs on, as
+    it would where its own write failed and it went on."""
     target = sys.stdout if stream == "stdout" else sys.stderr
+    if stream in _FAILED:
+        return
     try:
         target.buffer.write(data)
         target.buffer.flush()
@@ -59,6 +63,15 @@ def _print_output(stream: str, data: bytes) -> None:
         with contextlib.suppress(OSError):  # nothing more to write there, nor at exit
             os.dup2(os.open(os.devnull, os.O_WRONLY), target.fileno())
         raise
+    except OSError as exc:
+        _FAILED.add(stream)
+        with contextlib.suppress(OSError):  # nothing more to write there, nor at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), target.fileno())
+        say(f"warning: the workload's {stream} cannot be written: {exc.strerror or exc}; "
+            f"the rest of it is dropped")
+
+
+_FAILED: set[str] = set()  # streams whose writes failed (not a closed reader)
 
 
 _print_output.passthrough = True  # type: ignore[attr-defined]  # runtime.engine.passes_through

@@ -18,6 +18,7 @@ from typing import Any
 from launcher.errors import EngineError
 from launcher.runtime.container import ContainerPlan, plan
 from launcher.runtime.engine import (
+    STOPS,
     BuildEvent,
     Enforcement,
     Engine,
@@ -270,7 +271,8 @@ class DockerEngine(Engine):
 
         def stop(signum: int, _frame: object) -> None:
             sig = "SIGKILL" if stopping.is_set() else signal.Signals(signum).name
-            stopping.set()
+            if signum in STOPS:
+                stopping.set()
             _quiet(lambda: api.request("POST", f"/containers/{cid}/kill", query={"signal": sig}))
 
         old = forward_signals(stop)

@@ -167,14 +167,25 @@ class Engine(ABC):
 
 
 def forward_signals(handler: Callable[[int, object], None]) -> dict[int, Any]:
-    """Install `handler` for SIGINT and SIGTERM when on the main thread (Python allows no
-    other); return what to restore."""
+    """Install `handler` for the signals a container's run relays (SIGINT, SIGTERM, SIGHUP,
+    SIGQUIT, SIGUSR1, SIGUSR2: launcher lives on to write the record) when on the main
+    thread (Python allows no other); return what to restore."""
     import signal
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         return {}
-    return {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    return {s: signal.signal(s, handler) for s in STOPS + RELAYED_ONLY}
+
+
+def _signals(*names: str) -> tuple[int, ...]:
+    import signal
+
+    return tuple(getattr(signal, n) for n in names)
+
+
+STOPS = _signals("SIGINT", "SIGTERM", "SIGQUIT", "SIGHUP")  # a second one kills the container
+RELAYED_ONLY = _signals("SIGUSR1", "SIGUSR2")
 
 
 def restore_signals(old: dict[int, Any]) -> None:

@@ -37,6 +37,7 @@ from launcher.cgroups.run_cgroup import make_placed
 from launcher.errors import EngineError
 from launcher.runtime.container import ContainerPlan, plan
 from launcher.runtime.engine import (
+    STOPS,
     Enforcement,
     Engine,
     Leftover,
@@ -400,7 +401,8 @@ class PodmanEngine(Engine):
 
         def stop(signum: int, _frame: object) -> None:
             _kill(cid, signal.SIGKILL if stopping else signal.Signals(signum))
-            stopping.append(signum)
+            if signum in STOPS:
+                stopping.append(signum)
 
         old = forward_signals(stop)
         proc: subprocess.Popen[bytes] | None = None
