@@ -196,8 +196,10 @@ def test_a_shared_pipe_keeps_its_flags(tmp_path):
     pipe launcher shares must find it as it was, while launcher runs."""
     check = ("import fcntl, os, sys; "
              "print('nonblocking', bool(fcntl.fcntl(1, fcntl.F_GETFL) & os.O_NONBLOCK))")
-    p = sh(f"{{ {WITH} python3 -c 'import time; print(1, flush=True); time.sleep(3)' & "
-           f"sleep 1.5; python3 -c \"{check}\"; wait; }} | cat", tmp_path)
+    p = sh(f"{{ {WITH} python3 -c 'import pathlib, time; print(1, flush=True); "
+           f"pathlib.Path(\"started\").touch(); time.sleep(3)' & "
+           f"while [ ! -e started ]; do sleep 0.05; done; python3 -c \"{check}\"; wait; }} "
+           f"| cat", tmp_path)
     assert "nonblocking False" in p.stdout, p.stdout + p.stderr
 
 
