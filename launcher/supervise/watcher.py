@@ -105,6 +105,7 @@ class Watcher:
         self.options = GrowthOptions.from_json(settings.get("growth") or {})
         self.watch = GrowthWatch(self.options, lambda line: say(line))
         self.watch.later = self._kill_later
+        self.reading = _reading(self.watch)
         self.pid: int | None = None
         self.sampler: Any = None
         self.out: IO[str] | None = None
@@ -160,7 +161,9 @@ class Watcher:
         self.sampler.sample()  # the first row: the run's start
 
     def output(self, stream: str, data: bytes) -> None:
-        self.watch.output(stream, data)
+        """The workload's output, passed on already: read within the watch's CPU budget
+        (reading.py), the rest skipped and counted."""
+        self.reading.output(stream, data)
 
     def tick(self) -> float:
         """A sample where one is due, and the SIGKILL of a stop whose grace is over; the
@@ -205,9 +208,11 @@ class Watcher:
         try:  # a full disk, a row cut short: the run's own status and sentence stand
             from launcher.telemetry.growth_verdict import growth_record
 
+            self.reading.close()
             rows = self._rows()
             record = growth_record(rows, self.watch.result(), ended, status=code,
                                    ended_at=self.ended_at)
+            record["output"] = self.reading.record()
             status = int(record.pop("status", code))
             sentence = str(record.get("diagnosis") or sentence)
         except Exception as exc:  # noqa: BLE001
@@ -310,6 +315,29 @@ class _Facts:
         root = Path("/")
         self.max_map_count = read_sysctl(root, "vm.max_map_count")
         self.mem_total = read_meminfo(root).get("MemTotal")
+
+
+def _reading(watch: Any) -> Any:
+    """The watch's reading of the output within its budget (reading.py): a skipped read's
+    line cut kept, its cycle words' lines read, its tail read for failure words at the end;
+    a cycle's boundary (its sample, the fit) timed aside."""
+    from launcher.supervise.reading import Reading, printed_words
+    from launcher.telemetry.cycles import UNITS
+
+    reading = Reading(watch.output, watch.lines.skip,
+                      lambda stream, data: watch.failure.feed(data, stream),
+                      lambda: printed_words(watch.marks.example, UNITS))
+    boundary = watch.boundary
+
+    def counted_aside(b: Any) -> None:  # a cycle's sample and fit: per cycle, not per byte
+        t = time.thread_time()
+        try:
+            boundary(b)
+        finally:
+            reading.aside += time.thread_time() - t
+
+    watch.boundary = counted_aside
+    return reading
 
 
 def _label(framework: str | None) -> str | None:

@@ -1,0 +1,130 @@
+"""The watch's reading of the workload's output, within a CPU budget: at most SHARE of a core
+over the run (after a first BURST_S), measured with time.thread_time around each read. The
+bytes have passed on already (pump.py); a read over the budget is skipped, not delayed, so
+the workload never waits for the watch, and the record says how much was skipped.
+
+A skipped read still costs a `bytes.find` (in C) for each word that marked the run's cycles
+so far, as printed (`Epoch`): those lines are read, so a training run's cycles are counted
+among any noise. The last TAIL bytes skipped on each stream are read at the end for the
+failure words (a run that dies says why in its last lines). A small read (a quiet stream
+beside a loud one: stderr's traceback) is read while the debt is under DEBT_S. A cycle's
+own work (its sample, the fit: per cycle, not per byte) is not the reading's (`aside`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+SHARE = 0.02  # of a core, averaged over the run
+BURST_S = 0.05  # CPU seconds the first reads may take before the share applies
+DEBT_S = 0.05  # a small read is read while the budget owes less than this
+SMALL = 16 << 10  # bytes: a read this small (its pipe held little) is a quiet stream's
+TAIL = 256 << 10  # bytes skipped last on each stream, kept to read at the end
+FOUND = ":found"  # the stream a skipped read's found lines are read on (their own partial)
+
+
+@dataclass
+class Reading:
+    """`read(stream, data)`: the watch's full reading; `skip(stream, data)`: what it is told
+    of a read it does not get (its line cut); `late(stream, data)`: the end's reading of a
+    stream's skipped tail; `words()`: the words (as printed) to find in a skipped read."""
+
+    read: Callable[[str, bytes], None]
+    skip: Callable[[str, bytes], None]
+    late: Callable[[str, bytes], None]
+    words: Callable[[], Iterable[bytes]] = tuple
+    share: float = SHARE
+    burst: float = BURST_S
+    clock: Callable[[], float] = time.monotonic
+    cpu: Callable[[], float] = time.thread_time
+    started: float = field(default=-1.0)
+    spent: float = 0.0  # CPU seconds the reading took
+    aside: float = 0.0  # CPU seconds of a cycle's work (its sample, the fit): not reading's
+    read_bytes: int = 0
+    skipped_bytes: int = 0
+    skipped_reads: int = 0
+    found_lines: int = 0  # lines read out of skipped reads (a cycle's word in them)
+    tails: dict[str, list[bytes]] = field(default_factory=dict)
+    ended: dict[str, bool] = field(default_factory=dict)  # a stream's last read ended a line
+
+    def __post_init__(self) -> None:
+        if self.started < 0:
+            self.started = self.clock()
+
+    def credit(self) -> float:
+        """CPU seconds the reading may still take now (negative: a debt)."""
+        return self.burst + self.share * (self.clock() - self.started) - self.spent
+
+    def output(self, stream: str, data: bytes) -> None:
+        credit = self.credit()
+        t, aside = self.cpu(), self.aside
+        try:
+            if credit >= 0 or (len(data) <= SMALL and credit > -DEBT_S):
+                self.read_bytes += len(data)
+                self.read(stream, data)
+            else:
+                self.skipped_bytes += len(data)
+                self.skipped_reads += 1
+                self._skipped(stream, data)
+        finally:
+            self.ended[stream] = data.endswith(b"\n")
+            self.spent += self.cpu() - t - (self.aside - aside)
+
+    def _skipped(self, stream: str, data: bytes) -> None:
+        self.skip(stream, data)
+        tail = self.tails.setdefault(stream, [])
+        tail.append(data[-TAIL:])
+        while len(tail) > 1 and sum(map(len, tail)) - len(tail[0]) >= TAIL:
+            del tail[0]
+        lines = found_lines(data, self.words(), whole=self.ended.get(stream, True))
+        if lines:
+            self.found_lines += len(lines)
+            self.read(stream + FOUND, b"".join(lines))
+
+    def close(self) -> None:
+        """The end: each stream's last skipped bytes read for the failure words."""
+        t = self.cpu()
+        for stream, tail in self.tails.items():
+            data = b"".join(tail)[-TAIL:]
+            self.late(stream, data[data.find(b"\n") + 1:] + b"\n")
+        self.tails = {}
+        self.spent += self.cpu() - t
+
+    def record(self) -> dict[str, Any]:
+        """For the run record (summary.json's growth.output)."""
+        return {"read_bytes": self.read_bytes, "skipped_bytes": self.skipped_bytes,
+                "skipped_reads": self.skipped_reads, "found_lines": self.found_lines,
+                "cpu_s": round(self.spent, 4), "share": self.share}
+
+
+def found_lines(data: bytes, words: Iterable[bytes], *, whole: bool = True) -> list[bytes]:
+    """The first and last line of `data` holding each word (a `find` and an `rfind` in C),
+    each ending in a newline; a line cut by the read's edge is not whole, and not read
+    (`whole`: `data` begins a line)."""
+    out: list[bytes] = []
+    for word in words:
+        at = data.find(word)
+        if at < 0:
+            continue
+        last = data.rfind(word, at + 1)
+        for p in (at, last) if last > 0 else (at,):
+            end = data.find(b"\n", p)
+            start = max(data.rfind(b"\n", 0, p), data.rfind(b"\r", 0, p))
+            if end >= 0 and (start >= 0 or whole):
+                out.append(data[start + 1:end + 1])
+    return out
+
+
+def printed_words(examples: dict[str, str], units: Iterable[str]) -> tuple[bytes, ...]:
+    """The words of familiar units (`units`) that marked cycles, as their first line printed
+    them (`Epoch 2/10`: b"Epoch")."""
+    out = []
+    for unit in units:
+        line = examples.get(unit)
+        at = line.lower().find(unit) if line else -1
+        if line and at >= 0:
+            out.append(line[at:at + len(unit)].encode())
+    return tuple(out)
