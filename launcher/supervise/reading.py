@@ -6,9 +6,9 @@ the workload never waits for the watch, and the record says how much was skipped
 A skipped read still costs a `bytes.find` (in C) for each word that marked the run's cycles
 so far, as printed (`Epoch`): those lines are read, so a training run's cycles are counted
 among any noise. The last TAIL bytes skipped on each stream are read at the end for the
-failure words (a run that dies says why in its last lines). A small read (a quiet stream
-beside a loud one: stderr's traceback) is read while the debt is under DEBT_S. A cycle's
-own work (its sample, the fit: per cycle, not per byte) is not the reading's (`aside`).
+failure words (a run that dies says why in its last lines). Each stream has half the budget,
+so a quiet one (stderr's traceback) is read beside a loud one. A cycle's own work (its
+sample, the fit: per cycle, not per byte) is not the reading's (`aside`).
 """
 
 from __future__ import annotations
@@ -18,12 +18,23 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-SHARE = 0.02  # of a core, averaged over the run
+SHARE = 0.02  # of a core, averaged over the run: half for each stream (stdout, stderr)
 BURST_S = 0.05  # CPU seconds the first reads may take before the share applies
-DEBT_S = 0.05  # a small read is read while the budget owes less than this
-SMALL = 16 << 10  # bytes: a read this small (its pipe held little) is a quiet stream's
 TAIL = 256 << 10  # bytes skipped last on each stream, kept to read at the end
 FOUND = ":found"  # the stream a skipped read's found lines are read on (their own partial)
+
+
+@dataclass
+class Account:
+    """One stream's reading: its CPU and bytes, and the last it skipped (for the end)."""
+
+    spent: float = 0.0
+    read_bytes: int = 0
+    skipped_bytes: int = 0
+    skipped_reads: int = 0
+    tail: list[bytes] = field(default_factory=list)
+    tail_bytes: int = 0
+    whole: bool = True  # its last read ended a line
 
 
 @dataclass
@@ -41,63 +52,63 @@ class Reading:
     clock: Callable[[], float] = time.monotonic
     cpu: Callable[[], float] = time.thread_time
     started: float = field(default=-1.0)
-    spent: float = 0.0  # CPU seconds the reading took
     aside: float = 0.0  # CPU seconds of a cycle's work (its sample, the fit): not reading's
-    read_bytes: int = 0
-    skipped_bytes: int = 0
-    skipped_reads: int = 0
     found_lines: int = 0  # lines read out of skipped reads (a cycle's word in them)
-    tails: dict[str, list[bytes]] = field(default_factory=dict)
-    ended: dict[str, bool] = field(default_factory=dict)  # a stream's last read ended a line
+    accounts: dict[str, Account] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.started < 0:
             self.started = self.clock()
 
-    def credit(self) -> float:
-        """CPU seconds the reading may still take now (negative: a debt)."""
-        return self.burst + self.share * (self.clock() - self.started) - self.spent
+    def credit(self, a: Account) -> float:
+        """CPU seconds a stream's reading may still take now (negative: a debt): each
+        stream has half, so a quiet one (stderr's traceback) is read beside a loud one."""
+        return (self.burst + self.share * (self.clock() - self.started)) / 2 - a.spent
 
     def output(self, stream: str, data: bytes) -> None:
-        credit = self.credit()
+        a = self.accounts.get(stream) or self.accounts.setdefault(stream, Account())
         t, aside = self.cpu(), self.aside
         try:
-            if credit >= 0 or (len(data) <= SMALL and credit > -DEBT_S):
-                self.read_bytes += len(data)
+            if self.credit(a) >= 0:
+                a.read_bytes += len(data)
                 self.read(stream, data)
             else:
-                self.skipped_bytes += len(data)
-                self.skipped_reads += 1
-                self._skipped(stream, data)
+                a.skipped_bytes += len(data)
+                a.skipped_reads += 1
+                self._skipped(stream, data, a)
         finally:
-            self.ended[stream] = data.endswith(b"\n")
-            self.spent += self.cpu() - t - (self.aside - aside)
+            a.whole = data[-1:] == b"\n"
+            a.spent += self.cpu() - t - (self.aside - aside)
 
-    def _skipped(self, stream: str, data: bytes) -> None:
+    def _skipped(self, stream: str, data: bytes, a: Account) -> None:
         self.skip(stream, data)
-        tail = self.tails.setdefault(stream, [])
-        tail.append(data[-TAIL:])
-        while len(tail) > 1 and sum(map(len, tail)) - len(tail[0]) >= TAIL:
-            del tail[0]
-        lines = found_lines(data, self.words(), whole=self.ended.get(stream, True))
+        a.tail.append(data)
+        a.tail_bytes += len(data)
+        while a.tail_bytes - len(a.tail[0]) >= TAIL:
+            a.tail_bytes -= len(a.tail.pop(0))
+        lines = found_lines(data, self.words(), whole=a.whole)
         if lines:
             self.found_lines += len(lines)
             self.read(stream + FOUND, b"".join(lines))
 
     def close(self) -> None:
         """The end: each stream's last skipped bytes read for the failure words."""
-        t = self.cpu()
-        for stream, tail in self.tails.items():
-            data = b"".join(tail)[-TAIL:]
-            self.late(stream, data[data.find(b"\n") + 1:] + b"\n")
-        self.tails = {}
-        self.spent += self.cpu() - t
+        for stream, a in self.accounts.items():
+            if a.tail:
+                t = self.cpu()
+                data = b"".join(a.tail)[-TAIL:]
+                self.late(stream, data[data.find(b"\n") + 1:] + b"\n")
+                a.tail, a.tail_bytes = [], 0
+                a.spent += self.cpu() - t
 
     def record(self) -> dict[str, Any]:
         """For the run record (summary.json's growth.output)."""
-        return {"read_bytes": self.read_bytes, "skipped_bytes": self.skipped_bytes,
-                "skipped_reads": self.skipped_reads, "found_lines": self.found_lines,
-                "cpu_s": round(self.spent, 4), "share": self.share}
+        acc = self.accounts.values()
+        return {"read_bytes": sum(a.read_bytes for a in acc),
+                "skipped_bytes": sum(a.skipped_bytes for a in acc),
+                "skipped_reads": sum(a.skipped_reads for a in acc),
+                "found_lines": self.found_lines,
+                "cpu_s": round(sum(a.spent for a in acc), 4), "share": self.share}
 
 
 def found_lines(data: bytes, words: Iterable[bytes], *, whole: bool = True) -> list[bytes]:

@@ -324,9 +324,15 @@ def _reading(watch: Any) -> Any:
     from launcher.supervise.reading import Reading, printed_words
     from launcher.telemetry.cycles import UNITS
 
+    words: list[Any] = [0, ()]  # (the examples counted, their words): made when one comes
+
+    def cycle_words() -> tuple[bytes, ...]:
+        if len(watch.marks.example) != words[0]:
+            words[:] = [len(watch.marks.example), printed_words(watch.marks.example, UNITS)]
+        return words[1]  # type: ignore[no-any-return]
+
     reading = Reading(watch.output, watch.lines.skip,
-                      lambda stream, data: watch.failure.feed(data, stream),
-                      lambda: printed_words(watch.marks.example, UNITS))
+                      lambda stream, data: watch.failure.feed(data, stream), cycle_words)
     boundary = watch.boundary
 
     def counted_aside(b: Any) -> None:  # a cycle's sample and fit: per cycle, not per byte
