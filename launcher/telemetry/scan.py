@@ -128,9 +128,8 @@ def _narrow(done: bytes, rough: bytes, start: int, end: int, counts: Counter[byt
     keep = {key: counts[key] for key in sorted(hits, key=hits.__getitem__)}
     for key in keep:
         recent.keep(key)
-    for key in list(recent.known):
-        if key in counts:
-            keep[key] = counts[key]
+    for key in [k for k in recent.known if k in counts][:MAX_SHAPES - len(keep)]:
+        keep[key] = counts[key]
     for key in islice(counts.keys() & recent.last.keys(), MAX_SHAPES):
         if len(keep) >= MAX_SHAPES:
             break
@@ -138,7 +137,7 @@ def _narrow(done: bytes, rough: bytes, start: int, end: int, counts: Counter[byt
             keep[key] = counts[key]
             recent.keep(key)
     recent.last = counts
-    return Counter(dict(sorted(keep.items(), key=lambda kv: rough.find(kv[0], start, end))))
+    return Counter(keep)  # the needles' lines in the order they came, then the others
 
 
 def _shapes(rough: bytes, start: int, end: int) -> Counter[bytes]:
