@@ -139,3 +139,31 @@ def printed_words(examples: dict[str, str], units: Iterable[str]) -> tuple[bytes
         if line and at >= 0:
             out.append(line[at:at + len(unit)].encode())
     return tuple(out)
+
+
+def for_watch(watch: Any) -> Reading:
+    """The reading of a GrowthWatch's output: a skipped read's line cut kept, the lines of
+    its cycles' words read, its tail read for failure words at the end; a cycle's boundary
+    (its sample, the fit) timed aside."""
+    from launcher.telemetry.cycles import UNITS
+
+    words: list[Any] = [0, ()]  # (the examples counted, their words): made when one comes
+
+    def cycle_words() -> tuple[bytes, ...]:
+        if len(watch.marks.example) != words[0]:
+            words[:] = [len(watch.marks.example), printed_words(watch.marks.example, UNITS)]
+        return words[1]  # type: ignore[no-any-return]
+
+    reading = Reading(watch.output, watch.lines.skip,
+                      lambda stream, data: watch.failure.feed(data, stream), cycle_words)
+    boundary = watch.boundary
+
+    def counted_aside(b: Any) -> None:  # a cycle's sample and fit: per cycle, not per byte
+        t = time.thread_time()
+        try:
+            boundary(b)
+        finally:
+            reading.aside += time.thread_time() - t
+
+    watch.boundary = counted_aside
+    return reading

@@ -105,7 +105,9 @@ class Watcher:
         self.options = GrowthOptions.from_json(settings.get("growth") or {})
         self.watch = GrowthWatch(self.options, lambda line: say(line))
         self.watch.later = self._kill_later
-        self.reading = _reading(self.watch)
+        from launcher.supervise.reading import for_watch
+
+        self.reading = for_watch(self.watch)
         self.pid: int | None = None
         self.sampler: Any = None
         self.out: IO[str] | None = None
@@ -315,35 +317,6 @@ class _Facts:
         root = Path("/")
         self.max_map_count = read_sysctl(root, "vm.max_map_count")
         self.mem_total = read_meminfo(root).get("MemTotal")
-
-
-def _reading(watch: Any) -> Any:
-    """The watch's reading of the output within its budget (reading.py): a skipped read's
-    line cut kept, its cycle words' lines read, its tail read for failure words at the end;
-    a cycle's boundary (its sample, the fit) timed aside."""
-    from launcher.supervise.reading import Reading, printed_words
-    from launcher.telemetry.cycles import UNITS
-
-    words: list[Any] = [0, ()]  # (the examples counted, their words): made when one comes
-
-    def cycle_words() -> tuple[bytes, ...]:
-        if len(watch.marks.example) != words[0]:
-            words[:] = [len(watch.marks.example), printed_words(watch.marks.example, UNITS)]
-        return words[1]  # type: ignore[no-any-return]
-
-    reading = Reading(watch.output, watch.lines.skip,
-                      lambda stream, data: watch.failure.feed(data, stream), cycle_words)
-    boundary = watch.boundary
-
-    def counted_aside(b: Any) -> None:  # a cycle's sample and fit: per cycle, not per byte
-        t = time.thread_time()
-        try:
-            boundary(b)
-        finally:
-            reading.aside += time.thread_time() - t
-
-    watch.boundary = counted_aside
-    return reading
 
 
 def _label(framework: str | None) -> str | None:
