@@ -85,11 +85,21 @@ def make_data(kind: str, mb: int, path: Path) -> None:
             size, n = size + len(line), n + 1
 
 
+CPU: dict[str, list[float]] = {}  # command -> CPU seconds of its processes, each run
+
+
 def timed(cmd: str, env: dict[str, str]) -> float:
+    """Seconds from start to exit; the CPU of its processes (not a container's: the daemon's
+    children) kept in CPU."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     subprocess.run(["bash", "-c", f"{cmd} | cat >/dev/null"], env=env, check=True,
                    stderr=subprocess.DEVNULL)
-    return time.perf_counter() - t
+    took = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    CPU.setdefault(cmd, []).append(after.ru_utime - before.ru_utime + after.ru_stime
+                                   - before.ru_stime)
+    return took
 
 
 def cpu_of(cmd: str, env: dict[str, str]) -> float:
@@ -172,7 +182,9 @@ def main() -> None:
     launcher = f"{BIN / 'launcher'} run"
     cmds = {"bare": "python3 writer.py",
             "native": f"{launcher} --runtime native -- python3 writer.py",
-            "native -- true": f"{launcher} --runtime native -- true"}
+            "native -- true": f"{launcher} --runtime native -- true",
+            "native, no watch": f"{launcher} --runtime native -e LAUNCHER_WATCH=0 -- "
+                                f"python3 writer.py"}
     docker = not args.no_docker and shutil.which("docker") and subprocess.run(
         ["docker", "info"], capture_output=True).returncode == 0
     if docker:
@@ -193,9 +205,14 @@ def main() -> None:
     print(f"# benchmarks/output.py --runs {args.runs} --mb {args.mb} --kind {kind}, "
           f"{time.strftime('%Y-%m-%d %H:%M')}, {os.cpu_count()} CPUs; medians, "
           f"output piped to `cat >/dev/null`")
-    print(f"{'command':<20} {'median s':>9} {'min s':>7} {'max s':>7} {'MB/s':>7}")
+    print(f"{'command':<20} {'median s':>9} {'min s':>7} {'max s':>7} {'MB/s':>7} "
+          f"{'CPU s':>7}")
     for k, v in times.items():
-        print(f"{k:<20} {med[k]:9.3f} {min(v):7.3f} {max(v):7.3f} {args.mb / med[k]:7.0f}")
+        cpu = statistics.median(CPU[cmds[k]][1:])  # (not the warm-up's)
+        print(f"{k:<20} {med[k]:9.3f} {min(v):7.3f} {max(v):7.3f} {args.mb / med[k]:7.0f} "
+              f"{cpu:7.2f}")
+    print("(CPU s: the command's processes, user + system; a container's are the daemon's, "
+          "not counted; `native, no watch`: launcher without the supervisor's pump and watch)")
     target = ("<= 1.5 s for 300 MB" if kind in ("uniform", "mixed") else
               "<= bare + 1.0 s")
     print(f"native: {med['native']:.2f} s for {args.mb} MB (target {target}); "
