@@ -135,7 +135,7 @@ def test_a_skipped_read_still_gives_its_cycle_lines_and_its_tail_at_the_end():
     r, _ = _reading(1.0, log)  # the first read spends it all
     r.output("stdout", b"warm\n")
     r.output("stdout", b"x" * 100 + b"\nEpoch 2/9 loss 1\n" + b"y\n" * 10 + b"Epoch 3/9\nz\n")
-    assert log[-1] == ("stdout:found", b"Epoch 2/9 loss 1\nEpoch 3/9\n")
+    assert log[-1] == ("stdout:found", b"Epoch 3/9\n")  # the last: the latest cycle
     for _ in range(40):
         r.output("stdout", b"n\n" * 5000)
     r.output("stdout", FAILURE + b"\n" + b"after\n" * 10)
@@ -147,6 +147,7 @@ def test_a_skipped_read_still_gives_its_cycle_lines_and_its_tail_at_the_end():
 def test_found_lines_reads_no_line_cut_by_the_reads_edge():
     assert found_lines(b"poch 3/9\nEpoch 4/9\nx", (b"Epoch",), whole=False) == [b"Epoch 4/9\n"]
     assert found_lines(b"Epoch 3/9\nEpoch 4", (b"Epoch",)) == [b"Epoch 3/9\n"]
+    assert found_lines(b"poch 3/9\nx\nEpoch 4", (b"Epoch",), whole=False) == []
     assert printed_words({"epoch": "Epoch 1/10", "count": "12"}, cycles.UNITS) == (b"Epoch",)
 
 

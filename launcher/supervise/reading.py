@@ -3,9 +3,9 @@ over the run (after a first BURST_S), measured with time.thread_time around each
 bytes have passed on already (pump.py); a read over the budget is skipped, not delayed, so
 the workload never waits for the watch, and the record says how much was skipped.
 
-A skipped read still costs a `bytes.find` (in C) for each word that marked the run's cycles
-so far, as printed (`Epoch`): those lines are read, so a training run's cycles are counted
-among any noise. The last TAIL bytes skipped on each stream are read at the end for the
+A skipped read still costs a `bytes.rfind` (in C) for each word that marked the run's
+cycles so far, as printed (`Epoch`): the last such line is read, so a training run's cycles
+are counted among any noise. The last TAIL bytes skipped on each stream are read at the end for the
 failure words (a run that dies says why in its last lines). Each stream has half the budget,
 so a quiet one (stderr's traceback) is read beside a loud one. A cycle's own work (its
 sample, the fit: per cycle, not per byte) is not the reading's (`aside`).
@@ -112,20 +112,19 @@ class Reading:
 
 
 def found_lines(data: bytes, words: Iterable[bytes], *, whole: bool = True) -> list[bytes]:
-    """The first and last line of `data` holding each word (a `find` and an `rfind` in C),
-    each ending in a newline; a line cut by the read's edge is not whole, and not read
-    (`whole`: `data` begins a line)."""
+    """The last whole line of `data` holding each word (an `rfind` in C: the latest cycle is
+    the one that counts), ending in a newline; a line cut by the read's edge is not whole,
+    and the one before it is read instead (`whole`: `data` begins a line)."""
     out: list[bytes] = []
     for word in words:
-        at = data.find(word)
-        if at < 0:
-            continue
-        last = data.rfind(word, at + 1)
-        for p in (at, last) if last > 0 else (at,):
-            end = data.find(b"\n", p)
+        end = len(data)
+        while (p := data.rfind(word, 0, end)) >= 0:
+            stop = data.find(b"\n", p)
             start = max(data.rfind(b"\n", 0, p), data.rfind(b"\r", 0, p))
-            if end >= 0 and (start >= 0 or whole):
-                out.append(data[start + 1:end + 1])
+            if stop >= 0 and (start >= 0 or whole):
+                out.append(data[start + 1:stop + 1])
+                break
+            end = start + 1 if start >= 0 else 0  # cut: the line before
     return out
 
 
