@@ -164,7 +164,7 @@ class Lines:
 
     def feed(self, stream: str, data: bytes) -> tuple[Chunk | None, list[bytes]]:
         partial = self.partial.get(stream, b"")
-        recent = self.memory.setdefault(stream, Memory())
+        recent = self.memory.get(stream) or self.memory.setdefault(stream, Memory())
         cut = data.rfind(b"\n") + 1
         chunk = None
         if cut == 0:  # no line ends here
