@@ -79,6 +79,9 @@ class Watcher:
         self.options = settings.options
         self.watch = GrowthWatch(self.options, lambda line: say(line))
         self.watch.later = self._kill_later
+        from launcher.supervise.reading import for_watch
+
+        self.reading = for_watch(self.watch)
         self.pid: int | None = None
         self.sampler: Any = None
         self.out: IO[str] | None = None
@@ -134,7 +137,9 @@ class Watcher:
         self.sampler.sample()  # the first row: the run's start
 
     def output(self, stream: str, data: bytes) -> None:
-        self.watch.output(stream, data)
+        """The workload's output, passed on already: read within the watch's CPU budget
+        (reading.py), the rest skipped and counted."""
+        self.reading.output(stream, data)
 
     def tick(self) -> float:
         """A sample where one is due, and the SIGKILL of a stop whose grace is over; the
@@ -179,9 +184,11 @@ class Watcher:
         try:  # a full disk, a row cut short: the run's own status and sentence stand
             from launcher.telemetry.growth_verdict import growth_record
 
+            self.reading.close()
             rows = self._rows()
             record = growth_record(rows, self.watch.result(), ended, status=code,
                                    ended_at=self.ended_at)
+            record["output"] = self.reading.record()
             status = int(record.pop("status", code))
             sentence = str(record.get("diagnosis") or sentence)
         except Exception as exc:  # noqa: BLE001

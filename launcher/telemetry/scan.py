@@ -5,15 +5,30 @@ lines of one shape (`epoch #/#`, `Process #, rank #: # open FDs`) are one key; t
 counted at once (collections.Counter, in C). What reads the output (cycles.py, failures.py)
 then looks at each distinct shape, a handful a chunk, and at its first and last line: the
 cost of a chunk is its size in C and its shapes in Python, never its lines.
+
+A crowded chunk (more than MAX_SHAPES shapes: unique ids, random bytes, a file listing) has
+only some shapes read: those of its stream's chunk before (a line that repeats across chunks:
+a counter) or read before (`known`), and those of lines holding a word that cycles.py or
+failures.py look for (NEEDLES, found by `bytes.find` in C). Its cost stays per byte.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import islice
 
 _HASH = bytes.maketrans(b"0123456789", b"##########")
 MAX_PARTIAL = 4096  # an unended line longer than this is dropped: no cycle or word in it
+MAX_SHAPES = 64  # shapes read in a chunk, at most (each costs Python work)
+MAX_KNOWN = 256  # shapes remembered across chunks (a stream's counters, words' lines)
+MAX_DRAWN = 4  # a progress bar's redraws read in one read: the first and last two
+# lowered words whose lines a crowded chunk keeps: cycles.py's units and failures.py's hints
+# (tests/test_scan_budget.py checks they cover both)
+NEEDLES = (b"fold", b"trial", b"round", b"generation", b"cycle", b"epoch", b"validation",
+           b"iter", b"batch", b"step", b"can't start", b"pthread_create", b"thread creation",
+           b"resource temp", b"failed to create thread", b"cannot allocate", b"bad_alloc",
+           b"memoryerror", b"memory allocation", b"too many open", b"emfile")
 
 
 @dataclass
@@ -26,6 +41,7 @@ class Chunk:
     rough: bytes  # `done` with every digit a `#`: the same length, line for line
     counts: Counter[bytes]  # shape -> its lines in the chunk, in order of first appearance
     redrawn_first: bool = False  # the first line is the end of a progress bar's redraws
+    crowded: int = 0  # the chunk's shapes, where more than MAX_SHAPES: only `counts` read
     start: int = 0
     end: int = -1  # -1: len(done)
     head: Chunk | None = None
@@ -64,14 +80,64 @@ class Chunk:
 
 
 def chunk_of(done: bytes, *, redrawn_first: bool = False, start: int = 0, end: int = -1,
-             head: Chunk | None = None) -> Chunk:
-    """The lines of `done` from `start` (just after a newline) to `end` (just after one)."""
+             head: Chunk | None = None, recent: Memory | None = None) -> Chunk:
+    """The lines of `done` from `start` (just after a newline) to `end` (just after one);
+    a crowded chunk's shapes narrowed with what `recent` remembers of its stream."""
     end = len(done) if end < 0 else end
     if b"\r" in done:  # (a byte's search is memchr: far cheaper than a replace)
         done = done[start:end].replace(b"\r\n", b"\n")  # CRLF: one line, not a redraw
         start, end = 0, len(done)
     rough = done.translate(_HASH)
-    return Chunk(done, rough, _shapes(rough, start, end), redrawn_first, start, end, head)
+    counts = _shapes(rough, start, end)
+    crowded = 0
+    if len(counts) > MAX_SHAPES:
+        crowded = len(counts)
+        counts = _narrow(done, rough, start, end, counts, recent or Memory())
+    elif recent is not None:
+        recent.last = counts
+    return Chunk(done, rough, counts, redrawn_first, crowded, start, end, head)
+
+
+@dataclass
+class Memory:
+    """What a stream's crowded chunks are narrowed with: the shapes of its chunk before, and
+    shapes kept from earlier ones (in two chunks, or holding a needle)."""
+
+    last: Counter[bytes] = field(default_factory=Counter)
+    known: dict[bytes, None] = field(default_factory=dict)
+
+    def keep(self, key: bytes) -> None:
+        if len(self.known) >= MAX_KNOWN:
+            self.known.clear()
+        self.known[key] = None
+
+
+def _narrow(done: bytes, rough: bytes, start: int, end: int, counts: Counter[bytes],
+            recent: Memory) -> Counter[bytes]:
+    """A crowded chunk's shapes worth reading: lines with a needle, shapes known before,
+    then shapes shared with the stream's chunk before (set operations in C)."""
+    hits: dict[bytes, int] = {}  # a needle's line's shape -> where it was first found
+    low = done.lower()
+    for needle in NEEDLES:
+        at = low.find(needle, start, end)
+        for p in (at, low.rfind(needle, at + 1, end)) if at >= 0 else ():
+            if p >= 0:
+                key = rough[rough.rfind(b"\n", start, p) + 1:rough.find(b"\n", p)]
+                if key in counts:
+                    hits[key] = min(p, hits.get(key, p))
+    keep = {key: counts[key] for key in sorted(hits, key=hits.__getitem__)}
+    for key in keep:
+        recent.keep(key)
+    for key in [k for k in recent.known if k in counts][:MAX_SHAPES - len(keep)]:
+        keep[key] = counts[key]
+    for key in islice(counts.keys() & recent.last.keys(), MAX_SHAPES):
+        if len(keep) >= MAX_SHAPES:
+            break
+        if key not in keep:
+            keep[key] = counts[key]
+            recent.keep(key)
+    recent.last = counts
+    return Counter(keep)  # the needles' lines in the order they came, then the others
 
 
 def _shapes(rough: bytes, start: int, end: int) -> Counter[bytes]:
@@ -94,9 +160,11 @@ class Lines:
 
     partial: dict[str, bytes] = field(default_factory=dict)
     redrawn: dict[str, bool] = field(default_factory=dict)
+    memory: dict[str, Memory] = field(default_factory=dict)  # for crowded chunks
 
     def feed(self, stream: str, data: bytes) -> tuple[Chunk | None, list[bytes]]:
         partial = self.partial.get(stream, b"")
+        recent = self.memory.get(stream) or self.memory.setdefault(stream, Memory())
         cut = data.rfind(b"\n") + 1
         chunk = None
         if cut == 0:  # no line ends here
@@ -107,14 +175,25 @@ class Lines:
                 first = data.find(b"\n") + 1
                 head = chunk_of(partial + data[:first], redrawn_first=redrawn)
                 chunk = head if first == cut else chunk_of(data, start=first, end=cut,
-                                                           head=head)
+                                                           head=head, recent=recent)
             else:
-                chunk = chunk_of(data, redrawn_first=redrawn, end=cut)
+                chunk = chunk_of(data, redrawn_first=redrawn, end=cut, recent=recent)
             rest = data[cut:]
         drawn: list[bytes] = []
         if b"\r" in rest:  # redraws so far: read now, not when the bar ends
             cut = rest.rfind(b"\r")
             drawn = rest[:cut].split(b"\r")
+            if len(drawn) > MAX_DRAWN:  # a bar redrawn at full speed: its first and last
+                drawn = drawn[:MAX_DRAWN // 2] + drawn[-(MAX_DRAWN // 2):]
             rest, self.redrawn[stream] = rest[cut + 1:], True
         self.partial[stream] = rest if len(rest) <= MAX_PARTIAL else b""
         return chunk, drawn
+
+    def skip(self, stream: str, data: bytes) -> None:
+        """A read not shaped (over the watch's budget): the next read starts at a whole line."""
+        cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+        if cut == 0:
+            rest = self.partial.get(stream, b"") + data
+        else:
+            rest, self.redrawn[stream] = data[cut:], data[cut - 1:cut] == b"\r"
+        self.partial[stream] = rest if len(rest) <= MAX_PARTIAL else b""
