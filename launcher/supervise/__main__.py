@@ -153,7 +153,8 @@ def run(cmd: list[str]) -> int:
     # with SIGINT ignored); the workload starts with the mask this process had
     mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARD)
     try:  # posix_spawnp: no subprocess import (~10 ms of every container start)
-        actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)] if watch else []
+        spawn = getattr(os, "posix_spawnp", None)  # None: Python 3.7's os (fork and exec)
+        actions = [(os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0)] if watch and spawn else []
         actions += pump.file_actions() if pump is not None else []
         # the signals Python ignores go back to their defaults, as subprocess's
         # restore_signals does: a workload in a pipeline dies of SIGPIPE, one past
@@ -163,8 +164,8 @@ def run(cmd: list[str]) -> int:
         defaults = (signal.SIGPIPE, signal.SIGXFSZ, signal.SIGINT, signal.SIGQUIT,
                     signal.SIGTERM)
         try:
-            pid = os.posix_spawnp(cmd[0], cmd, env, file_actions=actions, setsigdef=defaults,
-                                  setsigmask=mask)
+            pid = spawn(cmd[0], cmd, env, file_actions=actions, setsigdef=defaults,
+                        setsigmask=mask) if spawn else fork_exec(cmd, env, watch, defaults, mask)
         except PermissionError:
             from launcher.supervise.causes import clone3_refused
 
@@ -252,9 +253,16 @@ def watching(recipe: Any, cmd: list[str]) -> tuple[Any, Any]:
     import importlib.util
 
     try:
+        from launcher.supervise.watcher import settings_of
+
+        # the one version check: 3.7 runs the caps part; the watch's modules need 3.8
+        if sys.version_info < (3, 8):  # noqa: UP036 - an image's python3, not launcher's
+            if settings_of(dict(os.environ)) is not None:  # not turned off: say why not
+                say(f"note: growth is not watched here: this image's python3 is "
+                    f"{'.'.join(map(str, sys.version_info[:3]))}; the watch needs 3.8 or newer")
+            return None, None
         from launcher.supervise.lazy import LazyWatch
         from launcher.supervise.pump import Pump
-        from launcher.supervise.watcher import settings_of
 
         settings = settings_of(dict(os.environ), recipe, say)
         if settings is None:

@@ -169,7 +169,7 @@ class Counters:
             if count == 0:
                 return None
         counted = None
-        for i, (p, lo, hi) in enumerate(zip(places, firsts, lasts, strict=True)):
+        for i, (p, lo, hi) in enumerate(zip(places, firsts, lasts)):
             if p.run(lo, hi, count) and counted is None and not p.broken and (
                     p.changes >= MIN_CHANGES):
                 counted = i
