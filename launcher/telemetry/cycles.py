@@ -224,8 +224,9 @@ class CycleMarks:
         for piece in drawn:
             if self.custom:
                 out += self._custom(piece)
-            elif (b := self.line(piece.decode(errors="replace"), counters=False)) is not None:
-                out.append(b)
+            else:  # no walrus: an image's python3 3.7 compiles this module (compileall)
+                b = self.line(piece.decode(errors="replace"), counters=False)
+                out += [b] if b is not None else []
         return out
 
     def _kind(self, key: bytes) -> str:
