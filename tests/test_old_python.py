@@ -177,6 +177,20 @@ def test_an_older_python_runs_the_caps_and_refuses_the_watch_in_one_line(image, 
     assert off.returncode == 3 and "watch" not in off.stderr, off.stderr  # turned off: no word
 
 
+def test_a_python_older_than_the_supervisors_runs_the_workload_said_in_one_line(image):
+    """3.6 (`from __future__ import annotations` is 3.7's): the entrypoint says so in one
+    line and execs the workload, uncapped; its status is the workload's."""
+    python = interpreter("3.6")
+    proc = supervise(python, image, "sh", "-c", "echo ran; exit 3")
+    assert proc.returncode == 3 and proc.stdout == "ran\n", proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("launcher: warning: this image's python3 is 3.6.") and line.endswith(
+        "; launcher's supervisor needs 3.7 or newer: sh runs without its caps, unwatched"), line
+    base = subprocess.run([python, "-I", "-S", str(image / "opt/entrypoint.py"),
+                           "--record-base-env", str(image / "base36.json")])
+    assert base.returncode == 0
+
+
 def test_a_missing_workload_is_named_under_an_older_python(image):
     python = interpreter("3.7")
     proc = supervise(python, image, "/no/such/workload")
