@@ -20,6 +20,13 @@ class CommandNotFound(LauncherError):
     exit_status = 127
 
 
+class CommandNotExecutable(LauncherError):
+    """The command to run is a file that cannot be executed (no x bit, a directory): exit 126,
+    as a shell's."""
+
+    exit_status = 126
+
+
 class ProfileError(LauncherError):
     """A profile file is missing, unreadable or invalid."""
 

@@ -181,8 +181,10 @@ def run(cmd: list[str]) -> int:
         if pump is not None:
             pump.close()
         release()
+        from launcher.supervise.causes import cannot_run
+
         return not_started(exit_file, 127 if isinstance(exc, FileNotFoundError) else 126,
-                           f"cannot run {cmd[0]!r}: {exc.strerror}")
+                           f"cannot run {cmd[0]!r}: {cannot_run(cmd[0], exc)}")
 
     if pump is not None:
         pump.spawned()
