@@ -342,3 +342,56 @@ def test_ruff_holds_every_image_module_to_3_8():
             for n in IMAGE_MODULES}
     assert {g for g, v in pinned.items() if v == "py38"} == want
     assert sys.version_info >= (3, 11)  # launcher's own Python: tomllib here is fine
+
+
+# -- a real image: `launcher build` on a base whose python3 is pyenv's old one ----------------
+
+OLD_BASE = """FROM {base}
+COPY {name} {prefix}
+RUN ln -s {prefix}/bin/python3 /usr/local/bin/python3 && python3 --version
+"""
+
+
+@pytest.mark.docker
+@pytest.mark.parametrize("version", ["3.7", "3.8"])
+def test_a_built_image_whose_python3_is_older(version, tmp_path):
+    """The base: the local Debian base (its python3 3.11) with pyenv's interpreter first on
+    PATH (the same prefix: the interpreter finds its libpython there; the same Debian as this
+    host). `launcher build` runs its steps under it; a bare `docker run` of the image runs
+    the supervisor under it."""
+    from tests.docker_helpers import BASE, docker_missing, launcher
+
+    if why := docker_missing():
+        pytest.skip(why)
+    python = interpreter(version)
+    prefix = Path(python).resolve().parents[1]
+    if prefix.parent.name != "versions":  # a system's python3.X: its libraries are the host's
+        pytest.skip(f"{python} is no pyenv interpreter, whose prefix an image can take whole")
+    base, image = f"launcher-test/py{version}:none", f"launcher-test/old{version}:none"
+    (tmp_path / "Dockerfile").write_text(OLD_BASE.format(base=BASE, name=prefix.name,
+                                                         prefix=prefix))
+    pack = subprocess.run(
+        f"tar -c -C {prefix.parent} --exclude='*/test' --exclude=__pycache__ --exclude='*.a' "
+        f"--exclude=site-packages {prefix.name} -C {tmp_path} Dockerfile | "
+        f"docker build -q -t {base} -", shell=True, capture_output=True, text=True, timeout=600)
+    assert pack.returncode == 0, pack.stderr[-3000:]
+    (tmp_path / "old.yaml").write_text(PROFILE)
+    built = launcher("build", "-p", str(tmp_path / "old.yaml"), "--base-image", base,
+                     "--image", image, timeout=900)
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    shutil.copy(LEAK, tmp_path / "leak.py")
+    (tmp_path / "rec").mkdir()
+    proc = subprocess.run(["docker", "run", "--rm", "-v", f"{tmp_path}:/w", "-w", "/w",
+                           "-e", "LAUNCHER_RECORD_DIR=/w/rec/r", image, "python3", "leak.py",
+                           "--files", "4", "--cycles", "300", "--seconds", "0.1"],
+                          capture_output=True, text=True, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 1 and "Too many open files" in proc.stderr, out[-3000:]
+    assert "/opt/launcher" not in proc.stderr, out[-3000:]  # no traceback of the supervisor's
+    said = [ln for ln in out.splitlines() if ln.startswith("launcher: growth: ")]
+    if version == "3.7":
+        assert NOTE.format(v=prefix.name) in out.splitlines(), out[-3000:]
+        assert not said and not (tmp_path / "rec/r").exists()
+    else:
+        assert said and "open files +4 per cycle" in said[0], out[-3000:]
+        assert json.loads((tmp_path / "rec/r/summary.json").read_text())["exit_status"] == 1
