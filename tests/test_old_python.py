@@ -42,8 +42,8 @@ def interpreter(version: str) -> str:
                    key=lambda p: int(p.parts[-3].split(".")[2]))
     if found:
         return str(found[-1])
-    on_path = shutil.which(f"python{version}")
-    if on_path:
+    on_path = shutil.which(f"python{version}")  # a pyenv shim is there, and fails: it must run
+    if on_path and subprocess.run([on_path, "-c", ""], capture_output=True).returncode == 0:
         return on_path
     why = f"no python{version} here (pyenv install {version})"
     if os.environ.get("CI"):
