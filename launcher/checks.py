@@ -4,9 +4,8 @@ each a function of what the plan knows that returns (level, sentence) pairs ("wa
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, List, Tuple
 
 
 @dataclass(frozen=True)
@@ -16,4 +15,4 @@ class CheckInput:
     gpus: int  # the GPUs the run gets
 
 
-Check = Callable[[CheckInput], list[tuple[str, str]]]
+Check = Callable[[CheckInput], List[Tuple[str, str]]]  # typing's: evaluated by 3.8

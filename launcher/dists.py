@@ -46,7 +46,7 @@ OWN = "launcher"
 PYPROJECT = Path(__file__).resolve().parent.parent / "pyproject.toml"  # a source tree's
 
 
-@functools.cache
+@functools.lru_cache(maxsize=None)
 def entry_points(group: str) -> dict[str, EntryPoint]:
     """name -> entry point of an entry-point group, from each package's entry_points.txt:
     launcher's own first, then third parties', each by name; the first declaration of a name

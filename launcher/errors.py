@@ -20,8 +20,9 @@ class CommandNotFound(LauncherError):
     exit_status = 127
 
 
-class CommandNotRunnable(LauncherError):
-    """The command's file is there but not executable: exit 126, as a shell's."""
+class CommandNotExecutable(LauncherError):
+    """The command to run is a file that cannot be executed (no x bit, a directory): exit 126,
+    as a shell's."""
 
     exit_status = 126
 

@@ -6,7 +6,7 @@ checkout; never a zip), so its folder is found from this file, without importlib
 
 from __future__ import annotations
 
-from functools import cache
+from functools import lru_cache
 from pathlib import Path
 
 KINDS = ("profiles", "images", "compose", "examples")
@@ -15,7 +15,7 @@ KINDS = ("profiles", "images", "compose", "examples")
 HERE = Path(__file__).resolve().parent
 
 
-@cache  # asked for once per value of a profile (display_path)
+@lru_cache(maxsize=None)  # asked for once per value of a profile (display_path)
 def shipped(kind: str) -> Path:
     """The folder of shipped `kind` files (resolved: the source tree's, or the installed
     package's)."""

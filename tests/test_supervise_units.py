@@ -68,7 +68,7 @@ def test_what_the_shell_says_of_a_command_it_cannot_run(tmp_path):
     (tmp_path / "noint").chmod(0o755)
     cases = {str(tmp_path / "plain"): (126, "Permission denied"),
              str(tmp_path / "noint"): (127, "/no/such/interpreter: bad interpreter"),
-             "no-such-command-here": (127, "no-such-command-here: command not found"),
+             "no-such-command-here": (127, "cannot run 'no-such-command-here'"),
              str(tmp_path / "absent"): (127, "No such file or directory")}
     for cmd, (status, words) in cases.items():
         with pytest.raises(NotRunnable) as got:

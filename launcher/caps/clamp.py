@@ -39,7 +39,7 @@ def clamp_memory(limits: dict[str, Limit], facts: HostFacts) -> None:
     it, as a ulimit is to the hard limit: the figure printed is then the one that binds."""
     mem = limits.get("memory")
     host = facts.host_memory()
-    if mem is None or not isinstance(mem.value, int | float) or not host or mem.value <= host:
+    if mem is None or not isinstance(mem.value, (int, float)) or not host or mem.value <= host:
         return
     what = ("the memory limit of its cgroup" if facts.cgroup.memory_limit else "its RAM")
     limits["memory"] = Limit(host, f"{mem.source} = {format_size(int(mem.value))}, lowered to "

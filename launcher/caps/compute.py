@@ -137,7 +137,7 @@ def compute_caps(
     # what each framework's variables feed back, where they hold a number (else its default)
     settings = base.updated({name: n for each in frameworks
                              for name, var in each.settings_from.items()
-                             if (n := env_number(env, var)) is not None})
+                             for n in (env_number(env, var),) if n is not None})
     by_layout = gpus_per_process is None and one_per_process(procs, selection.count)
     if by_layout:
         gpus_per_process = 1

@@ -81,7 +81,7 @@ def _fit_to_cpus(r: Resolved) -> Fit | None:
     if procs < 2 or pool <= share:
         return None
     own_omp = r.profile.get("threads.omp", "auto") != "auto"  # else it follows intra_op
-    values = {"threads.intra_op": share} | ({"threads.omp": share} if own_omp else {})
+    values = {"threads.intra_op": share, **({"threads.omp": share} if own_omp else {})}
     trial = r.with_values(values, "--fit")  # pragma: no mutate (a trial's origin is unread)
     fits = (f"so {procs} processes x {share} fit the {cpus} CPUs" if procs * share <= cpus else
             f"the least a pool can be; {procs} processes still take turns on {cpus} CPUs "
@@ -122,8 +122,8 @@ def _candidates(r: Resolved, headroom: float) -> list[tuple[dict[str, Any], str]
     if not fits(stacks, limits):
         for size in (s for s in FIT_SIZES if s < stacks.stack):
             omp = min(stacks.omp, size) if stacks.omp is not None else None
-            base = {"limits.stack": size} | ({"threads.omp_stack": omp}
-                                              if omp is not None and omp < stacks.omp else {})
+            base = {"limits.stack": size, **({"threads.omp_stack": omp}
+                                             if omp is not None and omp < stacks.omp else {})}
             if fits(replace(stacks, stack=size, omp=omp), limits):
                 break
         if base:
@@ -133,13 +133,13 @@ def _candidates(r: Resolved, headroom: float) -> list[tuple[dict[str, Any], str]
     now = r.caps.threads["intra_op"]
     bound = get_framework(r.framework).affinity_bound
     pools = "its CPU pools" + (f" ({bound})" if bound else "")
-    out += [(base | {"threads.intra_op": n}, f"{pools} shrink from {now} to {n} threads (CPU-bound "
-                                      f"work scales with them)")
+    out += [({**base, "threads.intra_op": n}, f"{pools} shrink from {now} to {n} threads "
+                                              f"(CPU-bound work scales with them)")
             for n in reversed(range(1, now))]
     if bound:
         allowed = sorted(cpu_ids(r.profile.get("limits.cpuset") or r.facts.affinity_list or
                                  format_cpu_list(list(range(r.facts.affinity_cpus)))))
-        out += [(base | {"limits.cpuset": format_cpu_list(allowed[:n])},
+        out += [({**base, "limits.cpuset": format_cpu_list(allowed[:n])},
                  f"{r.framework}'s compute runs on {n} of the {len(allowed)} CPUs it could use")
                 for n in reversed(range(1, len(allowed)))]
     return out

@@ -125,8 +125,9 @@ class Estimate:
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        return out | {"breakdown": dict(self.breakdown), "stacks": asdict(self.stacks) | {
-            "reserved": self.stacks.reserved, "address_space": self.stacks.address_space}}
+        return {**out, "breakdown": dict(self.breakdown), "stacks": {
+            **asdict(self.stacks), "reserved": self.stacks.reserved,
+            "address_space": self.stacks.address_space}}
 
     def in_all(self) -> str:
         return threads_in_all(self.to_json())

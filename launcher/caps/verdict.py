@@ -115,7 +115,7 @@ def above_outer(limits: dict[str, Limit], facts: HostFacts) -> list[str]:
                              ("memory", cg.memory_limit, "memory limit"),
                              ("cpus", cg.cpu_quota, "CPU quota")):
         asked = limits[cap].value if cap in limits else None
-        if (not isinstance(asked, int | float) or outer is None or asked <= outer
+        if (not isinstance(asked, (int, float)) or outer is None or asked <= outer
                 or limits[cap].origin is Origin.AUTO):  # asked for, not derived
             continue
         at = cg.limited_at(cap)

@@ -56,7 +56,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+import typing
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,7 +71,7 @@ FIX = ("fix: start launcher in a cgroup of its own (`systemd-run --user --scope 
        "launcher run ...`) or use --runtime docker")
 
 NO_CONTROLLER = "cgroup v2 has no {c} controller on this kernel"  # no cgroup of ours would help
-Writable = Callable[[Path], bool]
+Writable = typing.Callable[[Path], bool]  # typing's: 3.8 evaluates it
 # controller -> its limit files that bound a task in the cgroup (and below): what a run
 # carries when it leaves a cgroup that holds one
 LIMIT_FILES = {"pids": ("pids.max",), "memory": ("memory.max", "memory.high", "memory.swap.max"),

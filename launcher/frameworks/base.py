@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Dict, Optional, Tuple
 
 from launcher.checks import Check
 from launcher.keys import Key
 from launcher.threadpools import ThreadPool
 
-Parts = dict[str, int]
+Parts = Dict[str, int]
 
 
 SHARED = ("omp", "blas", "intra", "inter")  # the pools every framework's settings share
@@ -87,7 +87,7 @@ class Model:
                                         version.startswith(self.series + "."))
 
 
-Want = dict[str, tuple[str | None, str]]  # variable -> (value or None: removed, its source)
+Want = Dict[str, Tuple[Optional[str], str]]  # variable -> (value or None: removed, its source)
 
 
 @dataclass(frozen=True)

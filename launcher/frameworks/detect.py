@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Optional, Tuple
 
 MAX_FILES = 50
 MAX_BYTES = 2 << 20
@@ -37,7 +38,7 @@ WEAK = {"transformers": "torch"}  # its backend is torch unless the script impor
 KERAS_BACKENDS = {"tensorflow": "tf", "jax": "jax", "torch": "torch"}  # Keras 3's, tf unset
 PYTHON = re.compile(r"python(\d+(\.\d+)?)?t?")
 OPTIONS_WITH_VALUE = set("cmWX")  # -c CODE, -m MODULE, -W ARG, -X OPT
-Backend = tuple[str | None, str | None]  # KERAS_BACKEND set in os.environ, and setdefault
+Backend = Tuple[Optional[str], Optional[str]]  # KERAS_BACKEND set in os.environ, and setdefault
 LINE_IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w.*]+)|import\s+([\w.]+))",
                          re.M)
 
@@ -203,7 +204,7 @@ def _imports(source: bytes) -> tuple[list[_Import], Backend]:
             text = f"from {'.' * node.level}{module} import {_alias(node.names[0])}{more}"
             out.append(_Import(node.lineno, text, module, tuple(a.name for a in node.names),
                                node.level, top))
-        elif isinstance(node, ast.Assign | ast.Expr):
+        elif isinstance(node, (ast.Assign, ast.Expr)):
             for how, value in _keras_backend(node):
                 backend.setdefault(how, value)
             return
@@ -211,7 +212,7 @@ def _imports(source: bytes) -> tuple[list[_Import], Backend]:
             children: list[ast.AST] = list(node.orelse)
         else:
             children = [c for c in ast.iter_child_nodes(node) if not isinstance(c, ast.expr)]
-        inner = top and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        inner = top and not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         for child in children:
             visit(child, inner)
 

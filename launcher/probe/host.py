@@ -69,7 +69,8 @@ class HostFacts:
 
 def _online_cpus(root: Path) -> int:
     path = root / "sys/devices/system/cpu/online"
-    if path.is_file() and (text := path.read_text().strip()):
+    text = path.read_text().strip() if path.is_file() else ""  # no walrus: 3.7 imports this
+    if text:
         return parse_cpu_list(text, path)
     return (os.cpu_count() or 1) if str(root) == "/" else 1
 

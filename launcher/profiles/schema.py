@@ -8,6 +8,7 @@ the key table of docs/profiles.md, validation and did-you-mean all come from SCH
 from __future__ import annotations
 
 import functools
+import typing
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -165,7 +166,7 @@ def contributions() -> list[tuple[str, dict[str, dict[str, Key]]]]:
     return out
 
 
-@functools.cache
+@functools.lru_cache(maxsize=None)
 def composed() -> dict[str, Key | dict[str, Key]]:
     """launcher's keys, then the plugins' (contributions), in registry order."""
     out = {k: dict(v) if isinstance(v, dict) else v for k, v in BASE.items()}
@@ -177,7 +178,7 @@ def composed() -> dict[str, Key | dict[str, Key]]:
     return out
 
 
-class _Schema(Mapping[str, "Key | dict[str, Key]"]):
+class _Schema(typing.Mapping[str, "Key | dict[str, Key]"]):  # typing's: 3.8 subscripts it
     """SCHEMA, composed when first read (the vendors' and frameworks' modules load then)."""
 
     def __getitem__(self, key: str) -> Key | dict[str, Key]:

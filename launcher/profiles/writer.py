@@ -57,7 +57,8 @@ def extends_ref(base: Profile, path: Path) -> str:
 def profile_text(path: Path, base: Profile, by: str, sections: dict[str, Any],
                  notes: list[str]) -> str:
     by = " ".join(by.split())  # one comment line, whatever the command held
-    lines = [f"{MARK}{by.removeprefix('launcher')}` on {socket.gethostname()}, "
+    lines = [f"{MARK}{by[8:] if by.startswith('launcher') else by}` on "  # 3.8: no removeprefix
+             f"{socket.gethostname()}, "
              f"{time.strftime('%Y-%m-%d %H:%M')}, under profile {base.name}.",
              *(f"# {' '.join(n.split())}" for n in notes),  # one line each, whatever they hold
              f"name: {json.dumps(path.stem)}",

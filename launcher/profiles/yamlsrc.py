@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Tuple
 
 from launcher.errors import ProfileError
 
-KeyPath = tuple[str, ...]
+KeyPath = Tuple[str, ...]
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The causes of a failed thread creation besides a pids cgroup and the OOM killer, each named
 from its evidence with its fix (docs/running.md's table lists them): RLIMIT_NPROC, RLIMIT_AS,
 RLIMIT_DATA, kernel.threads-max, kernel.pid_max, a memory limit reached without an OOM kill,
-and a seccomp filter refusing clone3."""
+and a seccomp filter refusing clone3; and why a command did not start, in a shell's words."""
 
 from __future__ import annotations
 
@@ -86,3 +86,29 @@ def clone3_refused() -> bool:
     if libc.syscall(nr, None, 0) != -1:
         return False
     return ctypes.get_errno() == errno.EPERM
+
+
+def cannot_run(word: str, exc: OSError) -> str:
+    """Why `word` did not start, as bash says it: a directory is one, and a script whose #!
+    interpreter is missing names it (its ENOENT is the interpreter's, not the file's)."""
+    import errno
+    import os
+    import shutil
+
+    found = word if "/" in word else shutil.which(word, mode=os.F_OK)  # posix_spawnp's PATH
+    if found and os.path.isdir(found):
+        return "Is a directory"
+    if not found or exc.errno != errno.ENOENT or not os.path.isfile(found):
+        return exc.strerror or str(exc)
+    try:
+        with open(found, "rb") as f:
+            head = f.readline(256)
+    except OSError:
+        return exc.strerror or str(exc)
+    if not head.startswith(b"#!"):
+        return exc.strerror or str(exc)  # an ELF whose loader is missing, say
+    line = head[2:].rstrip(b"\n").lstrip(b" \t")
+    name = line.split(b" ")[0].split(b"\t")[0].decode(errors="replace")
+    said = name if name.isprintable() else repr(name)
+    crlf = "; its #! line ends in a carriage return (Windows line ends)" if "\r" in name else ""
+    return f"{said}: bad interpreter: No such file or directory{crlf}"

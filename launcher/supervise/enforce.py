@@ -18,6 +18,7 @@ from launcher.cgroups.advisory import swap_fix
 from launcher.cgroups.placement import FIX
 from launcher.cgroups.run_cgroup import RunCgroup, make_run_cgroup
 from launcher.probe.cgroup_facts import CgroupFacts
+from launcher.units import format_size
 
 # inside a container the fix is the engine's flag, or a v2 host (a namespace of its own)
 CONTAINER_FIX = ("fix: give the container the limit (docker run --pids-limit/--memory/--cpus, "
@@ -73,7 +74,8 @@ def held(cg: CgroupFacts, cap: str, value: float) -> str | None:
     if limit is None or limit > value:
         return None
     where = cg.limited_at(cap)
-    return f"{limit:g}" + (f" (at {where})" if where else "")
+    shown = format_size(int(limit)) if cap == "memory" else f"{limit:g}"  # 256MiB, not 2.7e+08
+    return shown + (f" (at {where})" if where else "")
 
 
 def enforce(caps: Caps, cg: CgroupFacts, root: Path = Path("/")) -> Entry:

@@ -173,7 +173,9 @@ class Pump:
 
     def file_actions(self) -> list[tuple[int, int, int]]:
         """posix_spawn's: the workload's stdout and stderr (the pipes' ends are close-on-exec)."""
-        return [(os.POSIX_SPAWN_DUP2, src, fd) for fd, src in self.child.items()]
+        from launcher.supervise.spawn import DUP2
+
+        return [(DUP2, src, fd) for fd, src in self.child.items()]
 
     def console(self) -> str | None:
         """PID 1 of a container with a terminal (`docker run -t`, `launcher run --image -t`):

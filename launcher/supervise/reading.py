@@ -118,7 +118,10 @@ def found_lines(data: bytes, words: Iterable[bytes], *, whole: bool = True) -> l
     out: list[bytes] = []
     for word in words:
         end = len(data)
-        while (p := data.rfind(word, 0, end)) >= 0:
+        while True:  # (no walrus: an image's python3 may be 3.7, which compiles this)
+            p = data.rfind(word, 0, end)
+            if p < 0:
+                break
             stop = data.find(b"\n", p)
             start = max(data.rfind(b"\n", 0, p), data.rfind(b"\r", 0, p))
             if stop >= 0 and (start >= 0 or whole):

@@ -116,6 +116,15 @@ class Run:
         its caps all the same)."""
         import importlib.util
 
+        from launcher.telemetry.watch_settings import is_off
+
+        # the one version check: 3.7 runs the caps part; the watch's modules need 3.8
+        if sys.version_info < (3, 8):  # noqa: UP036 - an image's python3, not launcher's
+            if not is_off(self.environ):  # not turned off: say why not
+                self.say(f"note: growth is not watched here: this image's python3 is "
+                         f"{'.'.join(map(str, sys.version_info[:3]))}; the watch needs 3.8 "
+                         f"or newer")
+            return
         try:
             from launcher.supervise.lazy import LazyWatch
             from launcher.supervise.pump import Pump
@@ -143,7 +152,7 @@ class Run:
         foreground where our job holds it. The signals to relay are held from before the
         start until their handlers are set, so that one sent as it starts is relayed, not
         lost; the workload starts with the mask this process had."""
-        from launcher.supervise.spawn import spawn
+        from launcher.supervise.spawn import OPEN, spawn
         from launcher.supervise.terminal import Foreground
 
         self.foreground = Foreground()
@@ -152,7 +161,7 @@ class Run:
         mask = signal.pthread_sigmask(signal.SIG_BLOCK, (*RELAYED, signal.SIGCONT))
         actions: list[Any] = []
         if self.lifeline_fd() == 0:  # stdin is launcher's: the workload's is /dev/null
-            actions.append((os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0))
+            actions.append((OPEN, 0, os.devnull, os.O_RDONLY, 0))
         actions += self.pump.file_actions() if self.pump is not None else []
         console = self.pump.console() if self.pump is not None else None
         if console is not None:  # the workload's own terminal: no foreground to hand

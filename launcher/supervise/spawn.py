@@ -8,6 +8,10 @@ import os
 import signal
 from typing import Any
 
+# posix_spawn's file actions (os has them from 3.8; 3.7 starts the workload by fork and exec)
+OPEN = getattr(os, "POSIX_SPAWN_OPEN", 0)
+DUP2 = getattr(os, "POSIX_SPAWN_DUP2", 2)
+
 # Python ignores SIGPIPE and SIGXFSZ, launcher's supervisor SIGTTOU and SIGTTIN, and a
 # background job (`launcher run ... &`) inherits SIGINT and SIGQUIT ignored: the workload gets
 # the defaults back, as subprocess's restore_signals does (it dies of SIGPIPE in a pipeline,
@@ -30,9 +34,13 @@ def spawn(cmd: list[str], env: dict[str, str], actions: list[Any],
     interpreter)."""
     group: dict[str, Any] = {"setpgroup": 0}
     if console is not None:  # opened after setsid, without O_NOCTTY: its controlling one
-        actions = [(os.POSIX_SPAWN_OPEN, 0, console, os.O_RDWR, 0),
-                   (os.POSIX_SPAWN_DUP2, 0, 1), (os.POSIX_SPAWN_DUP2, 0, 2)]
+        actions = [(OPEN, 0, console, os.O_RDWR, 0), (DUP2, 0, 1), (DUP2, 0, 2)]
         group = {"setsid": True}
+    if not hasattr(os, "posix_spawnp"):  # Python 3.7's os
+        try:
+            return fork_exec(cmd, env, mask, actions, new_session=console is not None)
+        except OSError as exc:
+            raise NotRunnable(127, _words(cmd[0], exc)) from None
     try:
         return os.posix_spawnp(cmd[0], cmd, env, file_actions=actions, setsigdef=DEFAULTS,
                                setsigmask=mask, **group)
@@ -40,7 +48,7 @@ def spawn(cmd: list[str], env: dict[str, str], actions: list[Any],
         from launcher.supervise.causes import clone3_refused
 
         if not clone3_refused():
-            raise NotRunnable(126, _words(cmd[0], exc, env)) from None
+            raise NotRunnable(126, _words(cmd[0], exc)) from None
         # posix_spawn is clone3 in glibc >= 2.34, which an old seccomp profile refuses;
         # fork() is clone: the workload starts, and its threads' failure is named
         say("warning: a seccomp filter refuses clone3 here; the workload's threads will "
@@ -48,7 +56,7 @@ def spawn(cmd: list[str], env: dict[str, str], actions: list[Any],
         return fork_exec(cmd, env, mask, actions, new_session=console is not None)
     except OSError as exc:
         raise NotRunnable(127 if isinstance(exc, FileNotFoundError) else 126,
-                          _words(cmd[0], exc, env)) from None
+                          _words(cmd[0], exc)) from None
 
 
 def fork_exec(cmd: list[str], env: dict[str, str], mask: set[signal.Signals],
@@ -64,48 +72,20 @@ def fork_exec(cmd: list[str], env: dict[str, str], mask: set[signal.Signals],
             signal.signal(sig, signal.SIG_DFL)
         signal.pthread_sigmask(signal.SIG_SETMASK, mask)
         for action in actions:
-            if action[0] == os.POSIX_SPAWN_OPEN:
+            if action[0] == OPEN:
                 fd = os.open(action[2], action[3], action[4])
                 if fd != action[1]:
                     os.dup2(fd, action[1])
-            elif action[0] == os.POSIX_SPAWN_DUP2:
+            elif action[0] == DUP2:
                 os.dup2(action[1], action[2])
         os.execvpe(cmd[0], cmd, env)
     finally:
         os._exit(127)
 
 
-def _words(name: str, exc: OSError, env: dict[str, str]) -> str:
-    """What a shell says of a command it cannot run: the command, and for a script whose
-    `#!` interpreter is missing, that interpreter."""
-    if isinstance(exc, FileNotFoundError):
-        path = _found(name, env)
-        interpreter = _interpreter(path) if path else None
-        if interpreter:
-            return f"{name}: {interpreter}: bad interpreter: No such file or directory"
-        return f"{name}: command not found" if "/" not in name else \
-            f"{name}: No such file or directory"
-    return f"{name}: {exc.strerror}"
+def _words(name: str, exc: OSError) -> str:
+    """What a shell says of a command it cannot run (causes.cannot_run: a script's missing
+    `#!` interpreter named)."""
+    from launcher.supervise.causes import cannot_run
 
-
-def _found(name: str, env: dict[str, str]) -> str | None:
-    if "/" in name:
-        return name if os.path.exists(name) else None
-    for d in env.get("PATH", os.defpath).split(os.pathsep):
-        path = os.path.join(d or ".", name)
-        if os.path.isfile(path):
-            return path
-    return None
-
-
-def _interpreter(path: str) -> str | None:
-    """The `#!` line's interpreter of `path`, where the file has one."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(256)
-    except OSError:
-        return None
-    if not head.startswith(b"#!"):
-        return None
-    words = head[2:].split(b"\n", 1)[0].split()
-    return words[0].decode(errors="replace") if words else None
+    return f"cannot run {name!r}: {cannot_run(name, exc)}"

@@ -9,13 +9,14 @@ import os
 import re
 from collections import Counter
 from collections.abc import Iterable
+from typing import Dict
 
 from launcher.threadpools import UNNAMED, UNNAMED_FIX, ThreadPool
 
-Census = dict[str, dict[str, int]]  # pool label -> {thread name: count}
+Census = Dict[str, Dict[str, int]]  # pool label -> {thread name: count}
 
 
-@functools.cache
+@functools.lru_cache(maxsize=None)
 def declared() -> tuple[ThreadPool, ...]:
     """Every registered framework's and GPU vendor's pools, in registry order."""
     from launcher.frameworks import get, names
@@ -29,7 +30,7 @@ def declared() -> tuple[ThreadPool, ...]:
     return tuple(pools)
 
 
-@functools.cache
+@functools.lru_cache(maxsize=None)
 def _compiled(pools: tuple[ThreadPool, ...]) -> tuple[tuple[re.Pattern[str], ThreadPool], ...]:
     return tuple((re.compile(p.pattern), p) for p in pools)
 
@@ -84,7 +85,7 @@ def fix_for(label: str | None, pools: tuple[ThreadPool, ...] | None = None) -> s
     return UNNAMED_FIX
 
 
-@functools.cache
+@functools.lru_cache(maxsize=None)
 def _libraries() -> tuple[tuple[str, bytes, str, str, str], ...]:
     from launcher.frameworks import get, names
 

@@ -169,7 +169,7 @@ class Counters:
             if count == 0:
                 return None
         counted = None
-        for i, (p, lo, hi) in enumerate(zip(places, firsts, lasts, strict=True)):
+        for i, (p, lo, hi) in enumerate(zip(places, firsts, lasts)):
             if p.run(lo, hi, count) and counted is None and not p.broken and (
                     p.changes >= MIN_CHANGES):
                 counted = i
@@ -224,8 +224,9 @@ class CycleMarks:
         for piece in drawn:
             if self.custom:
                 out += self._custom(piece)
-            elif (b := self.line(piece.decode(errors="replace"), counters=False)) is not None:
-                out.append(b)
+            else:  # no walrus: an image's python3 3.7 compiles this module (compileall)
+                b = self.line(piece.decode(errors="replace"), counters=False)
+                out += [b] if b is not None else []
         return out
 
     def _kind(self, key: bytes) -> str:

@@ -17,12 +17,12 @@ import math
 import statistics
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Dict
 
 from launcher.telemetry.cycles import WINDOW, active_unit
 from launcher.threadpools import UNNAMED
 
-Row = dict[str, Any]
+Row = Dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -109,7 +109,7 @@ def numbered(marks: list[Row], after: int = 0) -> list[int]:
     """The workload's own numbers when they rise (past `after`, the last cycle before these),
     else after + 1, after + 2..."""
     ns = [int(m["cycle"]["n"]) for m in marks]
-    rising = all(b > a for a, b in zip(ns, ns[1:], strict=False))
+    rising = all(b > a for a, b in zip(ns, ns[1:]))
     if rising and (not after or not ns or ns[0] > after):
         return ns
     return [after + i for i in range(1, len(ns) + 1)]
@@ -124,7 +124,7 @@ def cycles_of(rows: list[Row], unit: str | None = None,
     marks = [m for m in marks_all if m["cycle"]["unit"] == unit]
     times = [r["t"] for r in rows]  # in order: the sampler writes them so
     out: list[Cycle] = []
-    for i, (mark, n) in enumerate(zip(marks, numbered(marks, after), strict=True)):
+    for i, (mark, n) in enumerate(zip(marks, numbered(marks, after))):
         t0 = mark["t"]
         end = marks[i + 1] if i + 1 < len(marks) else None
         t1 = end["t"] if end is not None else None
@@ -137,7 +137,7 @@ def cycles_of(rows: list[Row], unit: str | None = None,
         peak: dict[str, float] = {}
         limits: dict[str, float] = {}
         for key, s in SERIES.items():
-            values = [r[key] for r in span if isinstance(r.get(key), int | float)]
+            values = [r[key] for r in span if isinstance(r.get(key), (int, float))]
             if values:
                 floor[key], peak[key] = min(values), max(values)
             got = [r[s.limit_key] for r in span if r.get(s.limit_key)]
@@ -225,7 +225,7 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
         (mean, sd, se), slowing = recent_rate(s, [(c.n, c.floor[key] if of == "floor" else
                                                    c.peak[key]) for c in cyc], mean, sd, se)
     durations = [(b.t0 - a.t0) / max(b.n - a.n, 1)
-                 for a, b in zip(cycles, cycles[1:], strict=False)]
+                 for a, b in zip(cycles, cycles[1:])]
     per_cycle_s = statistics.median(durations) if durations else None
     limit = limits.get(key) if limits is not None else cyc[-1].limits.get(key)
     if key == "rss_bytes" and any("memory_bytes" in c.floor for c in cyc):
@@ -281,7 +281,7 @@ def _stdev(xs: list[float]) -> float:
 def gate(s: Series, points: list[tuple[int, float]]) -> tuple[bool, float, float, float, bool]:
     """(a trend?, the mean step per number, the steps' spread, its standard error, exact?)
     of one series' points (cycle number, value)."""
-    steps = [(b - a) / max(m - n, 1) for (n, a), (m, b) in zip(points, points[1:], strict=False)]
+    steps = [(b - a) / max(m - n, 1) for (n, a), (m, b) in zip(points, points[1:])]
     mean = statistics.fmean(steps)
     sd = _stdev(steps) if len(steps) > 1 else 0.0
     exact = sd == 0.0 and not s.in_bytes  # a count that grew by the same each cycle
@@ -293,7 +293,7 @@ def gate(s: Series, points: list[tuple[int, float]]) -> tuple[bool, float, float
     rising = sum(d > 0 for d in steps) >= 2 * len(steps) / 3
     # a workload may print every 100th step: growth is per number printed, and the noise
     # floor is held against the growth between two lines
-    gaps = sorted(m - n for (n, _), (m, _) in zip(points, points[1:], strict=False))
+    gaps = sorted(m - n for (n, _), (m, _) in zip(points, points[1:]))
     # a count's spread has its floor (COUNT_SPREAD), so its t-test holds from fewer steps
     enough = len(steps) >= (NOISY_STEPS if s.in_bytes else COUNT_STEPS)
     trend = mean * gaps[len(gaps) // 2] > s.min_step and rising and (exact or (
@@ -306,7 +306,7 @@ def recent_rate(s: Series, points: list[tuple[int, float]], mean: float, sd: flo
     """Growth that slows as it grows (each step smaller than the last: a pool filling up, a
     cache nearing its size) is projected from its newer half: (mean, spread, standard error),
     and whether it slows. Steady growth keeps the fit over every step."""
-    steps = [(b - a) / max(m - n, 1) for (n, a), (m, b) in zip(points, points[1:], strict=False)]
+    steps = [(b - a) / max(m - n, 1) for (n, a), (m, b) in zip(points, points[1:])]
     if len(steps) < SLOWING_STEPS:
         return (mean, sd, se), False
     half = len(steps) // 2

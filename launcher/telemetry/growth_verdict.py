@@ -71,7 +71,7 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
     reason = ended.get("reason")
     words = watched.get("failure_text") or {}
     if reason == "exit" and words:  # the workload's own words for a limit no counter shows
-        peaks = {k: max((r[k] for r in rows if isinstance(r.get(k), int | float)), default=0)
+        peaks = {k: max((r[k] for r in rows if isinstance(r.get(k), (int, float))), default=0)
                  for k in ("files", "maps")}
         unsampled = max(0.0, ended_at - end) if ended_at is not None and end is not None \
             else 0.0  # the last sample to the workload's end (the supervisor's clock)

@@ -33,7 +33,7 @@ MIN_BOUNDARY_S = 0.05  # a unit's boundaries closer than this are one (a step co
 # many a second: the cycles recorded then hold several steps, and growth is per step still)
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(frozen=True)
 class GrowthOptions:
     pattern: re.Pattern[str] | None = None  # the user's cycle pattern; None: the defaults
     window: float | None = None  # fixed seconds that stand in for a cycle where no line

@@ -14,7 +14,7 @@ import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, List
 
 from launcher.telemetry.summary import GpuKey, gpu_series, read_series
 from launcher.units import format_size
@@ -22,7 +22,7 @@ from launcher.units import format_size
 FAR = 4.0
 GPU_COLORS = ("tab:blue", "tab:green", "tab:purple", "tab:brown", "tab:pink", "tab:olive",
               "tab:cyan", "tab:gray")
-Values = list[float]
+Values = List[float]
 
 
 @dataclass
@@ -244,11 +244,11 @@ def figure(rows: list[dict[str, Any]], title: str, threads_estimate: int | None 
     count = len(panels) + len(grown)
     fig, axes = plt.subplots(count, 1, figsize=(11, 1.2 + 2.1 * count), squeeze=False)
     t = [float(r["t"]) for r in rows]
-    for ax, panel in zip(axes[:len(panels), 0], panels, strict=True):
+    for ax, panel in zip(axes[:len(panels), 0], panels):
         _draw(ax, t, panel)
         ax.set_xlim(min(t), max(t))
     axes[len(panels) - 1, 0].set_xlabel("seconds")
-    for ax, g in zip(axes[len(panels):, 0], grown, strict=True):
+    for ax, g in zip(axes[len(panels):, 0], grown):
         _draw_growth(ax, g)
     fig.suptitle(textwrap.fill(title, 130), fontsize=9)
     fig.tight_layout()

@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Tuple
 
 from launcher.telemetry.sampler import LIMIT_OF
 
-GpuKey = tuple[str, int]  # (vendor, index) as the sampler writes them
+GpuKey = Tuple[str, int]  # (vendor, index) as the sampler writes them
 
 
 def read_series(path: Path) -> list[dict[str, Any]]:

@@ -17,13 +17,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from itertools import zip_longest
-from typing import Any
+from typing import Any, Dict
 
 from launcher.telemetry import growth
 from launcher.telemetry.cycles import WINDOW
 from launcher.telemetry.growth import SERIES, Cycle, Trend, fit_all
 
-Row = dict[str, Any]
+Row = Dict[str, Any]
 MAX_WINDOWS = 48  # windows kept; past this, neighbours merge and the length doubles
 SHARES = (0.75, 0.5, 0.25)  # of the run's windows, fitted: the newest ones
 MIN_WINDOWS = 8  # in a fit
@@ -43,7 +43,7 @@ class Window:
     def add(self, row: Row) -> None:
         for key, s in SERIES.items():
             v = row.get(key)
-            if isinstance(v, int | float):
+            if isinstance(v, (int, float)):
                 self.floor[key] = min(self.floor.get(key, v), v)
                 self.peak[key] = max(self.peak.get(key, v), v)
             limit = row.get(s.limit_key)
@@ -77,7 +77,7 @@ class Timeline:
     def add(self, row: Row) -> bool:
         """Whether a window closed with this row (a fit is due)."""
         t = row.get("t")
-        if not isinstance(t, int | float):
+        if not isinstance(t, (int, float)):
             return False
         if self.origin is None:
             self.origin = float(t)

@@ -8,7 +8,7 @@ import os
 import shutil
 from typing import TYPE_CHECKING
 
-from launcher.errors import CommandNotFound, CommandNotRunnable, LauncherError
+from launcher.errors import CommandNotExecutable, CommandNotFound, LauncherError
 from launcher.usecases.run_request import RunRequest
 from launcher.workloads.catalog import Workload
 
@@ -56,12 +56,14 @@ def check_not_a_typo(word: str, names: list[str]) -> None:
 
 
 def check_on_path(word: str, path: str | None, cwd: str | None) -> None:
-    """A command run on this host that is not there: one line and 127, before anything."""
+    """A command run on this host that is not there: one line and 127, before anything; one
+    that is there but cannot be executed: 126 and the shell's words."""
     if "/" in word:
         path = os.path.join(cwd or os.getcwd(), word)
-        if os.path.isfile(path) and not os.access(path, os.X_OK):
-            raise CommandNotRunnable(f"{word}: Permission denied")  # 126, as a shell says
-        found = os.path.isfile(path)
+        found = os.path.isfile(path) and os.access(path, os.X_OK)
+        if not found and os.path.exists(path):  # bash: "Is a directory", "Permission denied"
+            why = "Is a directory" if os.path.isdir(path) else "Permission denied"
+            raise CommandNotExecutable(f"cannot run {word!r}: {why}")
     else:
         found = shutil.which(word, path=path) is not None
     if not found:

@@ -99,7 +99,7 @@ class Nvidia(Vendor):
         if request.ids is not None:  # a GPU's index (NVML's, in PCI order) is not its minor
             # each GPU's index -> its /dev/nvidiaN minor, as the driver numbered them
             minors = {str(i): m for i, info in enumerate(_information(root))
-                      if (m := info.get("Device Minor", "")).isdigit()}
+                      for m in (info.get("Device Minor", ""),) if m.isdigit()}
             wanted = {minors.get(i, i) for i in request.ids}
             gpus = [f for f in gpus if f.name[6:] in wanted]
         if not gpus:

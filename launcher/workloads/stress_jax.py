@@ -16,7 +16,6 @@ import argparse
 import sys
 import threading
 import time
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +43,7 @@ def threads_would_pass(runs: list[dict[str, Any]], lim: dict[str, int | None],
         return None
     room = lim["pids_max"] - (lim["pids_current"] or threads) + threads
     peaks = [r["peak_threads"] for r in runs]
-    grow = max([2, *(b - a for a, b in pairwise(peaks))])
+    grow = max([2, *(b - a for a, b in zip(peaks, peaks[1:]))])
     if peaks[-1] + grow <= room:
         return None
     return (f"threads ({peaks[-1]}, + up to {grow} more) would not fit the {room} that "
