@@ -35,6 +35,14 @@ def _spawn(code: str, **kw) -> int:  # type: ignore[no-untyped-def]
     return spawn([PY, "-c", code], dict(os.environ), [], set(), lambda _: None, **kw)
 
 
+def _read_all(fd: int) -> bytes:
+    out = b""
+    while data := os.read(fd, 65536):
+        out += data
+    os.close(fd)
+    return out
+
+
 def _wait(pid: int) -> int:
     _, status = os.waitpid(pid, 0)
     return status
@@ -54,8 +62,8 @@ def test_the_workload_leads_a_process_group_of_its_own_with_default_signals():
     finally:
         signal.signal(signal.SIGINT, old)
     os.close(w)
-    out = os.read(r, 1000).decode().split()
     assert _wait(pid) == 0
+    out = _read_all(r).decode().split()
     assert out[0] == out[1] == str(pid)  # its own group, its pid the group's id
     assert out[2] == "True"  # SIGINT back at its default (Python's KeyboardInterrupt)
     assert out[3] == str(int(signal.SIG_DFL))
@@ -270,7 +278,7 @@ def test_the_pump_never_changes_a_shared_pipes_flags_and_says_on_a_line_of_its_o
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
     os.close(w)
-    out = os.read(r, 1000)
+    out = _read_all(r)
     assert out == b"no newline!\nlauncher: done\n", out
     assert {name for name, _ in seen} == {"stdout"}  # stdout and stderr as one stream
     assert fcntl.fcntl(saved[0], fcntl.F_GETFL) & os.O_NONBLOCK == 0

@@ -36,6 +36,7 @@ from launcher.proctree import is_init
 READ = 1 << 20  # bytes a read takes at most
 PIPE_SIZE = 1 << 20  # what the workload's pipe holds (fs.pipe-max-size's default)
 F_SETPIPE_SZ = 1031  # fcntl.F_SETPIPE_SZ (Python 3.10+ has it; the images' may be older)
+TAIL_S = 0.1  # between two reads of a file the workload writes itself
 DRAIN_IDLE_S = 30.0  # after the workload's tree is gone: its pipes' writers' last bytes
 
 
@@ -239,7 +240,8 @@ class Pump:
         until the next look (a tick of the loop)."""
         for t in self.tails:
             t.read(self.on_data)
-        return 1.0
+        # a cycle line is read within a tenth of a second of its writing, as from a pipe
+        return TAIL_S if self.tails else 3600.0
 
     def _write(self, s: Stream) -> None:
         view = memoryview(s.pending)
