@@ -16,7 +16,7 @@ import bisect
 import math
 import statistics
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from launcher.telemetry.cycles import WINDOW, active_unit
@@ -43,7 +43,10 @@ SERIES = {s.key: s for s in (
     Series("vm_data_bytes", "rlimit_data", "VmData", "RLIMIT_DATA", True, 64 << 10),
     Series("maps", "max_map_count", "memory maps", "vm.max_map_count", False, 0.0),
     Series("files", "nofile", "open files", "RLIMIT_NOFILE", False, 0.0),
+    Series("processes", "pids_max", "processes", "pids.max", False, 0.0),
 )}
+CHILDREN = 0.5  # of the threads' growth, the processes' that makes it theirs (zombies,
+# pools' workers: each process is a task of pids.max as a thread is)
 KERNEL_PEAK = "memory_peak_bytes"  # a boundary row's: the cgroup's peak charge since the last
 MIN_POINTS = 3  # floors in a fit: two steps
 NOISY_STEPS = 5  # steps a fit of bytes needs when they differ
@@ -100,6 +103,7 @@ class Trend:
     slowing: bool = False  # each step slower than the last: projected from the newer half
     reached_s: float | None = None  # seconds into the run where the limit's cycle starts
     process: str | None = None  # the process whose count grew, where the tree has several
+    what: str | None = None  # what grew, by the census: `run.log open 37 times in ...`
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "pool_names": list(self.pool_names)}
@@ -267,7 +271,13 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
     return Trend(key, unit, mean, mean / per_cycle_s * 60 if per_cycle_s else None,
                  cyc[0].n, cyc[-1].n, len(cyc), trend, bool(sure), limit, reached,
                  uncertainty, in_s, pool, names, hint, fix, of, slowing, reached_s,
-                 cyc[-1].who.get(key))
+                 cyc[-1].who.get(key), _what(cycles, key))
+
+
+def _what(cycles: list[Cycle], key: str) -> str | None:
+    """The census's words for what grew in `key`, the newest a cycle kept."""
+    return next((c.who[f"{key}_what"] for c in reversed(cycles) if c.who.get(f"{key}_what")),
+                None)
 
 
 def _stdev(xs: list[float]) -> float:
@@ -366,7 +376,22 @@ def fit_all(unit: str, cycles: list[Cycle], *, now: float | None = None,
         t = fit(key, unit, fitted, now=now, total=total, limits=limits)
         if t is not None:
             out.append(t)
-    return out
+    return as_processes(out)
+
+
+def as_processes(found: list[Trend]) -> list[Trend]:
+    """Threads that grow as processes do (children never waited for, pools never closed) are
+    processes: the tasks' trend (what pids.max counts) named as theirs, with the children's
+    command and state. The processes' own count meets no limit of its own here."""
+    tasks = next((t for t in found if t.series == "threads"), None)
+    procs = next((t for t in found if t.series == "processes"), None)
+    out = [t for t in found if t.series != "processes"]
+    if tasks is None or procs is None or not (tasks.grows and procs.grows) or (
+            procs.per_cycle < CHILDREN * tasks.per_cycle):
+        return out
+    return [replace(t, series="processes", what=procs.what, pool=None, pool_names=(),
+                    pool_hint=None, fix=None) if t is tasks else t
+            for t in out]
 
 
 def first_death(found: list[Trend]) -> Trend | None:
@@ -419,6 +444,10 @@ def slowing_words(t: Trend) -> str:
 
 
 def process_words(t: Trend) -> str:
+    """`: run.log open 37 times in python3 (pid 42)` where a census named what grew, else
+    `; most in python3 (pid 42)` where the tree has several processes."""
+    if t.what:
+        return f": {t.what}"
     return f"; most in {t.process}" if t.process else ""
 
 

@@ -29,6 +29,7 @@ SHARES = (0.75, 0.5, 0.25)  # of the run's windows, fitted: the newest ones
 MIN_WINDOWS = 8  # in a fit
 NEW_GROUND = 0.1  # of the earlier windows' range, the newest must pass their highest by
 MIN_SECONDS = 10.0  # of growth fitted before it is said (an import's rise is shorter)
+STRIDES = (2, 4)  # windows taken as one, for a count that grows less than one a window
 
 
 @dataclass
@@ -127,8 +128,7 @@ def fit_time(cycles: list[Cycle], *, now: float | None = None,
         offset = part[0].n - 1
         if part[-1].t0 - part[0].t0 < MIN_SECONDS:
             break
-        found = [_shifted(t, offset) for t in fit_all(
-            WINDOW, [replace(c, n=c.n - offset) for c in part], now=now, limits=limits)]
+        found = _strided(part, offset, now, limits)
         fits.append([t if not t.confident or _new_ground(t.series, cycles[:-1])
                      else replace(t, confident=False) for t in found])
     if not fits:
@@ -139,6 +139,52 @@ def fit_time(cycles: list[Cycle], *, now: float | None = None,
         out.append(next((t for t in same if t.confident), None)
                    or next((t for t in same if t.grows), widest))
     return out
+
+
+def _strided(part: list[Cycle], offset: int, now: float | None,
+             limits: dict[str, float | None] | None) -> list[Trend]:
+    """fit_all over `part`'s windows, and for a slow count (a file every 2 s in windows of a
+    second: steps of 0 and 1, never rising in two thirds of them) over every STRIDES' windows
+    taken as one, where that fit is sure and the windows' is not."""
+    found = [_shifted(t, offset) for t in fit_all(
+        WINDOW, [replace(c, n=c.n - offset) for c in part], now=now, limits=limits)]
+    for stride in STRIDES:
+        if len(part) // stride < MIN_WINDOWS:
+            break
+        coarse = [_joined(part[i:i + stride], i // stride + 1)
+                  for i in range(0, len(part) - stride + 1, stride)]
+        if len(part) % stride:  # the open window's own, last
+            coarse.append(_joined(part[-(len(part) % stride):], len(coarse) + 1))
+        wider = {t.series: t for t in fit_all(WINDOW, coarse, now=now, limits=limits)}
+        found = [_narrowed(wider[t.series], stride, offset)
+                 if not t.confident and t.series in wider and wider[t.series].confident
+                 and not SERIES[_key(t.series)].in_bytes else t for t in found]
+    return found
+
+
+def _key(series: str) -> str:
+    return "threads" if series == "processes" else series
+
+
+def _joined(windows: list[Cycle], n: int) -> Cycle:
+    """Windows taken as one: the first's floor (floors are the least from a window on), the
+    most of their peaks, the least of their own readings."""
+    first, last = windows[0], windows[-1]
+    peak = {k: max(w.peak[k] for w in windows if k in w.peak) for k in first.peak}
+    low = {k: min(w.low[k] for w in windows if k in w.low) for k in first.low}
+    return replace(first, n=n, t1=last.t1, peak=peak, limits=dict(last.limits), who=last.who,
+                   loaded=last.loaded, low=low)
+
+
+def _narrowed(t: Trend, stride: int, offset: int) -> Trend:
+    """A trend over joined windows, told in the windows' own numbers."""
+    def back(n: int) -> int:
+        return (n - 1) * stride + 1 + offset
+
+    return replace(t, per_cycle=t.per_cycle / stride, first=back(t.first),
+                   last=back(t.last) + stride - 1,
+                   reached=None if t.reached is None else back(t.reached),
+                   uncertainty=None if t.uncertainty is None else t.uncertainty * stride)
 
 
 def _shifted(t: Trend, offset: int) -> Trend:
