@@ -376,7 +376,55 @@ def fit_all(unit: str, cycles: list[Cycle], *, now: float | None = None,
         t = fit(key, unit, fitted, now=now, total=total, limits=limits)
         if t is not None:
             out.append(t)
+    if unit != WINDOW:  # (time windows join their own: timeline.py)
+        out = stepwise(out, unit, fitted, now=now, total=total, limits=limits)
     return as_processes(out)
+
+
+JOINED = (4, 8)  # cycles taken as one, for a count that steps in some cycles only
+MIN_JOINED = 6  # joined cycles a fit needs
+
+
+def stepwise(found: list[Trend], unit: str, cycles: list[Cycle], **kw: Any) -> list[Trend]:
+    """A count that grows in steps with flat cycles between (a pool made at each fit's first
+    generation, the generations marking the cycles: +5, 0, 0, 0, 0, 0) never rises in two
+    thirds of its steps; taken JOINED cycles at a time it does. Used where that fit is sure
+    and the cycles' own is not; bytes keep their own (their noise has no floor)."""
+    for stride in JOINED:
+        if len(cycles) // stride < MIN_JOINED:
+            break
+        coarse = [joined(cycles[i:i + stride], i // stride + 1)
+                  for i in range(0, len(cycles), stride)]
+        wider = {}
+        for t in found:
+            if not t.confident and not SERIES[t.series].in_bytes:
+                w = fit(t.series, unit, coarse, **kw)
+                if w is not None and w.confident:
+                    wider[t.series] = narrowed(w, stride, cycles[0].n - 1)
+        found = [wider.get(t.series, t) for t in found]
+    return found
+
+
+def joined(cycles: list[Cycle], n: int) -> Cycle:
+    """Cycles (or time windows) taken as one: the least of their floors (a window's floor is
+    already the least from it on), the most of their peaks, the least of their readings."""
+    first, last = cycles[0], cycles[-1]
+    floor = {k: min(c.floor[k] for c in cycles if k in c.floor) for k in first.floor}
+    peak = {k: max(c.peak[k] for c in cycles if k in c.peak) for k in first.peak}
+    low = {k: min(c.low[k] for c in cycles if k in c.low) for k in first.low}
+    return replace(first, n=n, t1=last.t1, floor=floor, peak=peak, limits=dict(last.limits),
+                   who=last.who, loaded=last.loaded, low=low)
+
+
+def narrowed(t: Trend, stride: int, offset: int) -> Trend:
+    """A trend over joined cycles, told in the cycles' own numbers (from offset + 1)."""
+    def back(n: int) -> int:
+        return (n - 1) * stride + 1 + offset
+
+    return replace(t, per_cycle=t.per_cycle / stride, first=back(t.first),
+                   last=back(t.last) + stride - 1,
+                   reached=None if t.reached is None else back(t.reached),
+                   uncertainty=None if t.uncertainty is None else t.uncertainty * stride)
 
 
 def as_processes(found: list[Trend]) -> list[Trend]:

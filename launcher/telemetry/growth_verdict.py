@@ -8,8 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from launcher.telemetry.census import fix_for
-from launcher.telemetry.fd_census import FIXES as FILE_FIXES
 from launcher.telemetry.failures import likeliest
+from launcher.telemetry.fd_census import FIXES as FILE_FIXES
 from launcher.telemetry.growth import SERIES, Trend, death_clause, died_in, to_json
 from launcher.telemetry.growth_watch import STOPPED_STATUS
 from launcher.telemetry.timeline import trends
@@ -39,9 +39,10 @@ def words_reason(words: dict[str, str], cycles: list[Any], found: list[Trend],
                  peaks: dict[str, float] | None = None,
                  unsampled_s: float = 0.0) -> list[str | None]:
     """Limits that no cgroup counter shows, from the workload's words and the last cycle:
-    `Too many open files` with the files near RLIMIT_NOFILE (or, without words, held at it), an allocation that failed with
-    the memory maps at vm.max_map_count (sampled near it, or growing to it in that cycle, or
-    in the `unsampled_s` between the last sample and the workload's end at its rate)."""
+    `Too many open files` with the files near RLIMIT_NOFILE (or, without words, held at
+    it), an allocation that failed with the memory maps at vm.max_map_count (sampled near
+    it, or growing to it in that cycle, or in the `unsampled_s` between the last sample and
+    the workload's end at its rate)."""
     last = cycles[-1] if cycles else None
     if last is None:
         return []

@@ -19,8 +19,8 @@ from typing import IO, Any
 
 from launcher.probe.cgroup import read_int_or_none
 
-KEYS = ("t", "threads", "processes", "pids_current", "pids_max", "maps", "max_map_count", "rss_bytes",
-        "memory_limit_bytes", "vm_size_bytes", "vm_data_bytes", "files", "rlimit_as",
+KEYS = ("t", "threads", "processes", "pids_current", "pids_max", "maps", "max_map_count",
+        "rss_bytes", "memory_limit_bytes", "vm_size_bytes", "vm_data_bytes", "files", "rlimit_as",
         "rlimit_data", "nofile")  # every sample's; a boundary's and a new peak's add more
 LIMIT_OF = {"threads": "pids_max", "pids_current": "pids_max", "maps": "max_map_count",
             "rss_bytes": "memory_limit_bytes"}

@@ -21,7 +21,7 @@ from typing import Any
 
 from launcher.telemetry import growth
 from launcher.telemetry.cycles import WINDOW
-from launcher.telemetry.growth import SERIES, Cycle, Trend, fit_all
+from launcher.telemetry.growth import SERIES, Cycle, Trend, fit_all, joined, narrowed
 
 Row = dict[str, Any]
 MAX_WINDOWS = 48  # windows kept; past this, neighbours merge and the length doubles
@@ -151,40 +151,15 @@ def _strided(part: list[Cycle], offset: int, now: float | None,
     for stride in STRIDES:
         if len(part) // stride < MIN_WINDOWS:
             break
-        coarse = [_joined(part[i:i + stride], i // stride + 1)
+        coarse = [joined(part[i:i + stride], i // stride + 1)
                   for i in range(0, len(part) - stride + 1, stride)]
         if len(part) % stride:  # the open window's own, last
-            coarse.append(_joined(part[-(len(part) % stride):], len(coarse) + 1))
+            coarse.append(joined(part[-(len(part) % stride):], len(coarse) + 1))
         wider = {t.series: t for t in fit_all(WINDOW, coarse, now=now, limits=limits)}
-        found = [_narrowed(wider[t.series], stride, offset)
+        found = [narrowed(wider[t.series], stride, offset)
                  if not t.confident and t.series in wider and wider[t.series].confident
-                 and not SERIES[_key(t.series)].in_bytes else t for t in found]
+                 and not SERIES[t.series].in_bytes else t for t in found]
     return found
-
-
-def _key(series: str) -> str:
-    return "threads" if series == "processes" else series
-
-
-def _joined(windows: list[Cycle], n: int) -> Cycle:
-    """Windows taken as one: the first's floor (floors are the least from a window on), the
-    most of their peaks, the least of their own readings."""
-    first, last = windows[0], windows[-1]
-    peak = {k: max(w.peak[k] for w in windows if k in w.peak) for k in first.peak}
-    low = {k: min(w.low[k] for w in windows if k in w.low) for k in first.low}
-    return replace(first, n=n, t1=last.t1, peak=peak, limits=dict(last.limits), who=last.who,
-                   loaded=last.loaded, low=low)
-
-
-def _narrowed(t: Trend, stride: int, offset: int) -> Trend:
-    """A trend over joined windows, told in the windows' own numbers."""
-    def back(n: int) -> int:
-        return (n - 1) * stride + 1 + offset
-
-    return replace(t, per_cycle=t.per_cycle / stride, first=back(t.first),
-                   last=back(t.last) + stride - 1,
-                   reached=None if t.reached is None else back(t.reached),
-                   uncertainty=None if t.uncertainty is None else t.uncertainty * stride)
 
 
 def _shifted(t: Trend, offset: int) -> Trend:
