@@ -36,7 +36,11 @@ def _sockets(pid: int, proc: str) -> dict[str, str]:
             cols = row.split()
             if len(cols) > 9:
                 local, remote, inode = cols[1], cols[2], cols[9]
-                out[inode] = _address(remote if not remote.endswith(":0000") else local)
+                ours, theirs = int(local[-4:], 16), int(remote[-4:], 16)
+                # a client's sockets lead to one address; a server's come from many to one
+                out[inode] = (f"to {_address(remote)}" if 0 < theirs <= ours else
+                              f"from clients of {_address(local)}" if theirs else
+                              f"listening on {_address(local)}")
     return out
 
 
@@ -69,7 +73,7 @@ def open_files(pid: int, proc: str = "/proc") -> Counter[tuple[str, str]]:
         if target.startswith("socket:["):
             if socks is None:
                 socks = _sockets(pid, proc)
-            out["socket", socks.get(target[8:-1], "a local (unix) socket")] += 1
+            out["socket", socks.get(target[8:-1], "(local, unix)")] += 1
         elif target.startswith("pipe:"):
             out["pipe", "pipes"] += 1
         elif target.startswith("anon_inode:"):
@@ -77,6 +81,8 @@ def open_files(pid: int, proc: str = "/proc") -> Counter[tuple[str, str]]:
             out["loop" if what in ("eventpoll", "eventfd") else "other", what] += 1
         elif target.startswith("/dev/shm/"):
             out["shm", "/dev/shm"] += 1
+        elif target == "/dev/null":
+            continue  # never what leaks
         elif target.startswith("/"):
             out["file", target] += 1
         else:
@@ -95,6 +101,9 @@ def words(found: Counter[tuple[str, str]], owner: str) -> tuple[str, str] | None
     # the target held most often is the leaking thing (a log file open 37 times, one
     # address's sockets), of the kind that holds most where two tie
     (kind, target), n = max(found.items(), key=lambda kv: (kv[1], kinds[kv[0][0]]))
+    polls = found.get(("loop", "eventpoll"), 0)
+    if kind == "socket" and polls >= 4 and n <= 2 * polls + 4:  # an event loop's self-pipe
+        (kind, target), n = ("loop", "eventpoll"), polls  # (a socketpair) beside its epoll
     total = kinds[kind]
     if total < 4:
         return None
@@ -102,12 +111,14 @@ def words(found: Counter[tuple[str, str]], owner: str) -> tuple[str, str] | None
         text = (f"{os.path.basename(target)} open {n} times" if n > 1 else
                 f"{total} files ({os.path.dirname(target) or target})")
     elif kind == "socket":
-        text = f"{n} sockets to {target}" + (f" ({total} sockets in all)" if total > n else "")
+        text = f"{n} sockets {target}" + (f" ({total} sockets in all)" if total > n else "")
     elif kind == "pipe":
         text = f"{total} pipes"
     elif kind == "loop":
         loops = {t: c for (k, t), c in found.items() if k == "loop"}
         text = ", ".join(f"{c} {t}s" for t, c in sorted(loops.items())) + " (event loops)"
+        pairs = found.get(("socket", "(local, unix)"), 0)
+        text += f" and {pairs} local sockets (their self-pipes)" if pairs else ""
     elif kind == "shm":
         text = f"{total} /dev/shm segments"
     else:

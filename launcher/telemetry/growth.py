@@ -45,8 +45,8 @@ SERIES = {s.key: s for s in (
     Series("files", "nofile", "open files", "RLIMIT_NOFILE", False, 0.0),
     Series("processes", "pids_max", "processes", "pids.max", False, 0.0),
 )}
-CHILDREN = 0.5  # of the threads' growth, the processes' that makes it theirs (zombies,
-# pools' workers: each process is a task of pids.max as a thread is)
+CHILDREN = 1 / 3  # of the threads' growth, the processes' that makes it theirs (zombies;
+# a pool's workers, 2 processes beside its 3 handler threads: each a task of pids.max)
 KERNEL_PEAK = "memory_peak_bytes"  # a boundary row's: the cgroup's peak charge since the last
 MIN_POINTS = 3  # floors in a fit: two steps
 NOISY_STEPS = 5  # steps a fit of bytes needs when they differ

@@ -313,8 +313,12 @@ class Sampler(threading.Thread):
         from launcher.telemetry.fd_census import open_files, words
 
         theirs = processes[1:] if self.own_root and len(processes) > 1 else processes
-        holder = max(theirs, key=_fds_of, default=None)
-        if holder is None:
+        held = [(_fds_of(p), p) for p in theirs]
+        most = max((n for n, _ in held), default=0)
+        # the first in the tree (the workload's main before its children) of those holding
+        # nearly the most: a client's sockets, not its server child's other ends
+        holder = next((p for n, p in held if n >= 0.9 * most), None)
+        if holder is None or not most:
             return
         self.fd_high = files
         self.fd_what = words(open_files(holder.pid), _named(holder)) or self.fd_what
