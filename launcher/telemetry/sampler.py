@@ -109,9 +109,9 @@ def _kind(p: Any) -> tuple[str, str]:
 
 
 def children_words(kinds: Counter[tuple[str, str]], parent: Any) -> str:
-    """`31 zombies of true (python3's children, pid 42 reaps none)`, `4 running python3, ...`:
-    the workload's children by command and state, the most first."""
-    parts = [f"{n} {'zombies' if state == 'zombie' else state} of {name}"
+    """`31 zombies of true, children of python3 (pid 42)`, `4 python3 (sleeping), ...`: the
+    workload's children by command and state, the most first."""
+    parts = [f"{n} zombies of {name}" if state == "zombie" else f"{n} {name} ({state})"
              for (name, state), n in kinds.most_common(3)]
     try:
         owner = f"{parent.name()} (pid {parent.pid})"
