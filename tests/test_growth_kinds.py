@@ -137,3 +137,15 @@ def test_the_open_files_census_names_what_is_held(tmp_path):
         for s in socks:
             s.close()
         server.close()
+
+
+def test_a_stop_leaves_room_for_a_whole_step_when_late_samples_fit_less():
+    # a busy host's late boundary samples fit +2.91 a cycle where each cycle starts 3 threads:
+    # the projection says the limit falls a cycle later than it does, and a stop then meets
+    # a workload already past it (status 143 for 0); the reading at the boundary decides
+    from launcher.telemetry.growth import Trend
+    from launcher.telemetry.growth_watch import _no_room
+
+    t = Trend("threads", "cycle", 2.91, None, 2, 11, 10, True, True, 40, 14, 0.5, None, None)
+    assert _no_room(t, {"threads": 37}, 1)  # 37 + 3 (this cycle) + 3 (the spare) > 40
+    assert not _no_room(t, {"threads": 34}, 1)  # 34 + 6 = 40: reaching it is allowed
