@@ -47,7 +47,7 @@ def test_zombies_are_named_as_processes_with_the_fix_to_reap_them(tmp_path):
         """)
     assert rc != 0, out
     d = summary["diagnosis"]
-    assert d.startswith("processes grew +1 per job: "), d
+    assert re.match(r"processes grew \+(1|0\.9\d*|1\.\d+) per job: ", d), d
     assert "zombies of true, children of python" in d, d
     assert "pids.max 40 was reached" in d and "wait for each child" in d, d
     assert "join or close the threads" not in d, d

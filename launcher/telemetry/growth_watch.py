@@ -88,7 +88,9 @@ def _no_room(t: Trend, row: dict[str, Any], spare: int) -> bool:
     """Whether the reading at this boundary leaves no room for the cycle now starting and
     the spare one, each growing a whole step (a count's steps are whole: a fit of +2.91 on a
     busy host's late samples is +3 a cycle). The projection alone may come a cycle late when
-    the samples do: the stop's SIGTERM then meets a workload already past its limit."""
+    the samples do: the stop's SIGTERM then meets a workload already past its limit. A
+    boundary's reading may or may not hold the starting cycle's growth (the sample races the
+    workload): taken as not holding it, the stop comes a cycle early at worst, never late."""
     import math
 
     from launcher.telemetry.growth import SERIES
