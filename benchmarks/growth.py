@@ -19,7 +19,9 @@ death. --corpus runs examples/growth/corpus/ (leaks reproduced from public bug r
 under the limit that kills it, and controls that do not leak): when the growth was said, when
 it died, the share of the run ahead, and what the death was named as (target: 80% of the
 leaks said at least a third of the run ahead, every death named with its limit, no line on a
-control).
+control). `--only WORD...` runs the corpus scripts whose names hold one of the words; a row's
+`named_right` says whether its death holds every word of its entry's `named` (the resource,
+what grew and the fix: issue 46's entries).
 """
 
 from __future__ import annotations
