@@ -19,7 +19,9 @@ death. --corpus runs examples/growth/corpus/ (leaks reproduced from public bug r
 under the limit that kills it, and controls that do not leak): when the growth was said, when
 it died, the share of the run ahead, and what the death was named as (target: 80% of the
 leaks said at least a third of the run ahead, every death named with its limit, no line on a
-control).
+control). `--only WORD...` runs the corpus scripts whose names hold one of the words; a row's
+`named_right` says whether its death holds every word of its entry's `named` (the resource,
+what grew and the fix: issue 46's entries).
 """
 
 from __future__ import annotations
@@ -100,18 +102,23 @@ def silent_row(tmp: Path, what: str, rate: float, limits: str, say: str, seconds
             **ahead(s)}
 
 
-def corpus_rows(tmp: Path) -> list[dict]:
+def corpus_rows(tmp: Path, only: list[str] | None = None) -> list[dict]:
     """Each leak of examples/growth/corpus/ under the limit that kills it, each control under
     the same kind of limit."""
     out = []
     for entry in json.loads((CORPUS / "corpus.json").read_text()):
+        if only and not any(o in entry["script"] for o in only):
+            continue
         limit = "; ".join(f"{k}: {v}" for k, v in entry["limit"].items())
         name = Path(entry["script"]).stem
         s = run(tmp, name, limit, [str(a) for a in entry.get("args", [])],
                 script=CORPUS / entry["script"])
+        named = entry.get("named")  # the words a right death names (resource and fix)
         out.append({"script": entry["script"], "source": entry["source"],
                     "grows": entry["grows"], "limit": limit, "control": entry["control"],
-                    "said": len(s["growth"]["said"]), **ahead(s)})
+                    "said": len(s["growth"]["said"]), **ahead(s),
+                    "named_right": None if not named else all(
+                        w in s["diagnosis"] for w in named)})
     return out
 
 
@@ -132,6 +139,8 @@ def main() -> int:
     ap.add_argument("--seconds", type=float, default=0.25, help="a leak cycle's mean length")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--corpus", action="store_true", help="run examples/growth/corpus/ too")
+    ap.add_argument("--only", nargs="*", default=None,
+                    help="with --corpus: only the scripts whose names hold one of these")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
@@ -140,7 +149,7 @@ def main() -> int:
                 for what, rate, limits in MATRIX]
         flats = [flat_run(tmp, i, a.seconds) for i in range(a.flat)]
         silent = [silent_row(tmp, *row, a.seconds, a.seed) for row in SILENT]
-        corpus = corpus_rows(tmp) if a.corpus else []
+        corpus = corpus_rows(tmp, a.only) if a.corpus else []
     print("leak            limit           first said  named  died  error  lead (share of run)")
     for r in rows:
         error = "-" if r["error"] is None else r["error"]
@@ -169,8 +178,11 @@ def main() -> int:
                   f"{_s(r['run_s'])} {r['lead_share'] or '-':<5} {r['diagnosis'][:150]}")
         leaks = [r for r in corpus if not r["control"]]
         controls = [r for r in corpus if r["control"]]
+        judged = [r for r in leaks if r["named_right"] is not None]
         print(f"leaks said at least a third of the run ahead: "
-              f"{sum((r['lead_share'] or 0) >= 1 / 3 for r in leaks)}/{len(leaks)}; lines on "
+              f"{sum((r['lead_share'] or 0) >= 1 / 3 for r in leaks)}/{len(leaks)}; deaths "
+              f"named with the right resource and fix: "
+              f"{sum(bool(r['named_right']) for r in judged)}/{len(judged)}; lines on "
               f"controls: {sum(r['said'] for r in controls)} in {len(controls)}")
     if a.json:
         a.json.write_text(json.dumps({"leaks": rows, "flat": flats, "silent": silent,

@@ -48,13 +48,16 @@ def test_a_reported_leak_is_said_before_it_dies_and_its_death_named(tmp_path, en
     g = summary["growth"]
     if "memory" in entry["limit"] and "memory" not in summary["engine"]["enforced"]:
         pytest.skip("no memory cgroup can be made here")
-    assert rc != 0, out[-3000:]
+    # a library that catches the failure and retries may exit 0: its limit is named all the same
+    assert rc == entry["exits"] if "exits" in entry else rc != 0, out[-3000:]
     assert g["said"], out[-3000:]
     assert g["said"][0]["t"] < summary["duration_s"], g["said"]
     assert "a higher limit only delays it" in summary["diagnosis"], summary["diagnosis"]
+    for words in entry.get("named", ()):  # the right resource, what grew, and the fix
+        assert words in summary["diagnosis"], (words, summary["diagnosis"])
 
 
-@pytest.mark.parametrize("entry", [e for e in ENTRIES if e["control"]],
+@pytest.mark.parametrize("entry", [e for e in ENTRIES if e["control"] and e.get("ci", True)],
                          ids=lambda e: Path(e["script"]).stem)
 def test_a_fixed_report_is_no_leak(tmp_path, entry):
     rc, out, summary = _run(tmp_path, entry)

@@ -16,7 +16,7 @@ import bisect
 import math
 import statistics
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Dict
 
 from launcher.telemetry.cycles import WINDOW, active_unit
@@ -43,7 +43,10 @@ SERIES = {s.key: s for s in (
     Series("vm_data_bytes", "rlimit_data", "VmData", "RLIMIT_DATA", True, 64 << 10),
     Series("maps", "max_map_count", "memory maps", "vm.max_map_count", False, 0.0),
     Series("files", "nofile", "open files", "RLIMIT_NOFILE", False, 0.0),
+    Series("processes", "pids_max", "processes", "pids.max", False, 0.0),
 )}
+CHILDREN = 1 / 3  # of the threads' growth, the processes' that makes it theirs (zombies;
+# a pool's workers, 2 processes beside its 3 handler threads: each a task of pids.max)
 KERNEL_PEAK = "memory_peak_bytes"  # a boundary row's: the cgroup's peak charge since the last
 MIN_POINTS = 3  # floors in a fit: two steps
 NOISY_STEPS = 5  # steps a fit of bytes needs when they differ
@@ -100,6 +103,7 @@ class Trend:
     slowing: bool = False  # each step slower than the last: projected from the newer half
     reached_s: float | None = None  # seconds into the run where the limit's cycle starts
     process: str | None = None  # the process whose count grew, where the tree has several
+    what: str | None = None  # what grew, by the census: `run.log open 37 times in ...`
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "pool_names": list(self.pool_names)}
@@ -267,7 +271,13 @@ def fit(key: str, unit: str, cycles: list[Cycle], *, now: float | None = None,
     return Trend(key, unit, mean, mean / per_cycle_s * 60 if per_cycle_s else None,
                  cyc[0].n, cyc[-1].n, len(cyc), trend, bool(sure), limit, reached,
                  uncertainty, in_s, pool, names, hint, fix, of, slowing, reached_s,
-                 cyc[-1].who.get(key))
+                 cyc[-1].who.get(key), _what(cycles, key))
+
+
+def _what(cycles: list[Cycle], key: str) -> str | None:
+    """The census's words for what grew in `key`, the newest a cycle kept."""
+    return next((c.who[f"{key}_what"] for c in reversed(cycles) if c.who.get(f"{key}_what")),
+                None)
 
 
 def _stdev(xs: list[float]) -> float:
@@ -366,7 +376,70 @@ def fit_all(unit: str, cycles: list[Cycle], *, now: float | None = None,
         t = fit(key, unit, fitted, now=now, total=total, limits=limits)
         if t is not None:
             out.append(t)
-    return out
+    if unit != WINDOW:  # (time windows join their own: timeline.py)
+        out = stepwise(out, unit, fitted, now=now, total=total, limits=limits)
+    return as_processes(out)
+
+
+JOINED = (4, 8)  # cycles taken as one, for a count that steps in some cycles only
+MIN_JOINED = 6  # joined cycles a fit needs
+
+
+def stepwise(found: list[Trend], unit: str, cycles: list[Cycle], **kw: Any) -> list[Trend]:
+    """A count that grows in steps with flat cycles between (a pool made at each fit's first
+    generation, the generations marking the cycles: +5, 0, 0, 0, 0, 0) never rises in two
+    thirds of its steps; taken JOINED cycles at a time it does. Used where that fit is sure
+    and the cycles' own is not; bytes keep their own (their noise has no floor)."""
+    for stride in JOINED:
+        if len(cycles) // stride < MIN_JOINED:
+            break
+        coarse = [joined(cycles[i:i + stride], i // stride + 1)
+                  for i in range(0, len(cycles), stride)]
+        wider = {}
+        for t in found:
+            if not t.confident and not SERIES[t.series].in_bytes:
+                w = fit(t.series, unit, coarse, **kw)
+                if w is not None and w.confident:
+                    wider[t.series] = narrowed(w, stride, cycles[0].n - 1)
+        found = [wider.get(t.series, t) for t in found]
+    return found
+
+
+def joined(cycles: list[Cycle], n: int) -> Cycle:
+    """Cycles (or time windows) taken as one: the least of their floors (a window's floor is
+    already the least from it on), the most of their peaks, the least of their readings."""
+    first, last = cycles[0], cycles[-1]
+    floor = {k: min(c.floor[k] for c in cycles if k in c.floor) for k in first.floor}
+    peak = {k: max(c.peak[k] for c in cycles if k in c.peak) for k in first.peak}
+    low = {k: min(c.low[k] for c in cycles if k in c.low) for k in first.low}
+    return replace(first, n=n, t1=last.t1, floor=floor, peak=peak, limits=dict(last.limits),
+                   who=last.who, loaded=last.loaded, low=low)
+
+
+def narrowed(t: Trend, stride: int, offset: int) -> Trend:
+    """A trend over joined cycles, told in the cycles' own numbers (from offset + 1)."""
+    def back(n: int) -> int:
+        return (n - 1) * stride + 1 + offset
+
+    return replace(t, per_cycle=t.per_cycle / stride, first=back(t.first),
+                   last=back(t.last) + stride - 1,
+                   reached=None if t.reached is None else back(t.reached),
+                   uncertainty=None if t.uncertainty is None else t.uncertainty * stride)
+
+
+def as_processes(found: list[Trend]) -> list[Trend]:
+    """Threads that grow as processes do (children never waited for, pools never closed) are
+    processes: the tasks' trend (what pids.max counts) named as theirs, with the children's
+    command and state. The processes' own count meets no limit of its own here."""
+    tasks = next((t for t in found if t.series == "threads"), None)
+    procs = next((t for t in found if t.series == "processes"), None)
+    out = [t for t in found if t.series != "processes"]
+    if tasks is None or procs is None or not (tasks.grows and procs.grows) or (
+            procs.per_cycle < CHILDREN * tasks.per_cycle):
+        return out
+    return [replace(t, series="processes", what=procs.what, pool=None, pool_names=(),
+                    pool_hint=None, fix=None) if t is tasks else t
+            for t in out]
 
 
 def first_death(found: list[Trend]) -> Trend | None:
@@ -419,6 +492,10 @@ def slowing_words(t: Trend) -> str:
 
 
 def process_words(t: Trend) -> str:
+    """`: run.log open 37 times in python3 (pid 42)` where a census named what grew, else
+    `; most in python3 (pid 42)` where the tree has several processes."""
+    if t.what:
+        return f": {t.what}"
     return f"; most in {t.process}" if t.process else ""
 
 

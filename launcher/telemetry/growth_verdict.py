@@ -9,6 +9,7 @@ from typing import Any
 
 from launcher.telemetry.census import fix_for
 from launcher.telemetry.failures import likeliest
+from launcher.telemetry.fd_census import FIXES as FILE_FIXES
 from launcher.telemetry.growth import SERIES, Trend, death_clause, died_in, to_json
 from launcher.telemetry.growth_watch import STOPPED_STATUS
 from launcher.telemetry.timeline import trends
@@ -18,6 +19,10 @@ PEAK_FIX = ("keep what each cycle needs from growing (its batch, chunk, cache or
             "made larger each cycle, and freed at its end)")
 FIXES = {"files": "close what each cycle opens (files, sockets, pipes, DataLoader workers' "
                   "handles), or run each cycle in a fresh process",
+         "processes": "wait for each child it starts (Popen.wait() or communicate(), "
+                      "os.waitpid, `with subprocess.Popen(...)`) so none stays a zombie, and "
+                      "close and join each pool it makes (pool.close(); pool.join(), or `with "
+                      "Pool() as pool`)",
          "maps": "free each cycle's mappings (memory-mapped files, allocator arenas, thread "
                  "stacks with their threads), or run each cycle in a fresh process"}
 
@@ -34,9 +39,10 @@ def words_reason(words: dict[str, str], cycles: list[Any], found: list[Trend],
                  peaks: dict[str, float] | None = None,
                  unsampled_s: float = 0.0) -> list[str | None]:
     """Limits that no cgroup counter shows, from the workload's words and the last cycle:
-    `Too many open files` with the files at RLIMIT_NOFILE, an allocation that failed with
-    the memory maps at vm.max_map_count (sampled near it, or growing to it in that cycle, or
-    in the `unsampled_s` between the last sample and the workload's end at its rate)."""
+    `Too many open files` with the files near RLIMIT_NOFILE (or, without words, held at
+    it), an allocation that failed with the memory maps at vm.max_map_count (sampled near
+    it, or growing to it in that cycle, or in the `unsampled_s` between the last sample and
+    the workload's end at its rate)."""
     last = cycles[-1] if cycles else None
     if last is None:
         return []
@@ -49,7 +55,11 @@ def words_reason(words: dict[str, str], cycles: list[Any], found: list[Trend],
         return bool(limit) and (peak + gained >= NEAR * limit or (
             t is not None and t.reached is not None and t.reached <= last.n + 1))
 
-    return ["files" if "files" in words and near("files") else None,
+    def at(key: str) -> bool:  # held at the limit itself: the kernel refused the next one
+        limit = last.limits.get(key)
+        return bool(limit) and max(last.peak.get(key, 0), (peaks or {}).get(key, 0)) >= limit
+
+    return ["files" if near("files") and ("files" in words or at("files")) else None,
             "maps" if "memory" in words and near("maps") else None]
 
 
@@ -58,6 +68,10 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
     """{"status": the run's exit status, "diagnosis": a new one or None, and the growth
     record: unit, cycles, trends, what was said, the stop, the workload's failure words}."""
     end = rows[-1]["t"] if rows else None
+    dropped = watched.get("dropped") or {}
+    if dropped:  # a counter that stopped counting marks nothing: time windows, as watched
+        rows = [r if not (r.get("cycle") and r["cycle"].get("unit") in dropped)
+                else {k: v for k, v in r.items() if k != "cycle"} for r in rows]
     unit, cycles, found = trends(rows, now=end, ended=True)
     record: dict[str, Any] = {**to_json(unit, cycles, found), **watched, "status": status,
                               "diagnosis": None, "limit_diagnosis": ended.get("diagnosis")}
@@ -70,7 +84,11 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
         return record
     reason = ended.get("reason")
     words = watched.get("failure_text") or {}
-    if reason == "exit" and words:  # the workload's own words for a limit no counter shows
+    survived = reason in ("ok", "exit-pids")  # a limit met and survived (caught, retried)
+    if reason == "exit-pids":
+        reason = "pids"
+    if reason in ("exit", "ok"):  # the workload's own words for a limit no counter shows,
+        # or a count held at its rlimit, whatever its exit status
         peaks = {k: max((r[k] for r in rows if isinstance(r.get(k), (int, float))), default=0)
                  for k in ("files", "maps")}
         unsampled = max(0.0, ended_at - end) if ended_at is not None and end is not None \
@@ -78,8 +96,12 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
         reason = next((r for r in words_reason(words, cycles, found, peaks, unsampled) if r),
                       reason)
     if reason in DIED_OF:
-        record["diagnosis"] = grew_to_death(found, cycles, reason, ended, end)
-    if record["diagnosis"] is None and reason in ("exit", "maps", "files") and words:
+        clause = grew_to_death(found, cycles, reason, ended, end)
+        if clause and survived:  # it lived on: the limit it met, and the growth that led there
+            clause = (f"the workload exited with status {status}, but "
+                      f"{clause[0].lower()}{clause[1:]}")
+        record["diagnosis"] = clause
+    if record["diagnosis"] is None and reason in ("exit", "ok", "maps", "files") and words:
         clause = likeliest(watched["failure_text"], ended.get("limits_at_start") or {})
         if clause:
             record["likeliest"] = clause
@@ -93,10 +115,17 @@ def grew_to_death(found: list[Trend], cycles: list[Any], reason: str,
     if key == "memory_bytes" and not any(t.series == key for t in found):
         key = "rss_bytes"  # no memory cgroup of its own: the RSS
     t = next((t for t in found if t.series == key and t.grows), None)
+    if t is None and key == "threads":  # threads that grew as processes did
+        t = next((t for t in found if t.series == "processes" and t.grows), None)
     if t is None:
         return None
+    key = t.series
     own = next((said[f"{key}_fix"] for c in cycles[-1:] for said in c.loaded.values()
                 if said.get(f"{key}_fix")), None)  # a loaded framework's own (torch's files)
-    fix = (PEAK_FIX if t.of == "peak" else own or FIXES.get(key) or t.fix or (
-        MEMORY_FIX if SERIES[key].in_bytes else fix_for(t.pool)))
+    kind = next((c.who[f"{key}_kind"] for c in reversed(cycles) if c.who.get(f"{key}_kind")),
+                None)  # what the census found growing: a log file, sockets, event loops
+    # a framework's fix for its threads (t.fix) is no fix for memory or files
+    fix = (PEAK_FIX if t.of == "peak" else own or FILE_FIXES.get(kind or "") or FIXES.get(key)
+           or (t.fix if key == "threads" else None)
+           or (MEMORY_FIX if SERIES[key].in_bytes else fix_for(t.pool)))
     return death_clause(t, died_in(cycles), fix, limit_word=limit_word, ended_s=end) + "."

@@ -29,6 +29,8 @@ STOPPED_STATUS = 75  # EX_TEMPFAIL: stopped before a limit; run it again in a fr
 SPARE_CYCLES = 1  # a stop comes this many cycles before the projected one
 SPARE_WINDOWS = 2  # or time windows (a sample a second may miss a window's peak)
 KEPT_ROWS = 5000  # rows kept in time windows after a line that marked one cycle only
+STALE_CYCLES = 5.0  # an open cycle this many times the closed ones' median: the counter
+STALE_MIN_S = 10.0  # (and at least this long) stopped marking: time windows take over
 MIN_BOUNDARY_S = 0.05  # a unit's boundaries closer than this are one (a step counter prints
 # many a second: the cycles recorded then hold several steps, and growth is per step still)
 
@@ -82,6 +84,25 @@ class GrowthOptions:
                    stop=bool(d.get("stop")), stop_by=str(d.get("stop_by") or "growth.stop"))
 
 
+def _no_room(t: Trend, row: dict[str, Any], spare: int) -> bool:
+    """Whether the reading at this boundary leaves no room for the cycle now starting and
+    the spare one, each growing a whole step (a count's steps are whole: a fit of +2.91 on a
+    busy host's late samples is +3 a cycle). The projection alone may come a cycle late when
+    the samples do: the stop's SIGTERM then meets a workload already past its limit. A
+    boundary's reading may or may not hold the starting cycle's growth (the sample races the
+    workload): taken as not holding it, the stop comes a cycle early at worst, never late."""
+    import math
+
+    from launcher.telemetry.growth import SERIES
+
+    key = "threads" if t.series == "processes" else t.series  # the tasks pids.max counts
+    value = row.get(key)
+    if not isinstance(value, int | float) or not t.limit or t.per_cycle <= 0:
+        return False
+    step = t.per_cycle * 1.25 if SERIES[key].in_bytes else math.ceil(t.per_cycle)
+    return value + (spare + 1) * step > t.limit
+
+
 @dataclass
 class Said:
     t: float
@@ -115,6 +136,8 @@ class GrowthWatch:
     timeline: Any = None  # timeline.Timeline, while no line marks a cycle
     later: Callable[[float], None] | None = None  # the stop's SIGKILL after so many seconds,
     # by the caller's loop (the supervisor: no thread); None: a timer thread
+    dropped: dict[str, float] = field(default_factory=dict)  # unit -> when it stopped
+    # counting (a cycle many times longer than the others): time windows took over then
 
     def __post_init__(self) -> None:
         self.marks = CycleMarks(self.options.pattern)
@@ -149,7 +172,7 @@ class GrowthWatch:
                  f"{exc})")
 
     def boundary(self, b: Boundary) -> None:
-        if self.sampler is None:
+        if self.sampler is None or b.unit in self.dropped:
             return
         with self.lock:
             now = time.monotonic()
@@ -189,8 +212,12 @@ class GrowthWatch:
     def on_sample(self, row: dict[str, Any]) -> None:
         """Each periodic sample: time stands in for cycles until a line marks them (windows
         that suit the run's length, or growth.window's fixed ones)."""
-        if self.broken or self.real_unit or self.sampler is None:
+        if self.broken or self.sampler is None:
             return
+        if self.real_unit:
+            with self.lock:
+                if not self._stale(row):
+                    return
         try:
             if self.options.window is None:
                 self._in_time(row)
@@ -202,6 +229,33 @@ class GrowthWatch:
         except Exception as exc:  # noqa: BLE001 - as in output
             self._broke(exc)
         self._signal()
+
+    def _stale(self, row: dict[str, Any]) -> bool:
+        """Whether the counter taken as cycles stopped marking them (its numbers jumped, or
+        it fell silent): the open cycle has lasted STALE_CYCLES times the closed ones'
+        median. Then it is dropped, and time windows take over from its last boundary (the
+        rows kept since: the open cycle's)."""
+        book = self.book
+        if book is None or book.open is None or len(book.closed) < 3 or book.unit is None:
+            return False
+        lengths = sorted(c.seconds for c in book.closed[-20:] if c.seconds)
+        if not lengths:
+            return False
+        if row["t"] - book.open.t0 < max(STALE_CYCLES * lengths[len(lengths) // 2],
+                                         STALE_MIN_S):
+            return False
+        self.dropped[book.unit] = book.open.t0
+        self.real_unit = active_unit(
+            Counter({u: k for u, k in self.units.items() if u not in self.dropped})) not in (
+            None, WINDOW)
+        if self.real_unit:  # another unit still counts
+            return False
+        from launcher.telemetry.timeline import Timeline
+
+        self.timeline = Timeline(self.sampler.interval)
+        for r in self.sampler.rows[book.start:-1] if book.start >= 0 else []:
+            self.timeline.add(r)
+        return True
 
     def _in_time(self, row: dict[str, Any]) -> None:
         """A sample into the time windows; at each window's close, the fit over them."""
@@ -254,7 +308,8 @@ class GrowthWatch:
         # starts more threads in some folds than others), and a stop a cycle late is a death
         spare = SPARE_WINDOWS if unit == WINDOW else SPARE_CYCLES
         if self.options.stop and self.stopped is None and death.reached is not None and (
-                death.reached <= current + spare):
+                death.reached <= current + spare or (
+                    unit != WINDOW and rows and _no_room(death, rows[-1], spare))):
             self._stop(death, current, now)
 
     def _basis(self, unit: str | None, cycles: list[Any]) -> str:
@@ -331,4 +386,4 @@ class GrowthWatch:
 
     def result(self) -> dict[str, Any]:
         return {"said": [s.__dict__ for s in self.said], "stopped": self.stopped,
-                "failure_text": self.failure.found}
+                "failure_text": self.failure.found, "dropped": dict(self.dropped)}

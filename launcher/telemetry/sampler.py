@@ -12,14 +12,15 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 from launcher.probe.cgroup import read_int_or_none
 
-KEYS = ("t", "threads", "pids_current", "pids_max", "maps", "max_map_count", "rss_bytes",
-        "memory_limit_bytes", "vm_size_bytes", "vm_data_bytes", "files", "rlimit_as",
+KEYS = ("t", "threads", "processes", "pids_current", "pids_max", "maps", "max_map_count",
+        "rss_bytes", "memory_limit_bytes", "vm_size_bytes", "vm_data_bytes", "files", "rlimit_as",
         "rlimit_data", "nofile")  # every sample's; a boundary's and a new peak's add more
 LIMIT_OF = {"threads": "pids_max", "pids_current": "pids_max", "maps": "max_map_count",
             "rss_bytes": "memory_limit_bytes"}
@@ -64,12 +65,17 @@ def read_tree(pid: int, processes: list[Any] | None = None,
     address space are none of the workload's."""
     import psutil
 
-    out = dict.fromkeys(("threads", "maps", "rss_bytes", "vm_size_bytes", "vm_data_bytes",
-                         "files"), 0)
+    out = dict.fromkeys(("threads", "processes", "maps", "rss_bytes", "vm_size_bytes",
+                         "vm_data_bytes", "files"), 0)
     most: dict[str, tuple[int, Any]] = {}
+    kinds: Counter[tuple[str, str]] = Counter()  # the children by (name, state)
     procs = processes if processes is not None else tree(pid)
     for i, p in enumerate(procs):
         root = own_root and i == 0 and p.pid == pid
+        if not root:
+            out["processes"] += 1
+            if i > (1 if own_root else 0):  # the workload's children, not its main
+                kinds[_kind(p)] += 1
         try:
             with p.oneshot():
                 mem = p.memory_info()
@@ -88,7 +94,30 @@ def read_tree(pid: int, processes: list[Any] | None = None,
                 most[key] = (value, p)
     if who is not None and len(procs) > 2:  # beyond the supervisor and the workload's main
         who.update({k: _named(p) for k, (_, p) in most.items() if p is not None})
+        if kinds:
+            who["processes_what"] = children_words(kinds, procs[1 if own_root else 0])
     return out
+
+
+def _kind(p: Any) -> tuple[str, str]:
+    """(name, state) of a child: `true`, `zombie`; a zombie's name is its last command's."""
+    try:
+        with p.oneshot():
+            return p.name(), p.status()
+    except Exception:  # noqa: BLE001 - gone while we looked
+        return "?", "gone"
+
+
+def children_words(kinds: Counter[tuple[str, str]], parent: Any) -> str:
+    """`31 zombies of true, children of python3 (pid 42)`, `4 python3 (sleeping), ...`: the
+    workload's children by command and state, the most first."""
+    parts = [f"{n} zombies of {name}" if state == "zombie" else f"{n} {name} ({state})"
+             for (name, state), n in kinds.most_common(3)]
+    try:
+        owner = f"{parent.name()} (pid {parent.pid})"
+    except Exception:  # noqa: BLE001
+        owner = f"pid {getattr(parent, 'pid', '?')}"
+    return f"{', '.join(parts)}, children of {owner}"
 
 
 def _named(p: Any) -> str:
@@ -215,6 +244,8 @@ class Sampler(threading.Thread):
         self.last_census: tuple[dict[str, dict[str, int]], float] | None = None
         self.loaded: dict[str, dict[str, str]] = {}  # frameworks the workload has mapped
         self.loaded_at: float | None = None  # when they were last read
+        self.fd_high = 0  # the open files at the last census of them
+        self.fd_what: tuple[str, str] | None = None  # its words and the kind that grew
         from launcher.telemetry.gpus import GpuSampler
 
         gpus = GpuSampler()
@@ -247,6 +278,9 @@ class Sampler(threading.Thread):
                                    *RLIMITS)}}
         if self.memory_dir is not None:  # the run's own memory cgroup: the kernel's charge
             row["memory_bytes"] = working_set(self.memory_dir)
+        self._files(row, processes)
+        if self.fd_what is not None:
+            who["files_what"], who["files_kind"] = self.fd_what
         if who:
             row["who"] = who
         if self.gpus is not None:  # GPU memory and utilisation, when GPUs exist
@@ -269,6 +303,25 @@ class Sampler(threading.Thread):
         self.samples += 1
         self._check(row)
         return row
+
+    def _files(self, row: dict[str, Any], processes: list[Any]) -> None:
+        """Who holds the open files, where they reach a new high by a tenth (and four): the
+        process holding the most, by kind and target (fd_census)."""
+        files = row.get("files") or 0
+        if files < max(self.fd_high * 1.1, self.fd_high + 4, 8):
+            return
+        from launcher.telemetry.fd_census import open_files, words
+
+        theirs = processes[1:] if self.own_root and len(processes) > 1 else processes
+        held = [(_fds_of(p), p) for p in theirs]
+        most = max((n for n, _ in held), default=0)
+        # the first in the tree (the workload's main before its children) of those holding
+        # nearly the most: a client's sockets, not its server child's other ends
+        holder = next((p for n, p in held if n >= 0.9 * most), None)
+        if holder is None or not most:
+            return
+        self.fd_high = files
+        self.fd_what = words(open_files(holder.pid), _named(holder)) or self.fd_what
 
     def _boundary(self, row: dict[str, Any], processes: list[Any]) -> None:
         if processes:
@@ -359,6 +412,13 @@ class Sampler(threading.Thread):
 def _threads_of(p: Any) -> int:
     try:
         return int(p.num_threads())
+    except Exception:  # noqa: BLE001 - gone: the least
+        return 0
+
+
+def _fds_of(p: Any) -> int:
+    try:
+        return int(p.num_fds())
     except Exception:  # noqa: BLE001 - gone: the least
         return 0
 

@@ -21,7 +21,7 @@ from typing import Any, Dict
 
 from launcher.telemetry import growth
 from launcher.telemetry.cycles import WINDOW
-from launcher.telemetry.growth import SERIES, Cycle, Trend, fit_all
+from launcher.telemetry.growth import SERIES, Cycle, Trend, fit_all, joined, narrowed
 
 Row = Dict[str, Any]
 MAX_WINDOWS = 48  # windows kept; past this, neighbours merge and the length doubles
@@ -29,6 +29,7 @@ SHARES = (0.75, 0.5, 0.25)  # of the run's windows, fitted: the newest ones
 MIN_WINDOWS = 8  # in a fit
 NEW_GROUND = 0.1  # of the earlier windows' range, the newest must pass their highest by
 MIN_SECONDS = 10.0  # of growth fitted before it is said (an import's rise is shorter)
+STRIDES = (2, 4)  # windows taken as one, for a count that grows less than one a window
 
 
 @dataclass
@@ -127,8 +128,7 @@ def fit_time(cycles: list[Cycle], *, now: float | None = None,
         offset = part[0].n - 1
         if part[-1].t0 - part[0].t0 < MIN_SECONDS:
             break
-        found = [_shifted(t, offset) for t in fit_all(
-            WINDOW, [replace(c, n=c.n - offset) for c in part], now=now, limits=limits)]
+        found = _strided(part, offset, now, limits)
         fits.append([t if not t.confident or _new_ground(t.series, cycles[:-1])
                      else replace(t, confident=False) for t in found])
     if not fits:
@@ -139,6 +139,27 @@ def fit_time(cycles: list[Cycle], *, now: float | None = None,
         out.append(next((t for t in same if t.confident), None)
                    or next((t for t in same if t.grows), widest))
     return out
+
+
+def _strided(part: list[Cycle], offset: int, now: float | None,
+             limits: dict[str, float | None] | None) -> list[Trend]:
+    """fit_all over `part`'s windows, and for a slow count (a file every 2 s in windows of a
+    second: steps of 0 and 1, never rising in two thirds of them) over every STRIDES' windows
+    taken as one, where that fit is sure and the windows' is not."""
+    found = [_shifted(t, offset) for t in fit_all(
+        WINDOW, [replace(c, n=c.n - offset) for c in part], now=now, limits=limits)]
+    for stride in STRIDES:
+        if len(part) // stride < MIN_WINDOWS:
+            break
+        coarse = [joined(part[i:i + stride], i // stride + 1)
+                  for i in range(0, len(part) - stride + 1, stride)]
+        if len(part) % stride:  # the open window's own, last
+            coarse.append(joined(part[-(len(part) % stride):], len(coarse) + 1))
+        wider = {t.series: t for t in fit_all(WINDOW, coarse, now=now, limits=limits)}
+        found = [narrowed(wider[t.series], stride, offset)
+                 if not t.confident and t.series in wider and wider[t.series].confident
+                 and not SERIES[t.series].in_bytes else t for t in found]
+    return found
 
 
 def _shifted(t: Trend, offset: int) -> Trend:
