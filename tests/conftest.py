@@ -12,6 +12,9 @@ FIXTURES = ROOT / "tests" / "fixtures"
 HOSTS = FIXTURES / "hosts"
 GOLDEN = ROOT / "tests" / "golden"
 
+# the shared helpers' asserts say what they compared, as a test file's do
+pytest.register_assert_rewrite("tests.docker_helpers", "tests.polling")
+
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true",
@@ -45,8 +48,22 @@ def check_golden(path: Path, text: str, update: bool) -> None:
     assert text == path.read_text(), f"{path} differs; run pytest --update-golden to accept"
 
 
+def need(thing: str, why: str | None) -> None:
+    """The one rule for what a test needs and this machine may lack (a Docker daemon, Podman,
+    Ray, Slurm, a framework, root): `why` says why `thing` is missing here, or None where it is
+    not. Outside CI that skips, with why; under CI (the `CI` variable set) it fails, since CI
+    provides every such thing (scripts/test.sh installs and starts them, docs/testing.md), so
+    no claim passes there by being skipped. Only what is a fact of the host and no install
+    can give (the CPUs, the kernel's features, a GPU) skips with a plain pytest.skip."""
+    if why is None:
+        return
+    if os.environ.get("CI"):
+        pytest.fail(f"CI needs {thing}: {why}", pytrace=False)
+    pytest.skip(f"needs {thing}: {why}")
+
+
 def docker_client():  # type: ignore[no-untyped-def]
-    """A live docker client, or skip (fail in CI, where the daemon must be there)."""
+    """A live docker client, or need() says what is missing."""
     try:
         import docker
 
@@ -54,9 +71,19 @@ def docker_client():  # type: ignore[no-untyped-def]
         client.ping()
         return client
     except Exception as exc:  # noqa: BLE001
-        if os.environ.get("CI"):
-            pytest.fail(f"CI needs a Docker daemon: {exc}")
-        pytest.skip(f"no Docker daemon: {exc}")
+        need("a Docker daemon", f"none answers: {exc}")
+
+
+@pytest.fixture(scope="session")
+def client():  # type: ignore[no-untyped-def]
+    """The live docker client of docker_client(), one for the session."""
+    return docker_client()
+
+
+@pytest.fixture
+def root() -> None:
+    """The test runs as root (setpriv, namespaces, another user's processes, cgroups)."""
+    need("root", None if os.geteuid() == 0 else f"this process runs as uid {os.geteuid()}")
 
 
 @pytest.fixture(scope="session")

@@ -16,9 +16,8 @@ import pytest
 
 from launcher.jobs.memory import MAX_FIT_ERROR, robust_fit
 from tests.conftest import ROOT
-from tests.docker_helpers import in_process, launcher
+from tests.docker_helpers import MEM_WORKER, PY, in_process, launcher, make_job, profile
 from tests.polling import wait_until, while_running
-from tests.test_jobs import MEM_WORKER, PY, make_job
 
 MiB = 1 << 20
 # The more items, the less memory: 80 MiB less 20 KiB per item.
@@ -33,8 +32,7 @@ time.sleep(0.2)
 
 
 def _cpu(tmp: Path) -> str:
-    (tmp / "cpu.yaml").write_text("extends: base\njobs: {max_concurrent: 2}\n")
-    return str(tmp / "cpu.yaml")
+    return profile(tmp, "cpu", "extends: base\njobs: {max_concurrent: 2}\n")
 
 
 def test_a_peak_that_falls_with_the_size_refuses_the_per_item_cost(tmp_path):

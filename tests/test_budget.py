@@ -8,18 +8,16 @@ import shutil
 from pathlib import Path
 
 from launcher.caps.budget import memory_budget, pids_budget
-from launcher.caps.resolve import Resolved, resolve
+from launcher.caps.resolve import Resolved
 from launcher.probe import probe_host
-from launcher.profiles import load_profile
 from tests.conftest import ROOT
+from tests.docker_helpers import resolved
 
 LIMITED = ROOT / "tests/fixtures/hosts/v2-limited"  # UID 1000 runs 5 tasks; memory.max 300MiB
 
 
 def _resolve(tmp_path: Path, text: str, host: Path = LIMITED) -> Resolved:
-    prof = tmp_path / "b.yaml"
-    prof.write_text("extends: base\n" + text)
-    return resolve(load_profile(prof), probe_host(host, environ={}))
+    return resolved(tmp_path, text, probe_host(host, environ={}), name="b")  # type: ignore[no-any-return]
 
 
 def _budget(r: Resolved) -> dict:  # type: ignore[type-arg]

@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from tests.conftest import ROOT
-from tests.test_layers import _imports  # the launcher modules a module imports
+from tests.docker_helpers import launcher_imports  # the launcher modules a module imports
 
 PACKAGE = ROOT / "launcher"
 DEFAULTS = "launcher.defaults"
@@ -154,7 +154,7 @@ def builtins_importing_builtins(modules: dict[str, Path],
     for group in entries.values():
         own = set(group.values())
         for mod in sorted(own & set(modules)):
-            out += [(mod, imp) for imp in sorted(_imports(modules[mod]))
+            out += [(mod, imp) for imp in sorted(launcher_imports(modules[mod]))
                     if imp in own and imp != mod]
     return out
 

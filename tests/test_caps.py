@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from launcher.errors import ProfileError
 from launcher.probe import probe_host
 from launcher.profiles import load_profile
 from tests.conftest import HOSTS
+from tests.docker_helpers import profile
 
 
 @pytest.fixture
@@ -19,9 +21,7 @@ def limited():
 
 
 def _profile(tmp_path, text, name="p"):
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(text)
-    return load_profile(path)
+    return load_profile(Path(profile(tmp_path, name, text)))
 
 
 def test_auto_threads_follow_the_quota(limited):

@@ -27,7 +27,7 @@ import pytest
 
 from launcher.cgroups.placement import FIX, Carried, Decision, Placement, place
 from launcher.cgroups.run_cgroup import make_placed, make_run_cgroup
-from tests.conftest import FIXTURES, ROOT
+from tests.conftest import FIXTURES, ROOT, need
 from tests.docker_helpers import launcher, profile
 from tests.polling import wait_until
 
@@ -390,9 +390,13 @@ def _offers_hugetlb() -> bool:
     return False
 
 
-kernel = pytest.mark.skipif(not _offers_hugetlb() or os.geteuid() != 0,
-                            reason="needs root and a cgroup2 mount at /sys/fs/cgroup/unified "
-                                   "offering hugetlb")
+def kernel(test):  # type: ignore[no-untyped-def]
+    """A test of the real kernel's tree: a cgroup2 mount at /sys/fs/cgroup/unified offering
+    hugetlb is the host's (its kernel and mounts: a plain skip where it lacks one); root is
+    conftest's `root` (failed in CI)."""
+    needs_root = pytest.mark.usefixtures("root")(test)
+    return pytest.mark.skipif(not _offers_hugetlb(), reason="needs a cgroup2 mount at "
+                              "/sys/fs/cgroup/unified offering hugetlb")(needs_root)
 
 
 def _words(path: Path) -> list[str]:
@@ -439,8 +443,8 @@ class Tree:
             self.names.append(name)
         # another user cannot always reach this interpreter (a venv under /root): the system's
         python = sys.executable if uid == 0 else shutil.which("python3", path="/usr/bin:/bin")
-        if python is None:
-            pytest.skip("no system python3 for a process of another user")
+        need("a system python3 for a process of another user",
+             None if python else "none in /usr/bin or /bin")
         p = subprocess.Popen([python, "-c", script, name], cwd="/", text=True,
                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                              stderr=subprocess.PIPE, env={"PYTHONPATH": str(ROOT)},

@@ -27,7 +27,7 @@ from launcher.runtime.docker_engine import DockerEngine
 from launcher.runtime.engine import Started
 from launcher.runtime.engines import tidy_leftovers
 from launcher.runtime.spec import RunSpec
-from tests.conftest import ROOT, docker_client
+from tests.conftest import ROOT
 from tests.docker_helpers import BASE, run_dir_of
 from tests.polling import wait_until
 
@@ -234,8 +234,7 @@ def _dead_pid() -> int:
 
 
 @pytest.mark.docker
-def test_an_exited_container_the_daemon_keeps_is_a_leftover():
-    client = docker_client()
+def test_an_exited_container_the_daemon_keeps_is_a_leftover(client):
     owner = f"{socket.gethostname()}:{_dead_pid()}"
     c = client.containers.run(BASE, ["true"], detach=True, auto_remove=False,
                               labels={"launcher.owner": owner, "launcher.run": "kept-run"})
@@ -248,8 +247,7 @@ def test_an_exited_container_the_daemon_keeps_is_a_leftover():
 
 
 @pytest.mark.docker
-def test_a_killed_supervisor_ends_with_the_daemons_status_and_nothing_left(tmp_path):
-    docker_client()
+def test_a_killed_supervisor_ends_with_the_daemons_status_and_nothing_left(client, tmp_path):
     name = f"lt-end-{uuid.uuid4().hex[:8]}"
     ready = tmp_path / "ready"
     proc = subprocess.Popen(
@@ -275,8 +273,7 @@ def test_a_killed_supervisor_ends_with_the_daemons_status_and_nothing_left(tmp_p
 
 
 @pytest.mark.docker
-def test_a_never_started_container_of_a_gone_launcher_is_removed_unforced():
-    client = docker_client()
+def test_a_never_started_container_of_a_gone_launcher_is_removed_unforced(client):
     owner = f"{socket.gethostname()}:{_dead_pid()}"
     c = client.containers.create(BASE, ["true"], labels={"launcher.owner": owner,
                                                           "launcher.run": "never-run"})

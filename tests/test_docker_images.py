@@ -6,7 +6,6 @@ import json
 
 import pytest
 
-from tests.conftest import docker_client
 from tests.docker_helpers import BASE, launcher
 
 pytestmark = pytest.mark.docker
@@ -25,11 +24,6 @@ EXPECT = {
                  "PYTORCH_HIP_ALLOC_CONF": "max_split_size_mb:64"},
     "runpod": {"XLA_PYTHON_CLIENT_PREALLOCATE": "false", "XLA_CLIENT_MEM_FRACTION": "0.75"},
 }
-
-
-@pytest.fixture(scope="module")
-def client():
-    return docker_client()
 
 
 def _probe(client, image: str, **kw) -> dict:  # type: ignore[no-untyped-def]

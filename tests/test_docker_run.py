@@ -13,24 +13,21 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import docker_client
-from tests.docker_helpers import BASE, compose_bin, in_process, launcher, profile, run_dir_of
+from tests.docker_helpers import (
+    BASE,
+    HOG,
+    compose_bin,
+    in_process,
+    launcher,
+    profile,
+    run_dir_of,
+    supervisor_sentence,
+)
 
 pytestmark = pytest.mark.docker
 
 THREADS = ("import numpy, os; a = numpy.ones((256, 256)); a @ a; "
            "print(len(os.listdir('/proc/self/task')))")
-HOG = "chunks = []\nwhile True:\n    chunks.append(b'x' * (8 << 20))\n"
-
-
-def _diagnosis(stderr: str) -> str:
-    """The supervisor's sentence: the last `launcher: the ...` line."""
-    return [x for x in stderr.splitlines() if x.startswith("launcher: the ")][-1]
-
-
-@pytest.fixture(scope="module")
-def client():
-    return docker_client()
 
 
 def test_one_pid_import_numpy_fails_plain(client):
@@ -58,7 +55,7 @@ def test_memory_hog_is_explained_from_the_oom_counter(tmp_path):
     prof = profile(tmp_path, "hog", "extends: base\nlimits: {memory: 64MiB}\n")
     proc = launcher("run", "-p", prof, "--image", BASE, "--", "python3", "-c", HOG)
     assert proc.returncode == 137
-    last = _diagnosis(proc.stderr)
+    last = supervisor_sentence(proc.stderr)
     assert last.startswith("launcher: the memory limit of 64MiB killed the workload: the "
                            "cgroup's OOM-kill counter rose by"), last
 

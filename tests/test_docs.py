@@ -4,17 +4,15 @@ anchor."""
 
 from __future__ import annotations
 
-import importlib.util
-import os
 import re
 import subprocess
 import sys
 from typing import Any
 
-import pytest
 import yaml
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, need
+from tests.docker_helpers import missing_module
 
 DOCS = ROOT / "docs"
 
@@ -58,10 +56,7 @@ def test_the_readme_is_short_and_opens_with_the_two_commands():
 
 
 def test_the_site_builds_with_warnings_as_errors(tmp_path):
-    if importlib.util.find_spec("mkdocs") is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI needs mkdocs (the dev extra)")
-        pytest.skip("mkdocs is not installed (pip install -e '.[dev]')")
+    need("mkdocs", missing_module("mkdocs"))
     site = tmp_path / "site"
     result = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir",
                              str(site), "--config-file", str(ROOT / "mkdocs.yml")],

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from tests.conftest import ROOT, docker_client
+from tests.conftest import ROOT
 
 pytestmark = pytest.mark.docker
 BASE = "launcher-base:bookworm"
@@ -26,8 +26,7 @@ def cli_deps(tmp_path_factory):
     return target
 
 
-def test_doctor_reports_the_container_limits(cli_deps):
-    client = docker_client()
+def test_doctor_reports_the_container_limits(client, cli_deps):
     out = client.containers.run(
         BASE, ["python3", "-m", "launcher", "doctor", "--json"],
         pids_limit=77, nano_cpus=1_500_000_000, mem_limit="300m",

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import FIXTURES, ROOT
-from tests.docker_helpers import BASE, docker_missing, podman_missing, profile
+from tests.conftest import FIXTURES, ROOT, need
+from tests.docker_helpers import BASE, docker_missing, podman_missing, profile, supervisor_sentence
 from tests.polling import wait_until
 from tests.rootless import Caller, python_for, rootless_caller
 
@@ -116,12 +116,9 @@ def _missing(key: str) -> str | None:
 
 
 def _require(key: str) -> Engine:
-    """ENGINES[key] where it runs here; else skip, or fail in CI."""
-    why = _missing(key)
-    if why and os.environ.get("CI"):
-        pytest.fail(f"CI runs every engine: {key}: {why}")
-    if why:
-        pytest.skip(f"{key}: {why}")
+    """ENGINES[key] where it runs here; else need() skips, or fails in CI (which runs every
+    engine)."""
+    need(f"the engine {key}", _missing(key))
     return ENGINES[key]
 
 
@@ -163,11 +160,6 @@ def _run(engine: Engine, *args: str, cwd: Path) -> subprocess.CompletedProcess[s
                           cwd=cwd, env=env, capture_output=True, text=True, timeout=600)
 
 
-def _diagnosis(stderr: str) -> str:
-    """The supervisor's sentence: the last `launcher: the ...` line."""
-    return [x for x in stderr.splitlines() if x.startswith("launcher: the ")][-1]
-
-
 def _processes_with(token: str) -> list[str]:
     """The processes of this machine (containers' included) whose command line has `token`."""
     found = []
@@ -206,7 +198,7 @@ def _left(engine: Engine, name: str, token: str) -> list[str]:
 def test_the_exit_status_is_the_workloads(engine, work, script, status, sentence):
     proc = _run(engine, "--", "sh", "-c", script, cwd=work)
     assert proc.returncode == status, proc.stderr
-    assert _diagnosis(proc.stderr).startswith(sentence), proc.stderr
+    assert supervisor_sentence(proc.stderr).startswith(sentence), proc.stderr
 
 
 # --- 2. a limit asked for is enforced, and named when it bites -----------------------------
@@ -231,7 +223,7 @@ def test_a_pids_limit_is_enforced_and_named(engine, work):
     first = proc.stderr.splitlines()[0]
     assert f"{engine.name} run, enforced by the kernel: " in first and "pids 50 (" in first, \
         proc.stderr
-    assert _diagnosis(proc.stderr).startswith(
+    assert supervisor_sentence(proc.stderr).startswith(
         "launcher: the pids limit was reached: pids.current hit 50/50 and the kernel refused"), \
         proc.stderr
 
@@ -344,8 +336,9 @@ def _as_unprivileged(engine: Engine, work: Path) -> tuple[list[str], dict[str, s
     """The command and environment that run launcher as an unprivileged caller, and its IDs:
     for Podman the rootless user (a user without subordinate IDs has no rootless Podman), else
     uid 4321 with Docker's group (the one a user needs for Docker); or skip."""
-    if os.getuid() != 0 or shutil.which("setpriv") is None:
-        pytest.skip("becoming another user needs root and setpriv (util-linux)")
+    need("root and setpriv (util-linux), to become another user",
+         None if os.getuid() == 0 and shutil.which("setpriv") else
+         f"uid {os.getuid()}, setpriv at {shutil.which('setpriv')}")
     if engine.rootless:
         pytest.skip(f"{engine.id}: its caller is unprivileged already (the self case)")
     if engine.name == "podman":
@@ -354,8 +347,8 @@ def _as_unprivileged(engine: Engine, work: Path) -> tuple[list[str], dict[str, s
                 (_rootless().uid, _rootless().gid))
     found = python_for(*NOBODY)
     if found is None:
-        pytest.skip(f"no Python {sys.version_info[0]}.{sys.version_info[1]} that uid "
-                    f"{NOBODY[0]} may run launcher with")
+        need(f"a Python {sys.version_info[0]}.{sys.version_info[1]} that uid {NOBODY[0]} may "
+             f"run launcher with", "none found (tests/rootless.py: python_for)")
     python, paths = found
     try:
         groups = f"--groups={grp.getgrnam('docker').gr_gid}"

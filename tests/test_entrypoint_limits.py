@@ -11,17 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import docker_client
 from tests.docker_helpers import BASE, launcher, profile
 
 pytestmark = pytest.mark.docker
 
 RAN = "import sys; print('workload ran', flush=True)"
-
-
-@pytest.fixture(scope="module")
-def client():  # type: ignore[no-untyped-def]
-    return docker_client()
 
 
 def _image(tmp: Path, name: str, limits: str) -> str:

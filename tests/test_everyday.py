@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import ROOT, docker_client
+from tests.conftest import ROOT, docker_client, need
 from tests.docker_helpers import BASE, compose_bin, in_process, launcher, profile, run_dir_of
 from tests.polling import wait_until, while_running
 
@@ -34,10 +34,10 @@ def _as_user(uid: int, cwd: Path, *args: str, docker_group: bool = True
     docker_gid = shutil.which("getent") and subprocess.run(
         ["getent", "group", "docker"], capture_output=True, text=True).stdout.split(":")[2]
     python = "/usr/bin/python3"
-    if os.geteuid() != 0 or not docker_gid or not Path(python).exists():
-        if os.environ.get("CI"):
-            pytest.fail("CI runs as root with a docker group and /usr/bin/python3")
-        pytest.skip("needs root, a docker group and /usr/bin/python3")
+    need("root, a docker group and /usr/bin/python3",
+         None if os.geteuid() == 0 and docker_gid and Path(python).exists() else
+         f"uid {os.geteuid()}, docker group {docker_gid or 'none'}, "
+         f"{python} {'present' if Path(python).exists() else 'absent'}")
     env = {"PATH": "/usr/bin:/bin", "HOME": str(cwd), "PYTHONPATH": f"{ROOT}:{SITE}",
            "LAUNCHER_RUNS_DIR": str(cwd / "runs")}
     groups = f"--groups={docker_gid}" if docker_group else "--clear-groups"
@@ -58,8 +58,7 @@ def open_tmp():
 
 
 @pytest.mark.docker
-def test_project_folder_in_the_container_files_owned_by_the_caller(open_tmp):
-    docker_client()
+def test_project_folder_in_the_container_files_owned_by_the_caller(client, open_tmp):
     proj = open_tmp / "proj"
     proj.mkdir()
     (proj / "train.py").write_text("import os\nopen('written.txt', 'w').write('x')\n"
@@ -161,10 +160,9 @@ def _dead_pid() -> int:
 
 
 @pytest.mark.docker
-def test_leftovers_are_reported_and_cleaned(tmp_path):
+def test_leftovers_are_reported_and_cleaned(client, tmp_path):
     import docker
 
-    client = docker_client()
     owner = f"{socket.gethostname()}:{_dead_pid()}"
     for attempt in range(5):  # a created container of a gone launcher never started: a run
         try:  # beside this test's may remove it between its create and its start
@@ -289,8 +287,7 @@ def test_version():
 
 
 @pytest.mark.docker
-def test_a_rendered_cpu_stack_runs_its_command_in_every_service(tmp_path):
-    client = docker_client()
+def test_a_rendered_cpu_stack_runs_its_command_in_every_service(client, tmp_path):
     prof = profile(tmp_path, "stackrun", "extends: base\nlimits: {pids: 64, nofile: 4096}\n"
                                          "threads: {intra_op: 1}\n")
     tag = "launcher-test/stackrun:none"
@@ -338,10 +335,7 @@ def test_runpod_template_names_the_image_and_opens_ports_only_when_asked(tmp_pat
 def registry(tmp_path):
     """A real registry (Debian's docker-registry) on a loopback port the daemon trusts."""
     binary = shutil.which("docker-registry")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI installs docker-registry (scripts/test.sh)")
-        pytest.skip("docker-registry is not installed")
+    need("docker-registry", None if binary else "not installed (scripts/test.sh installs it)")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -362,8 +356,7 @@ def registry(tmp_path):
 
 
 @pytest.mark.docker
-def test_build_push_and_the_template_that_names_it(registry, tmp_path):
-    client = docker_client()
+def test_build_push_and_the_template_that_names_it(client, registry, tmp_path):
     image = f"{registry}/launcher-test/runpod:{uuid.uuid4().hex[:6]}"
     built = launcher("build", "-p", "runpod", "-f", "none", "--base-image", BASE, "--image",
                      image, "--push")
@@ -407,8 +400,7 @@ def test_a_build_with_no_registry_says_how_to_use_a_local_base(tmp_path):
 
 
 @pytest.mark.docker
-def test_outside_the_docker_group_the_socket_is_named_not_a_stopped_daemon(open_tmp):
-    docker_client()
+def test_outside_the_docker_group_the_socket_is_named_not_a_stopped_daemon(client, open_tmp):
     os.chown(open_tmp, 1000, 1000)
     proc = _as_user(1000, open_tmp, "run", "--runtime", "docker", "--image", BASE, "--",
                     "true", docker_group=False)
@@ -424,8 +416,7 @@ def test_outside_the_docker_group_the_socket_is_named_not_a_stopped_daemon(open_
 
 
 @pytest.mark.docker
-def test_a_missing_image_is_pulled_with_progress(registry):
-    client = docker_client()
+def test_a_missing_image_is_pulled_with_progress(client, registry):
     ref = f"{registry}/launcher-test/pull:{uuid.uuid4().hex[:6]}"
     client.images.get(BASE).tag(ref)
     try:
@@ -444,8 +435,7 @@ def test_a_missing_image_is_pulled_with_progress(registry):
 
 
 @pytest.mark.docker
-def test_a_failed_pull_is_one_line_naming_the_image():
-    docker_client()
+def test_a_failed_pull_is_one_line_naming_the_image(client):
     runs = Path(os.environ["LAUNCHER_RUNS_DIR"])
     before = set(runs.iterdir())
     ref = "127.0.0.1:1/launcher-test/none:x"  # no registry listens there

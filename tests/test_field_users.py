@@ -11,14 +11,13 @@ from click.testing import CliRunner
 
 from launcher.cli.main import app
 from tests.conftest import HOSTS
+from tests.docker_helpers import profile
 
 runner = CliRunner()
 
 
 def _profile(tmp_path: Path, text: str, name: str = "p.yaml") -> Path:
-    path = tmp_path / name
-    path.write_text(text)
-    return path
+    return Path(profile(tmp_path, name.removesuffix(".yaml"), text))
 
 
 @pytest.mark.parametrize(("pids", "level", "status"), [

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docker_helpers import in_process
+from tests.docker_helpers import in_process, profile
 
 LAUNCHER = [sys.executable, "-m", "launcher"]
 FIGURE = re.compile(r"~(\d+) threads \(~(\d+) per process \+ 1 supervisor"
@@ -25,10 +25,8 @@ def launcher(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
                           timeout=120)
 
 
-def profile(tmp_path: Path, pids: int) -> Path:
-    p = tmp_path / f"p{pids}.yaml"
-    p.write_text(f"extends: auto\nlimits:\n  pids: {pids}\n")
-    return p
+def _pids(tmp_path: Path, pids: int) -> Path:
+    return Path(profile(tmp_path, f"p{pids}", f"extends: auto\nlimits:\n  pids: {pids}\n"))
 
 
 def plan_json(tmp_path: Path, *args: str) -> dict:
@@ -41,7 +39,7 @@ def test_the_refusal_prints_the_figure_it_compared_and_a_plan_that_agrees(tmp_pa
                                                                            monkeypatch):
     monkeypatch.setenv("LAUNCHER_RUNS_DIR", str(tmp_path / "runs"))
     total = plan_json(tmp_path, "--workload", "stress-jax")["estimate"]["total"]
-    prof = profile(tmp_path, total - 1)  # one short of the whole run, workload's sampler included
+    prof = _pids(tmp_path, total - 1)  # one short of the whole run, workload's sampler included
     run = launcher("run", "--profile", str(prof), "--runtime", "native",
                    "stress-jax", "--phase", "1", "--quick", cwd=tmp_path)
     assert run.returncode == 1, run.stderr
@@ -67,7 +65,7 @@ def test_plan_and_a_run_give_the_same_verdict_at_every_limit(tmp_path, workload)
     total = plan_json(tmp_path, "--workload", workload)["estimate"]["total"]
     levels = set()
     for pids in range(total - 2, int(total / 0.8) + 2):
-        prof = str(profile(tmp_path, pids))
+        prof = str(_pids(tmp_path, pids))
         plan = plan_json(tmp_path, "--profile", prof, "--workload", workload)
         dry = launcher("run", "--profile", prof, "--runtime", "native", "--dry-run", "--json",
                        workload, cwd=tmp_path)
@@ -82,7 +80,7 @@ def test_plan_and_a_run_give_the_same_verdict_at_every_limit(tmp_path, workload)
 def test_the_start_line_and_the_report_print_the_figure_the_plan_checked(tmp_path,
                                                                          monkeypatch):
     monkeypatch.setenv("LAUNCHER_RUNS_DIR", str(tmp_path / "runs"))
-    prof = str(profile(tmp_path, 40))
+    prof = str(_pids(tmp_path, 40))
     total = plan_json(tmp_path, "--profile", prof)["estimate"]["total"]
     run = launcher("run", "--profile", prof, "--runtime", "native", "--name", "fig", "--",
                    sys.executable, "-c", "pass", cwd=tmp_path)

@@ -13,8 +13,8 @@ from launcher.caps.fit import HEADROOM, fit_to_budget
 from launcher.caps.resolve import resolve
 from launcher.probe import probe_host
 from launcher.profiles import load_profile
-from tests.conftest import ROOT
-from tests.docker_helpers import launcher
+from tests.conftest import ROOT, need
+from tests.docker_helpers import launcher, missing_module, profile
 from tests.host_trees import limited_host
 
 runner = CliRunner()
@@ -22,9 +22,8 @@ LIMITED = ROOT / "tests/fixtures/hosts/v2-limited"  # 8 CPUs of affinity
 
 
 def _plan(tmp_path, text: str, *extra: str) -> dict:  # type: ignore[type-arg]
-    prof = tmp_path / "p.yaml"
-    prof.write_text(text)
-    out = runner.invoke(app_(), ["plan", "-p", str(prof), "--json", "--host-root",
+    prof = profile(tmp_path, "p", text)
+    out = runner.invoke(app_(), ["plan", "-p", prof, "--json", "--host-root",
                                  str(LIMITED), *extra])
     assert out.exit_code == 0, out.output
     return json.loads(out.stdout)  # type: ignore[no-any-return]
@@ -116,9 +115,8 @@ def _limited_host(tmp_path, data: str = "unlimited", address: str = "unlimited")
 
 
 def _plan_on(host, tmp_path, text: str, *extra: str) -> dict:  # type: ignore[type-arg]
-    prof = tmp_path / "p.yaml"
-    prof.write_text(text)
-    out = runner.invoke(app_(), ["plan", "-p", str(prof), "--json", "--host-root", str(host),
+    prof = profile(tmp_path, "p", text)
+    out = runner.invoke(app_(), ["plan", "-p", prof, "--json", "--host-root", str(host),
                                  *extra])
     assert out.exit_code == 0, out.output
     return json.loads(out.stdout)  # type: ignore[no-any-return]
@@ -175,13 +173,13 @@ def test_jax_is_fitted_through_pjrt_nproc_before_its_cpus(tmp_path):
     """PJRT_NPROC sizes XLA's CPU client pools: a budget it can meet keeps every CPU. On this
     host's jax (the 0.10 model: PJRT_NPROC was measured there; a version not installed takes
     the largest model, which never counts those pools below the CPUs), at 2 CPUs."""
-    import importlib.util
     import os
 
     import pytest
 
-    if importlib.util.find_spec("jax") is None or len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("needs jax and 2 CPUs")
+    need("jax", missing_module("jax"))
+    if len(os.sched_getaffinity(0)) < 2:  # the host's CPUs: no install gives a second
+        pytest.skip("needs 2 CPUs")
     prof = tmp_path / "j.yaml"
     prof.write_text("extends: base\nframework: jax\nthreads: {intra_op: 2}\n"
                     "limits: {cpuset: '0-1', pids: 25}\n")
@@ -203,14 +201,14 @@ def test_a_jax_run_fitted_through_pjrt_nproc_completes_under_the_kernels_limit(t
     past the CPUs) is refused under a pids limit of 30; with --fit it runs with a smaller
     PJRT_NPROC on both CPUs, compiles and trains, and the kernel's count of its tasks stays
     within the limit and the estimate."""
-    import importlib.util
     import os
     import sys
 
     import pytest
 
-    if importlib.util.find_spec("jax") is None or len(os.sched_getaffinity(0)) < 2:
-        pytest.skip("needs jax and 2 CPUs")
+    need("jax", missing_module("jax"))
+    if len(os.sched_getaffinity(0)) < 2:  # the host's CPUs: no install gives a second
+        pytest.skip("needs 2 CPUs")
     prof = tmp_path / "j.yaml"
     prof.write_text("extends: base\nframework: jax\nthreads: {intra_op: 8}\n"
                     "limits: {cpuset: '0-1', pids: 30}\n")

@@ -4,68 +4,32 @@ rerun, the OOM split, bench-memory's fit, and clear mistakes."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from launcher.units import format_size, term
-from tests.conftest import HOSTS, ROOT, docker_client
-from tests.docker_helpers import BASE, in_process, launcher
+from tests.conftest import HOSTS, ROOT
+from tests.docker_helpers import (
+    BASE,
+    MEM_WORKER,
+    PY,
+    covered_once,
+    in_process,
+    kill_mid_run_and_rerun,
+    launcher,
+    ledger_rows,
+    make_job,
+    max_overlap,
+    profile,
+)
 from tests.polling import wait_until, while_running
-
-PY = str(Path(sys.executable).resolve())
-# A worker that records what it saw and when it ran, then sleeps.
-WORKER = """\
-import json, os, sys, time
-t0 = time.time()
-time.sleep(float(sys.argv[1]))
-out = os.environ["LAUNCHER_CHUNK_OUT"]
-rec = {k: os.environ.get(k) for k in ("LAUNCHER_CHUNK_INDEX", "LAUNCHER_CHUNK_START",
-       "LAUNCHER_CHUNK_END", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "OMP_NUM_THREADS",
-       "LAUNCHER_JOB_ID")}
-rec.update(t0=t0, t1=time.time(), argv=sys.argv[2:])
-json.dump(rec, open(os.path.join(out, "marker.json"), "w"))
-with open(os.path.join(os.environ["MARKS"], "finished.log"), "a") as f:
-    f.write(f"{rec['LAUNCHER_CHUNK_START']}-{rec['LAUNCHER_CHUNK_END']}\\n")
-"""
-
-
-def make_job(tmp: Path, text: str, worker: str = WORKER, name: str = "job") -> Path:
-    (tmp / "worker.py").write_text(worker)
-    (tmp / "marks").mkdir(exist_ok=True)
-    spec = tmp / f"{name}.yaml"
-    spec.write_text(text)
-    return spec
-
-
-def ledger_rows(folder: Path) -> list[dict]:  # type: ignore[type-arg]
-    db = sqlite3.connect(folder / "ledger.sqlite")
-    db.row_factory = sqlite3.Row
-    return [dict(r) for r in db.execute("SELECT * FROM chunks ORDER BY id")]
-
-
-def max_overlap(intervals: list[tuple[float, float]]) -> int:
-    points = sorted([(a, 1) for a, _ in intervals] + [(b, -1) for _, b in intervals])
-    best = now = 0
-    for _, d in points:
-        now += d
-        best = max(best, now)
-    return best
-
-
-def covered_once(ranges: list[tuple[int, int]], total: int) -> bool:
-    ranges = sorted(ranges)
-    return bool(ranges) and ranges[0][0] == 0 and ranges[-1][1] == total and all(
-        a[1] == b[0] for a, b in itertools.pairwise(ranges))
 
 
 @pytest.mark.parametrize("cap", [12, 4])
@@ -106,86 +70,17 @@ def test_seed_004_fan_out_over_12_gpus(cap, tmp_path):
     assert "wall time" in proc.stdout and "slot use" in proc.stdout
 
 
-def _pgrep(pattern: str) -> list[int]:
-    out = subprocess.run(["pgrep", "-f", pattern], capture_output=True, text=True).stdout
-    return [int(p) for p in out.split()]
-
-
-def kill_9_after(argv: list[str], log: Path, lines: int, within: float) -> None:
-    """Start `launcher ...`, and kill -9 it once `log` has this many finished chunks."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    first = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    wait_until(while_running(first, lambda: log.exists() and
-                             len(log.read_text().split()) >= lines), within,
-               what=f"{lines} finished chunks")
-    first.send_signal(signal.SIGKILL)
-    first.wait()
-
-
-def _kill_mid_run_and_rerun(tmp_path: Path, runtime: str, extra: list[str]) -> None:
-    tag = uuid.uuid4().hex[:8]
-    python = PY if runtime == "native" else "python3"
-    spec = make_job(tmp_path, f"name: k9\ncommand: [{python}, worker.py, '0.4', {tag}]\n"
-                              f"items: 60\nchunk_size: 2\noutput: out\n"
-                              f"env: {{MARKS: {tmp_path}/marks}}\n")
-    (tmp_path / "cpu.yaml").write_text("extends: base\njobs: {max_concurrent: 4}\n")
-    argv = [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p",
-            str(tmp_path / "cpu.yaml"), "--runtime", runtime, *extra]
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    log = tmp_path / "marks/finished.log"
-    kill_9_after(argv, log, 8, within=120)
-    killed = time.time()
-    # a container's worker ends when Docker closes its stdin (the lifeline) and the supervisor
-    # stops it: on a busy host (CI beside other work) that took more than 10 s
-    grace = 10 if runtime == "native" else 30
-    while _pgrep(f"worker.py 0.4 {tag}") and time.time() - killed < grace:
-        time.sleep(0.2)
-    assert _pgrep(f"worker.py 0.4 {tag}") == [], f"a worker outlived launcher by {grace} s"
-    before = {r["id"]: r for r in ledger_rows(tmp_path / "out")}
-    done_before = {i for i, r in before.items() if r["state"] == "done"}
-    assert 0 < len(done_before) < 30
-    # its runner gone, a chunk marked running is interrupted, not running for ever longer
-    left = sorted(i for i, r in before.items() if r["state"] == "running")
-    status = in_process("jobs", "status", str(tmp_path / "out"))
-    assert status.returncode == 0, status.stderr
-    assert f"{len(left)} interrupted" in status.stdout and "running" not in status.stdout
-    assert [int(x.split()[2]) for x in status.stdout.splitlines()
-            if x.startswith("  interrupted: chunk ")] == left
-    second = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
-    assert second.returncode == 0, second.stderr[-3000:]
-    rows = ledger_rows(tmp_path / "out")
-    assert len(rows) == 30 and {r["state"] for r in rows} == {"done"}
-    # the resumed run's figures are what it ran, beside the job's totals
-    ran = [r for r in rows if r["started"] != before[r["id"]]["started"]]
-    summary = json.loads((tmp_path / "out/summary.json").read_text())
-    assert summary["this_run"]["chunks_done"] == len(ran) < 30
-    durations = sorted(r["ended"] - r["started"] for r in ran)
-    median = (durations[(len(ran) - 1) // 2] + durations[len(ran) // 2]) / 2
-    assert summary["ideal_s"] == pytest.approx(-(-len(ran) // 4) * median, abs=0.01)
-    assert f"this run: {len(ran)} chunks done ({2 * len(ran)} items)" in second.stdout
-    assert summary["items_done"] == 60 and "30 of 30 chunks done (60 items)" in second.stdout
-    lines = [x for x in second.stderr.splitlines() if x.startswith("chunk ")]
-    assert " done, 0 failed, 0 running, " in lines[-1]  # the last chunk is not running
-    assert lines[-1].split("[")[1].startswith("this run: ") and "job: 60/60 items" in lines[-1]
-    assert covered_once([(r["start_item"], r["end_item"]) for r in rows], 60)
-    # no finished chunk ran again: the rerun left them as they were, and each wrote once
-    assert all(rows[i]["started"] == before[i]["started"] for i in done_before)
-    finished = log.read_text().split()
-    assert set(finished) == {f"{r['start_item']}-{r['end_item']}" for r in rows}
-    for i in done_before:
-        assert finished.count(f"{before[i]['start_item']}-{before[i]['end_item']}") == 1
     # (a chunk killed with launcher after it wrote its line, before it exited, runs again:
     # it never finished as far as its exit status goes)
 
 
 def test_kill_9_of_a_job_then_the_same_command_finishes_it(tmp_path):
-    _kill_mid_run_and_rerun(tmp_path, "native", [])
+    kill_mid_run_and_rerun(tmp_path, "native", [])
 
 
 @pytest.mark.docker
-def test_kill_9_of_a_container_job_then_the_same_command_finishes_it(tmp_path):
-    docker_client()
-    _kill_mid_run_and_rerun(tmp_path, "docker", ["--image", BASE])
+def test_kill_9_of_a_container_job_then_the_same_command_finishes_it(client, tmp_path):
+    kill_mid_run_and_rerun(tmp_path, "docker", ["--image", BASE])
 
 
 OOM_WORKER = """\
@@ -225,18 +120,6 @@ def test_an_oom_killed_chunk_is_split_and_every_item_covered_once(tmp_path):
                                    f"memory limit (peak ")
         assert sentence.endswith(f"split into chunks {kids[0]['id']} ({s}-{mid}) and "
                                  f"{kids[1]['id']} ({mid}-{e}).")
-
-
-MEM_WORKER = """\
-import os, time
-n = int(os.environ["LAUNCHER_CHUNK_END"]) - int(os.environ["LAUNCHER_CHUNK_START"])
-base = bytearray(40 << 20)           # what the framework costs before any item
-data = bytearray(n * (50 << 10))     # 50 KiB per item
-for buf in (base, data):
-    for i in range(0, len(buf), 4096):
-        buf[i] = 1
-time.sleep(0.2)
-"""
 
 
 def test_bench_memory_predicts_an_unseen_size_and_writes_a_profile(tmp_path):
@@ -442,9 +325,8 @@ def _commit_job(tmp_path: Path, retries: int) -> list[str]:
     spec = make_job(tmp_path, f"name: commit\ncommand: [{PY}, worker.py]\nitems: 4\n"
                               f"chunk_size: 1\nretries: {retries}\noutput: out\n"
                               f"env: {{MARKS: {tmp_path}/marks}}\n", COMMIT_WORKER)
-    (tmp_path / "one.yaml").write_text("extends: base\njobs: {max_concurrent: 1}\n")
-    return [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p",
-            str(tmp_path / "one.yaml")]
+    one = profile(tmp_path, "one", "extends: base\njobs: {max_concurrent: 1}\n")
+    return [sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p", one]
 
 
 def _wait_for(path: Path, proc: subprocess.Popen, within: float = 120) -> None:  # type: ignore[type-arg]

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.docker_helpers import PY, ledger_rows, profile
 from tests.polling import wait_until, while_running
-from tests.test_jobs import PY, ledger_rows
 
 # Chunk 2 holds (while MARKS/hold exists) until it is stopped; every chunk that ends says so.
 HOLDING = """\
@@ -52,7 +52,7 @@ def _job(tmp: Path) -> Path:
     job = tmp / "job"
     (job / "marks").mkdir(parents=True)
     (job / "worker.py").write_text(HOLDING)
-    (job / "one.yaml").write_text("extends: base\njobs: {max_concurrent: 1}\n")
+    profile(job, "one", "extends: base\njobs: {max_concurrent: 1}\n")
     (job / "job.yaml").write_text(f"name: far\ncommand: [{PY}, worker.py]\nitems: 4\n"
                                   f"chunk_size: 1\nretries: 0\n"
                                   f"env: {{MARKS: {job}/marks}}\n")

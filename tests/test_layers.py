@@ -7,6 +7,7 @@ import ast
 from pathlib import Path
 
 from tests.conftest import ROOT
+from tests.docker_helpers import launcher_imports
 
 PACKAGE = ROOT / "launcher"
 # Reading the host, profiles and the leaves: nothing from the layers above.
@@ -30,32 +31,20 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _imports(path: Path) -> set[str]:
-    """Every launcher module `path` imports, at any depth of its code."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            found |= {f"{node.module}.{a.name}" for a in node.names}
-    return {m for m in found if m == "launcher" or m.startswith("launcher.")}
-
-
 def _within(name: str, prefixes: tuple[str, ...]) -> bool:
     return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
 def test_lower_layers_import_no_policy():
     bad = [(mod, imp) for mod, path in _modules().items() if _within(mod, LOWER)
-           for imp in _imports(path) if _within(imp, UPPER)]
+           for imp in launcher_imports(path) if _within(imp, UPPER)]
     assert bad == []
 
 
 def test_the_layer_check_can_fail(tmp_path):
     leak = tmp_path / "leak.py"
     leak.write_text("def f():\n    from launcher.caps.compute import compute_caps\n")
-    assert any(_within(i, UPPER) for i in _imports(leak))
+    assert any(_within(i, UPPER) for i in launcher_imports(leak))
 
 
 def _prints_or_exits(path: Path) -> list[str]:
@@ -139,8 +128,8 @@ def _graph() -> dict[str, set[str]]:
     graph = {}
     for mod, path in mods.items():
         # an import of a package's attribute names the package; parents import nothing here
-        graph[mod] = {i if i in mods else i.rsplit(".", 1)[0] for i in _imports(path)} & set(
-            mods) - {mod}
+        graph[mod] = {i if i in mods else i.rsplit(".", 1)[0]
+                      for i in launcher_imports(path)} & set(mods) - {mod}
     return graph
 
 
@@ -167,7 +156,7 @@ def _reach(starts: list[str]) -> set[str]:
         if name in seen or name not in mods:
             continue
         seen.add(name)
-        todo += sorted(_imports(mods[name]))
+        todo += sorted(launcher_imports(mods[name]))
     return seen
 
 
@@ -179,7 +168,6 @@ def test_an_image_holds_everything_its_supervisor_imports():
     assert missing == []
 
 
-
 # The supervisor is a user of the cgroup and process primitives, never their home: the engines
 # and the cgroup code take them from cgroups/ and the neutral modules (proctree, rlimits), so no
 # arrow runs from them back into supervise/ (the same rank, so the rank check cannot see it).
@@ -188,7 +176,7 @@ SUPERVISOR_USERS = ("launcher.cgroups", "launcher.runtime")
 
 def _reach_into_supervise(modules: dict[str, Path]) -> list[tuple[str, str]]:
     return sorted((mod, imp) for mod, path in modules.items() if _within(mod, SUPERVISOR_USERS)
-                  for imp in _imports(path) if _within(imp, ("launcher.supervise",)))
+                  for imp in launcher_imports(path) if _within(imp, ("launcher.supervise",)))
 
 
 def test_cgroups_and_runtime_import_nothing_from_supervise():
@@ -228,7 +216,7 @@ def _package(module: str) -> str:
 
 
 def _upward(modules: dict[str, Path]) -> list[tuple[str, str]]:
-    return [(mod, imp) for mod, path in modules.items() for imp in _imports(path)
+    return [(mod, imp) for mod, path in modules.items() for imp in launcher_imports(path)
             if RANKS.get(_package(imp), 99) > RANKS.get(_package(mod), -1)]
 
 
@@ -255,7 +243,7 @@ CLI_MAY_IMPORT = ("launcher.cli", "launcher.usecases", "launcher.errors", "launc
 
 def _cli_reaches_below(modules: dict[str, Path]) -> list[tuple[str, str]]:
     return sorted((mod, imp) for mod, path in modules.items() if _within(mod, ("launcher.cli",))
-                  for imp in _imports(path)
+                  for imp in launcher_imports(path)
                   if imp != "launcher" and not _within(imp, CLI_MAY_IMPORT))
 
 

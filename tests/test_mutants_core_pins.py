@@ -17,14 +17,13 @@ from typing import Any
 import pytest
 
 from launcher.caps import budget, fit, verdict
-from launcher.caps.resolve import resolve
 from launcher.cgroups import placement
 from launcher.errors import LauncherError
 from launcher.probe import cgroup, probe_host
-from launcher.profiles import load_profile
 from launcher.supervise import diagnose
 from launcher.units import format_rlimit, format_size, kib, mib_up, parse_size, term
 from tests.conftest import GOLDEN, HOSTS, ROOT, check_golden
+from tests.docker_helpers import resolved, start_of, watch_of
 from tests.host_trees import V2_MOUNT, host, limited_host
 
 PINS = GOLDEN / "pins"  # not ".../mutants": scripts/mutation.py copies no such folder
@@ -133,9 +132,7 @@ def _caps(r: Any) -> dict[str, Any]:
 
 
 def _resolved(tmp_path: Path, name: str, text: str, facts: Any, **kw: Any) -> Any:
-    prof = tmp_path / f"{name}.yaml"
-    prof.write_text("extends: base\n" + text)
-    return resolve(load_profile(prof), facts, **kw)
+    return resolved(tmp_path, text, facts, name=name, **kw)
 
 
 @pytest.mark.parametrize("host", ["v2-limited", "v2-unlimited", "v1-docker", "hybrid-host",
@@ -406,16 +403,15 @@ def test_each_diagnosis_is_pinned(update_golden):
 
 def test_a_diagnosis_with_the_evidence_names_the_thread_limit(monkeypatch):
     from launcher.supervise import causes
-    from tests.test_thread_causes import _start, _watch
 
     monkeypatch.setattr(causes, "clone3_refused", lambda: False)
     zero = _counters()
-    assert diagnose.diagnose(1, zero, zero, _start(nproc=60), _watch(threads=60)) == (
+    assert diagnose.diagnose(1, zero, zero, start_of(nproc=60), watch_of(threads=60)) == (
         "nproc", "the workload exited with its own status 1; RLIMIT_NPROC 60 was reached: UID "
                  "1000 ran ~60 tasks (60 of them the workload's at its peak) and the kernel "
                  "refuses a thread past the soft limit (EAGAIN); raise limits.nproc (ulimit -u) "
                  "or lower the thread caps.")
-    assert diagnose.diagnose(1, zero, zero, _start(nproc=60), _watch(threads=2)) == (
+    assert diagnose.diagnose(1, zero, zero, start_of(nproc=60), watch_of(threads=2)) == (
         "exit", "the workload exited with its own status 1.")
 
 

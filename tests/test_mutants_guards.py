@@ -20,6 +20,7 @@ from launcher.probe.limits import read_tasks
 from launcher.profiles import load_profile
 from launcher.supervise import diagnose, evidence
 from launcher.supervise.diagnose import Counters, read_counters
+from tests.docker_helpers import limited_host_of, resolved, verdict_of
 from tests.host_trees import LIMITED, host
 
 # The never-crash fallbacks
@@ -224,9 +225,7 @@ def test_each_limit_the_likeliest_names_in_full():
 
 
 def _fit_of(tmp_path, text: str):  # type: ignore[no-untyped-def]
-    prof = tmp_path / "t.yaml"
-    prof.write_text("extends: base\nframework: torch\n" + text)
-    r = resolve(load_profile(prof), probe_host(LIMITED, environ={}))  # 2 CPUs (quota 1.5)
+    r = resolved(tmp_path, "framework: torch\n" + text, name="t")  # 2 CPUs (quota 1.5)
     return r, fit_to_budget(r)
 
 
@@ -346,19 +345,15 @@ def test_processes_taking_turns_on_the_cpus_warn_in_the_verdict(tmp_path):
 
 def test_missing_gpus_alone_make_the_verdict_a_warning(tmp_path):
     """No other reason: the GPUs' own warning is what turns the verdict from ok to warn."""
-    from tests.test_verdict_bounds import _verdict
-
     one = "framework: none\nthreads: {intra_op: 1}\n"
-    assert _verdict(tmp_path, one) == ("ok", [])
-    assert _verdict(tmp_path, one + "gpu: {vendor: nvidia, count: 2}\n") == (
+    assert verdict_of(tmp_path, one) == ("ok", [])
+    assert verdict_of(tmp_path, one + "gpu: {vendor: nvidia, count: 2}\n") == (
         "warn", ["the profile asks for 2 NVIDIA GPU(s) and this host shows 0; use --gpus none "
                  "to run on the CPU."])
 
 
 def test_a_memory_limit_above_the_cgroups_names_the_memory_limit(tmp_path):
-    from tests.test_verdict_bounds import _verdict
-
-    assert _verdict(tmp_path, "framework: none\nthreads: {intra_op: 1}\n"
+    assert verdict_of(tmp_path, "framework: none\nthreads: {intra_op: 1}\n"
                               "limits: {memory: 2GiB}\n") == (
         "warn", ["limits.memory 2GiB is above the memory limit 300MiB of /sys/fs/cgroup/job, "
                  "which binds: the run gets at most 300MiB."])
@@ -366,10 +361,8 @@ def test_a_memory_limit_above_the_cgroups_names_the_memory_limit(tmp_path):
 
 def test_nothing_fits_lists_every_key_of_the_smallest_tried(tmp_path):
     """Stacks that never fit and a pool to shrink: the smallest tried sets both."""
-    from tests.test_verdict_bounds import _limits, _r
-
-    facts = probe_host(_limits(tmp_path, str(8 << 20), str(1 << 20)), environ={})
-    r = _r(tmp_path, "framework: tf\nthreads: {intra_op: 4}\nlimits: {stack: auto}\n", facts)
+    facts = probe_host(limited_host_of(tmp_path, str(8 << 20), str(1 << 20)), environ={})
+    r = resolved(tmp_path, "framework: tf\nthreads: {intra_op: 4}\nlimits: {stack: auto}\n", facts)
     assert fit_to_budget(r) is None
     assert why_nothing_fits(r) == (
         "--fit: nothing fits: even limits.stack 1MiB, threads.intra_op 1 reserves 11.0MiB of "
@@ -379,9 +372,7 @@ def test_nothing_fits_lists_every_key_of_the_smallest_tried(tmp_path):
 def test_the_pools_of_a_framework_not_bound_to_the_affinity_are_named_plainly(tmp_path):
     """torch's pools follow threads.intra_op alone: no variable in brackets; JAX's name the one
     that sizes them."""
-    from tests.test_verdict_bounds import _r
-
-    fit = fit_to_budget(_r(tmp_path, "framework: torch\nthreads: {intra_op: 4}\n"
+    fit = fit_to_budget(resolved(tmp_path, "framework: torch\nthreads: {intra_op: 4}\n"
                                      "limits: {pids: 10}\n"))
     assert fit is not None and fit.values == {"threads.intra_op": 3}
     assert fit.cost == "its CPU pools shrink from 4 to 3 threads (CPU-bound work scales with them)"

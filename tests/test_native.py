@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, docker_client
-from tests.docker_helpers import BASE, in_process, launcher, profile, run_dir_of
+from tests.conftest import ROOT, docker_client, need
+from tests.docker_helpers import BASE, HOG, in_process, launcher, profile, run_dir_of
 from tests.polling import wait_until, while_running
 
 BOMB = ("import threading, time\nwhile True:\n"
         "    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n")
-HOG = "chunks = []\nwhile True:\n    chunks.append(b'x' * (8 << 20))\n"
 
 
 def _leftover_run_cgroups(name: str = "") -> list[Path]:
@@ -34,8 +33,7 @@ def test_leftover_check_sees_a_run_cgroup():
     from launcher.cgroups.run_cgroup import make_run_cgroup
 
     rc = make_run_cgroup("launcher-leftover-probe", pids=10, memory=None, cpus=None)
-    if not rc.dirs:
-        pytest.skip("no writable pids cgroup here")
+    need("a writable pids cgroup", None if rc.dirs else "none was made here")
     try:
         assert any(d.name == "launcher-leftover-probe" for d in _leftover_run_cgroups())
     finally:
@@ -53,10 +51,8 @@ def _cgroups_writable() -> bool:
 
 @pytest.fixture
 def writable():
-    if not _cgroups_writable():
-        if os.environ.get("CI"):
-            pytest.fail("CI runs as root on a cgroup v1 host: the pids cgroup must be writable")
-        pytest.skip("no writable pids cgroup here")
+    need("a writable pids cgroup (CI runs as root on a cgroup v1 host)",
+         None if _cgroups_writable() else "none was made here")
 
 
 def test_thread_bomb_stopped_by_the_kernel_at_40(writable, tmp_path):

@@ -11,9 +11,7 @@ cycle under a pids limit of 64 (the issue's own case, where `docker run --pids-l
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
 import subprocess
 import sys
 import uuid
@@ -21,60 +19,32 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, need
 from tests.docker_helpers import (
     BASE,
+    LEAK_FILES,
+    LEAK_PROFILE,
+    assert_chunk_watched,
+    assert_watched,
     compose_bin,
     docker_missing,
     in_process,
     launcher,
+    leak_chunk_job,
+    leak_workdir,
     podman_missing,
+    profile,
 )
+from tests.polling import wait_until, while_running
 
-LEAK = ROOT / "examples/growth/leak.py"
-FILES = ("--files", "4", "--cycles", "300", "--seconds", "0.15")  # dies near cycle 60
 THREADS = ("--threads", "3", "--cycles", "100", "--seconds", "0.3")  # near cycle 20
-PROFILE = "name: watched\nextends: base\nlimits: {pids: 64, nofile: 256}\ngrowth: {stop: true}\n"
-OTHER = "name: small\nextends: base\nlimits: {nofile: 128}\n"
 IMAGE = "launcher-test/watched:none"
 
 
-def _said(out: str) -> list[str]:
-    return [ln for ln in out.splitlines() if ln.startswith("launcher: growth: ")]
-
-
-def assert_watched(rc: int, out: str, folder: Path, series: str = "open files") -> dict:  # type: ignore[type-arg]
-    """Foreseen, stopped with 75 before the limit, and the record read and replayed."""
-    said = _said(out)
-    assert said and series in said[0], out[-3000:]
-    assert any("stopped before cycle" in s for s in said), out[-3000:]
-    assert rc == 75, (rc, out[-3000:])
-    assert "Too many open files" not in out and "can't start new thread" not in out
-    summary = json.loads((folder / "summary.json").read_text())
-    stopped = summary["growth"]["stopped"]
-    assert summary["exit_status"] == 75 and stopped["unit"] == "cycle", summary["growth"]
-    assert f"checkpoint written after cycle {stopped['cycle'] - 1}" in out
-    assert (folder / "telemetry.jsonl").stat().st_size > 0
-    report = in_process("report", str(folder))
-    assert report.returncode == 0, report.stderr
-    assert "growth per cycle" in report.stdout and "exit status 75" in report.stdout
-    other = folder.parent / "small.yaml"
-    other.write_text(OTHER)
-    replay = in_process("report", str(folder), "--profile", str(other))
-    assert replay.returncode == 0, replay.stderr
-    return summary  # type: ignore[no-any-return]
-
-
-def _workdir(tmp_path: Path) -> Path:
-    shutil.copy(LEAK, tmp_path / "leak.py")
-    (tmp_path / "watched.yaml").write_text(PROFILE)
-    return tmp_path
-
-
 def _run(tmp_path: Path, runtime: str, *extra: str) -> tuple[int, str, Path]:
-    work = _workdir(tmp_path)
+    work = leak_workdir(tmp_path)
     proc = launcher("run", "--runtime", runtime, "-p", str(work / "watched.yaml"), "--name",
-                    "run-w", *extra, "--", "python3", "leak.py", *FILES, timeout=300, cwd=work,
+                    "run-w", *extra, "--", "python3", "leak.py", *LEAK_FILES, timeout=300, cwd=work,
                     env={"LAUNCHER_RUNS_DIR": str(work / "runs")})
     return proc.returncode, proc.stdout + proc.stderr, work / "runs" / "run-w"
 
@@ -87,8 +57,7 @@ def test_native(tmp_path):
 
 @pytest.mark.docker
 def test_launcher_run_in_docker(tmp_path):
-    if why := docker_missing():
-        pytest.skip(why)
+    need("Docker and the base image", docker_missing())
     rc, out, folder = _run(tmp_path, "docker", "--image", BASE)
     summary = assert_watched(rc, out, folder)
     assert summary["runtime"] == "docker"
@@ -96,20 +65,16 @@ def test_launcher_run_in_docker(tmp_path):
 
 @pytest.mark.docker
 def test_launcher_run_in_podman(tmp_path):
-    if why := podman_missing():
-        pytest.skip(why)
+    need("Podman and the base image", podman_missing())
     rc, out, folder = _run(tmp_path, "podman", "--image", BASE)
     assert_watched(rc, out, folder)
 
 
 @pytest.fixture(scope="module")
 def image(tmp_path_factory: pytest.TempPathFactory) -> str:
-    if why := docker_missing():
-        pytest.skip(why)
-    work = tmp_path_factory.mktemp("watched")
-    (work / "watched.yaml").write_text(PROFILE)
-    built = launcher("build", "-p", str(work / "watched.yaml"), "--base-image", BASE,
-                     "--image", IMAGE, timeout=900)
+    need("Docker and the base image", docker_missing())
+    prof = profile(tmp_path_factory.mktemp("watched"), "watched", LEAK_PROFILE)
+    built = launcher("build", "-p", prof, "--base-image", BASE, "--image", IMAGE, timeout=900)
     assert built.returncode == 0, built.stderr[-3000:]
     return IMAGE
 
@@ -127,7 +92,7 @@ def _one_record(runs: Path) -> Path:
 @pytest.mark.docker
 def test_plain_docker_run_of_a_built_image(image, tmp_path):
     """The issue's case: the image run as a pod runs it, with the engine's pids limit."""
-    work = _workdir(tmp_path)
+    work = leak_workdir(tmp_path)
     runs = work / "runs"
     runs.mkdir()
     proc = _docker("run", "--rm", "--pids-limit", "64", "-v", f"{work}:/w:ro", "-v",
@@ -143,12 +108,12 @@ def test_a_pod_style_start_with_its_environment_only(image, tmp_path):
     """RunPod takes no docker flags: the image, its command and variables (RunPod sets
     RUNPOD_POD_ID in every pod). The profile's nofile is the supervisor's own to set; the
     record goes to the pod's /workspace/runs."""
-    work = _workdir(tmp_path)
+    work = leak_workdir(tmp_path)
     runs = work / "runs"
     runs.mkdir()
     proc = _docker("run", "--rm", "-e", "LAUNCHER_QUIET=1", "-e", "RUNPOD_POD_ID=lt-pod", "-v",
                    f"{work}:/w:ro", "-v", f"{runs}:/workspace/runs", image, "python3",
-                   "/w/leak.py", *FILES)
+                   "/w/leak.py", *LEAK_FILES)
     assert_watched(proc.returncode, proc.stdout + proc.stderr, _one_record(runs))
 
 
@@ -156,11 +121,11 @@ def test_a_pod_style_start_with_its_environment_only(image, tmp_path):
 def test_docker_compose_up_of_a_rendered_stack(image, tmp_path):
     """`growth: {stop: true}` said once in the profile reaches the service; the record is
     ./runs/SERVICE beside compose.yaml."""
-    work = _workdir(tmp_path)
+    work = leak_workdir(tmp_path)
     out = work / "stack"
     rendered = in_process("render", "-p", str(work / "watched.yaml"), "--image", image,
                           "--target", "compose", "--out", str(out), "-v", f"{work}:/w:ro",
-                          "--command", " ".join(["python3", "/w/leak.py", *FILES]))
+                          "--command", " ".join(["python3", "/w/leak.py", *LEAK_FILES]))
     assert rendered.returncode == 0, rendered.stderr
     project = f"lt{uuid.uuid4().hex[:8]}"
     compose = [compose_bin(), "-p", project, "-f", str(out / "compose.yaml")]
@@ -194,8 +159,7 @@ def test_a_kubernetes_containers_closing_sentence_is_its_termination_message(ima
 def test_an_image_without_psutil_runs_with_its_caps_and_says_what_it_lacks(tmp_path):
     """A user's own base or an older launcher's copy: the supervisor mounted from a tree with
     no psutil beside it (as `launcher run --image` mounts it, less the watch's need)."""
-    if why := docker_missing():
-        pytest.skip(why)
+    need("Docker and the base image", docker_missing())
     proc = _docker("run", "--rm", "-v", f"{ROOT}/launcher:/opt/launcher/launcher:ro", "-v",
                    f"{ROOT}/launcher/supervise/entrypoint.py:/opt/launcher/entrypoint.py:ro",
                    "-e", "LAUNCHER_CAPS=/none.json", "--entrypoint", "python3", BASE, "-I",
@@ -213,28 +177,8 @@ def test_an_image_without_psutil_runs_with_its_caps_and_says_what_it_lacks(tmp_p
     assert resolved.stderr.rstrip().endswith("the workload exited with its own status 4.")
 
 
-def _chunk_job(tmp_path: Path) -> tuple[Path, Path]:
-    work = _workdir(tmp_path)
-    spec = work / "job.yaml"
-    spec.write_text(f"name: w{uuid.uuid4().hex[:6]}\ncommand: [{sys.executable}, "
-                    f"{work / 'leak.py'}, {', '.join(FILES)}]\nitems: 1\nchunk_size: 1\n"
-                    f"retries: 0\noutput: out\n")
-    return spec, work / "watched.yaml"
-
-
-def assert_chunk_watched(proc: subprocess.CompletedProcess[str], tmp_path: Path) -> None:
-    """The chunk stopped with 75 (an attempt that failed: retries 0), its record in its
-    folder under the job's, read by `launcher report`."""
-    assert proc.returncode == 1, proc.stderr[-3000:]
-    folder = tmp_path / "out" / "chunks" / "00000"
-    log = (folder / "log.txt").read_text()
-    assert_watched(75, log, folder)
-    status = json.loads(in_process("jobs", "status", str(tmp_path / "out"), "--json").stdout)
-    assert status["failures"][0]["diagnosis"].startswith("stopped before cycle"), status
-
-
 def test_a_local_chunk(tmp_path):
-    spec, prof = _chunk_job(tmp_path)
+    spec, prof = leak_chunk_job(tmp_path)
     proc = launcher("jobs", "run", str(spec), "-p", str(prof), timeout=300, cwd=tmp_path,
                     env={"PATH": os.environ["PATH"]})
     assert_chunk_watched(proc, tmp_path)
@@ -268,8 +212,7 @@ def test_nothing_is_lost_and_each_stream_keeps_its_order_natively(tmp_path):
 
 @pytest.mark.docker
 def test_nothing_is_lost_in_docker_and_a_closed_reader_ends_the_workload(tmp_path):
-    if why := docker_missing():
-        pytest.skip(why)
+    need("Docker and the base image", docker_missing())
     (tmp_path / "n.py").write_text(NUMBERED)
     env = {"LAUNCHER_RUNS_DIR": str(tmp_path / "runs")}
     proc = launcher("run", "--runtime", "docker", "--image", BASE, "--", "python3", "n.py",
@@ -293,8 +236,9 @@ def test_a_closed_reader_ends_the_workload_natively(tmp_path):
 
 
 def test_a_stalled_reader_stops_neither_the_samples_nor_the_output(tmp_path):
-    """The workload writes 8 MB that no one reads for 4 s: it waits (as in a pipeline), the
-    supervisor samples on; then every byte arrives."""
+    """The workload writes 8 MB that no one reads until the supervisor has taken five samples
+    (2.5 s at least): it waits (as in a pipeline), the supervisor samples on; then every byte
+    arrives."""
     record = tmp_path / "rec"
     proc = subprocess.Popen(
         [sys.executable, "-m", "launcher.supervise", "--", "python3", "-c",
@@ -302,10 +246,12 @@ def test_a_stalled_reader_stops_neither_the_samples_nor_the_output(tmp_path):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT), "LAUNCHER_RESOLVED": "1",
              "LAUNCHER_RECORD_DIR": str(record), "LAUNCHER_WATCH": '{"interval": 0.5}'})
-    import time
+    def sampled() -> list[str]:
+        telemetry = record / "telemetry.jsonl"
+        rows = telemetry.read_text().splitlines() if telemetry.exists() else []
+        return rows if len(rows) >= 5 else []
 
-    time.sleep(4)
-    rows = (record / "telemetry.jsonl").read_text().splitlines()
+    rows = wait_until(while_running(proc, sampled), timeout=60, what="five samples")
     assert proc.poll() is None and len(rows) >= 5, rows  # sampled while its reader stalled
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0 and out == b"x" * 8_000_000, err

@@ -28,10 +28,19 @@ from launcher.runtime.podman_engine import PodmanEngine, create_argv, enforcemen
 from launcher.runtime.spec import Limits, Mount, Rlimit, RunSpec
 from launcher.vendors import get as get_vendor
 from launcher.vendors.base import Gpu, GpuSelection, HostGpus
-from tests.conftest import ROOT
-from tests.docker_helpers import BASE, in_process, launcher, podman_missing, profile, run_dir_of
+from tests.conftest import ROOT, need
+from tests.docker_helpers import (
+    BASE,
+    HOG,
+    in_process,
+    kill_mid_run_and_rerun,
+    launcher,
+    podman_missing,
+    profile,
+    run_dir_of,
+    supervisor_sentence,
+)
 from tests.polling import wait_until
-from tests.test_docker_run import HOG, _diagnosis
 
 PODMAN = ["--runtime", "podman", "--image", BASE]
 
@@ -285,11 +294,7 @@ def _podman(*args: str) -> subprocess.CompletedProcess[str]:
 def real():
     """Podman that runs containers, with the base image copied from Docker's store; else skip
     (fail in CI, where scripts/test.sh installs it)."""
-    why = podman_missing(BASE)
-    if why and os.environ.get("CI"):
-        pytest.fail(f"CI needs Podman: {why}")
-    if why:
-        pytest.skip(why)
+    need("Podman and the base image", podman_missing(BASE))
 
 
 def _gone(name: str) -> bool:
@@ -331,7 +336,7 @@ def test_memory_hog_is_explained_from_the_oom_counter(real, tmp_path):
     prof = profile(tmp_path, "hog", "extends: base\nlimits: {memory: 64MiB}\n")
     proc = launcher("run", "-p", prof, *PODMAN, "--", "python3", "-c", HOG, cwd=tmp_path)
     assert proc.returncode == 137
-    last = _diagnosis(proc.stderr)
+    last = supervisor_sentence(proc.stderr)
     assert last.startswith("launcher: the memory limit of 64MiB killed the workload: the "
                            "cgroup's OOM-kill counter rose by"), last
     # Debian's conmon marks an OOM with a file `oom` in its working directory (conmon#504):
@@ -432,6 +437,4 @@ def test_a_container_podman_cannot_start_is_one_clear_line(real, tmp_path):
 
 
 def test_kill_9_of_a_podman_job_then_the_same_command_finishes_it(real, tmp_path):
-    from tests.test_jobs import _kill_mid_run_and_rerun
-
-    _kill_mid_run_and_rerun(tmp_path, "podman", ["--image", BASE])
+    kill_mid_run_and_rerun(tmp_path, "podman", ["--image", BASE])

@@ -11,16 +11,21 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import HOSTS, ROOT
-from tests.docker_helpers import in_process, launcher
-from tests.test_jobs import (
+from tests.conftest import HOSTS, ROOT, need
+from tests.docker_helpers import (
+    BASE,
     PY,
     WORKER,
+    assert_chunk_watched,
     covered_once,
+    in_process,
     kill_9_after,
+    launcher,
+    leak_chunk_job,
     ledger_rows,
     make_job,
     max_overlap,
+    profile,
 )
 
 CAPS = {"zeus": (2, 2), "rig-a": (12, 4), "rig-b": (12, 12)}  # node -> (GPUs, cap)
@@ -30,10 +35,8 @@ def _need_ray():  # type: ignore[no-untyped-def]
     try:
         import ray  # noqa: F401
         from ray.cluster_utils import Cluster
-    except ImportError:
-        if os.environ.get("CI"):
-            pytest.fail("CI installs Ray (scripts/test.sh: pip install -e '.[ray]')")
-        pytest.skip("Ray is not installed")
+    except ImportError as exc:
+        need("Ray", f"{exc} (scripts/test.sh: pip install -e '.[ray]')")
     return Cluster
 
 
@@ -63,8 +66,7 @@ json.dump(rec""")
 
 
 def _job(tmp_path: Path, seconds: str = "0.5", from_file: bool = False) -> tuple[Path, Path]:
-    prof = tmp_path / "rig.yaml"
-    prof.write_text("extends: rig-6600\nworkers: {memory: 300MiB}\n")
+    prof = Path(profile(tmp_path, "rig", "extends: rig-6600\nworkers: {memory: 300MiB}\n"))
     items = "98172"
     if from_file:
         (tmp_path / "items.txt").write_text("".join(f"item-{i}\n" for i in range(98172)))
@@ -220,16 +222,12 @@ open(os.path.join(sys.argv[1], "part.txt"), "w").write(
 
 
 @pytest.mark.docker
-def test_a_pod_of_the_rendered_job_runs_its_chunk_from_the_image(tmp_path):
+def test_a_pod_of_the_rendered_job_runs_its_chunk_from_the_image(client, tmp_path):
     """The rendered Dockerfile puts the job's folder into launcher's image; a container run as
     the manifest's pod would be (its args, env, workingDir, an index, the claim at /results)
     runs the job's own worker and commits its chunk."""
     import yaml
 
-    from tests.conftest import docker_client
-    from tests.docker_helpers import BASE
-
-    client = docker_client()
     base = "launcher-test/jobs-pod:none"
     built = launcher("build", "-p", "rig-6600", "-f", "none", "--base-image", BASE, "--tag",
                      base)
@@ -322,10 +320,8 @@ def test_the_supervisor_derives_a_chunk_from_its_index_and_commits_it(tmp_path):
 def test_a_ray_chunk_is_watched_and_stopped_by_its_supervisor(cluster, tmp_path):
     """The growth guard of a chunk is its supervisor's, on the node: the same leak as in
     tests/test_one_watcher.py, stopped with 75, its record in the chunk's folder."""
-    from tests.test_one_watcher import _chunk_job, assert_chunk_watched
-
     address, _ = cluster
-    spec, prof = _chunk_job(tmp_path)
+    spec, prof = leak_chunk_job(tmp_path)
     proc = launcher("jobs", "run", str(spec), "-p", str(prof), "--backend", "ray",
                     "--address", address, timeout=600, cwd=tmp_path)
     assert_chunk_watched(proc, tmp_path)

@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,8 @@ import pytest
 from click.testing import CliRunner
 
 from launcher.cli.main import app
-from tests.conftest import ROOT
+from tests.conftest import ROOT, need
+from tests.docker_helpers import assert_chunk_watched, leak_chunk_job, missing_module, profile
 from tests.polling import wait_until, while_running
 
 WORKER = """\
@@ -51,9 +51,8 @@ def slurm() -> Iterator[None]:
         if shutil.which("sbatch") is None or subprocess.run(
                 ["sinfo", "-h", "-o", "%T"], capture_output=True, text=True).stdout.strip() not in (
                 "idle", "mixed", "allocated"):
-            if os.environ.get("CI"):
-                pytest.fail(f"CI needs Slurm: scripts/slurm-up.sh (SLURM_CONF={conf})")
-            pytest.skip(f"no Slurm cluster at SLURM_CONF={conf} (scripts/slurm-up.sh starts one)")
+            need("a Slurm cluster", f"none answers at SLURM_CONF={conf} (scripts/slurm-up.sh "
+                 f"starts one)")
         yield
 
 
@@ -65,9 +64,9 @@ def _job(tmp: Path, *, items: int, chunk: int, memory: str, sleep: float = 0.0,
     spec.write_text(f"name: {name}\ncommand: [{sys.executable}, worker.py, '{sleep}']\n"
                     f"items: {items}\nchunk_size: {chunk}\noutput: out\n"
                     f"env: {{MARKS: {tmp}/marks.log, MIB_PER_ITEM: '{mib_per_item}'}}\n")
-    prof = tmp / "p.yaml"
-    prof.write_text(f"extends: base\nworkers:\n  memory: {memory}\njobs:\n  max_concurrent: 2\n")
-    return spec, prof
+    prof = profile(tmp, "p", f"extends: base\nworkers:\n  memory: {memory}\njobs:\n"
+                             f"  max_concurrent: 2\n")
+    return spec, Path(prof)
 
 
 # inside the chunk: what a workload sees of its CPUs, and the memory limits above it
@@ -105,15 +104,14 @@ data = bytearray(int(os.environ.get("ALLOC_MIB", "0")) << 20)
 """
 
 
-def _inside_job(tmp: Path, *, profile: str, env: str = "", items: int = 1) -> tuple[Path, Path]:
+def _inside_job(tmp: Path, *, caps: str, env: str = "", items: int = 1) -> tuple[Path, Path]:
     (tmp / "inside.py").write_text(INSIDE)
     spec = tmp / "job.yaml"
     spec.write_text(f"name: i{uuid.uuid4().hex[:6]}\ncommand: [{sys.executable}, inside.py]\n"
                     f"items: {items}\nchunk_size: 1\nretries: 0\noutput: out\n"
                     f"env: {{RECORD: {tmp}/inside.jsonl{env}}}\n")
-    prof = tmp / "p.yaml"
-    prof.write_text(f"extends: base\n{profile}jobs:\n  max_concurrent: 2\n")
-    return spec, prof
+    prof = profile(tmp, "p", f"extends: base\n{caps}jobs:\n  max_concurrent: 2\n")
+    return spec, Path(prof)
 
 
 def _inside(tmp: Path) -> list[dict]:  # type: ignore[type-arg]
@@ -211,7 +209,7 @@ def test_a_killed_launchers_jobs_are_taken_over_by_the_next_run(slurm, tmp_path)
     assert sorted(r["chunk"] for r in submitted) == list(range(6)), submitted
     assert set(taken.split(";")[0].split(", ")) <= {r["job"] for r in submitted}, taken
     assert sorted(int(n) for n in marks.read_text().split()) == [2] * 6
-    time.sleep(1)
+    wait_until(lambda: not active(), 30, what="no job of the run queued or running")
     left = subprocess.run(["squeue", "-h", "--name", f"launcher-{name}"], capture_output=True,
                           text=True).stdout
     assert left.strip() == ""  # nothing left queued or running
@@ -316,8 +314,8 @@ def _status_while_running_and_after_a_kill(tmp_path: Path, name: str,
 @pytest.mark.parametrize("threads", ["threads: {intra_op: 1}\n", ""])
 def test_inside_a_chunk_nproc_omp_and_torchs_threads_are_its_cpus(slurm, tmp_path,
                                                                    threads) -> None:
-    pytest.importorskip("torch")
-    spec, prof = _inside_job(tmp_path, profile=threads, env=", TORCH: '1'")
+    need("torch", missing_module("torch"))
+    spec, prof = _inside_job(tmp_path, caps=threads, env=", TORCH: '1'")
     done = _run("jobs", "run", str(spec), "-p", str(prof), "--backend", "slurm")
     assert done.returncode == 0, done.stderr
     cpus = int(done.stderr.split("--cpus-per-task=")[1].split()[0].rstrip(");"))
@@ -332,7 +330,7 @@ def test_inside_a_chunk_nproc_omp_and_torchs_threads_are_its_cpus(slurm, tmp_pat
 
 def test_the_jobs_memory_limit_binds_under_a_profile_that_asks_for_more(slurm,
                                                                          tmp_path) -> None:
-    spec, prof = _inside_job(tmp_path, profile="workers:\n  memory: 400MiB\n",
+    spec, prof = _inside_job(tmp_path, caps="workers:\n  memory: 400MiB\n",
                              env=", ALLOC_MIB: '150'")
     done = _run("jobs", "run", str(spec), "-p", str(prof), "--backend", "slurm",
                 "--sbatch-args=--mem=60M")
@@ -373,9 +371,8 @@ def test_sbatch_test_only_accepts_each_rendered_script(slurm, tmp_path, profile)
 
 def test_a_slurm_chunk_is_watched_and_stopped_by_its_supervisor(slurm, tmp_path) -> None:
     """As tests/test_one_watcher.py's local chunk, in a Slurm job step."""
-    from tests.test_one_watcher import _chunk_job, assert_chunk_watched
 
-    spec, prof = _chunk_job(tmp_path)
+    spec, prof = leak_chunk_job(tmp_path)
     proc = subprocess.run([sys.executable, "-m", "launcher", "jobs", "run", str(spec), "-p",
                            str(prof), "--backend", "slurm"], capture_output=True, text=True,
                           timeout=600, cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)})

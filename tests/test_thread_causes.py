@@ -19,15 +19,15 @@ import pytest
 
 from launcher.supervise import causes
 from launcher.supervise.diagnose import Counters, explain
-from launcher.supervise.evidence import Start, Watch
 from tests.conftest import ROOT
+from tests.docker_helpers import start_of, watch_of
 from tests.host_trees import host
 from tests.polling import wait_until, while_running
 
 BOMB = ROOT / "tests/fixtures/thread_bomb.py"
 SECCOMP = ROOT / "tests/fixtures/seccomp_clone3.py"
 NOBODY = 65534
-root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (setpriv, namespaces)")
+root_only = pytest.mark.usefixtures("root")  # conftest.root: setpriv, namespaces
 
 
 def _reachable(path: Path) -> bool:
@@ -116,9 +116,15 @@ def _pid_max_per_namespace() -> bool:
     return probe.stdout.strip() == "500" and Path("/proc/sys/kernel/pid_max").read_text() != "500\n"
 
 
-@pytest.mark.skipif(not _pid_max_per_namespace(),
-                    reason="needs root and a kernel with a pid_max per PID namespace (6.14+)")
-def test_pid_max_of_the_namespace_is_named(tmp_path):
+@pytest.fixture
+def pid_max_per_namespace(root: None) -> None:
+    """Root (conftest's `root`: failed in CI) and a kernel with a pid_max per PID namespace,
+    which is the host's (a plain skip where it is older)."""
+    if not _pid_max_per_namespace():
+        pytest.skip("needs a kernel with a pid_max per PID namespace (6.14+)")
+
+
+def test_pid_max_of_the_namespace_is_named(pid_max_per_namespace, tmp_path):
     host = Path("/proc/sys/kernel/pid_max").read_text()
     py = sys.executable
     script = (f"echo 400 > /proc/sys/kernel/pid_max && LAUNCHER_RESOLVED=1 "
@@ -158,19 +164,6 @@ def test_sigkill_from_outside_is_not_blamed_on_memory(tmp_path):
 
 # -- the sentences' boundaries, on made-up evidence ----------------------------------------
 
-def _start(**kw: object) -> Start:
-    s = object.__new__(Start)
-    defaults = dict(nproc=None, address_space=None, data=None, stack=8 << 20, uid=1000,
-                    exempt=False, outside=0, threads_max=None, pid_max=None, tasks_before=0)
-    s.__dict__.update({**defaults, **kw})
-    return s
-
-
-def _watch(**kw: object) -> Watch:
-    w = Watch(1)
-    w.__dict__.update(kw)
-    return w
-
 
 @pytest.fixture(autouse=False)
 def no_seccomp(monkeypatch):
@@ -178,46 +171,47 @@ def no_seccomp(monkeypatch):
 
 
 def test_nproc_is_named_at_its_soft_limit_only(no_seccomp):
-    at = causes.thread_limit(_start(nproc=60, outside=10), _watch(threads=48), None)
+    at = causes.thread_limit(start_of(nproc=60, outside=10), watch_of(threads=48), None)
     assert at is not None and at.startswith("RLIMIT_NPROC 60 was reached: UID 1000 ran ~58")
-    assert causes.thread_limit(_start(nproc=60, outside=10), _watch(threads=47), None) is None
+    assert causes.thread_limit(start_of(nproc=60, outside=10), watch_of(threads=47), None) is None
     # the kernel's peak counts where the samples missed it
-    assert causes.thread_limit(_start(nproc=60, outside=10), _watch(threads=3), 50)
-    assert causes.thread_limit(_start(nproc=60, exempt=True), _watch(threads=60), None) is None
+    assert causes.thread_limit(start_of(nproc=60, outside=10), watch_of(threads=3), 50)
+    assert causes.thread_limit(start_of(nproc=60, exempt=True), watch_of(threads=60), None) is None
 
 
 def test_address_space_is_named_within_two_stacks_of_the_limit(no_seccomp):
     per = (8 << 20) + 4096
     limit = 1000 << 20
-    near = _watch(threads=10, vm_size=limit - 2 * per)
-    said = causes.thread_limit(_start(address_space=limit), near, None)
+    near = watch_of(threads=10, vm_size=limit - 2 * per)
+    said = causes.thread_limit(start_of(address_space=limit), near, None)
     assert said is not None and said.startswith("RLIMIT_AS 1000MiB was reached")
-    far = _watch(threads=10, vm_size=limit - 2 * per - 1)
-    assert causes.thread_limit(_start(address_space=limit), far, None) is None
+    far = watch_of(threads=10, vm_size=limit - 2 * per - 1)
+    assert causes.thread_limit(start_of(address_space=limit), far, None) is None
     # many threads of reserved stacks name it even with no sample of VmSize near
     half = (limit // 2) // per + 1
-    assert causes.thread_limit(_start(address_space=limit), _watch(threads=half), None)
-    assert causes.thread_limit(_start(address_space=limit), _watch(threads=half - 1), None) is None
-    data = causes.thread_limit(_start(data=limit), _watch(threads=10, vm_data=limit), None)
+    assert causes.thread_limit(start_of(address_space=limit), watch_of(threads=half), None)
+    assert causes.thread_limit(start_of(address_space=limit), watch_of(threads=half - 1),
+                               None) is None
+    data = causes.thread_limit(start_of(data=limit), watch_of(threads=10, vm_data=limit), None)
     assert data is not None and data.startswith("RLIMIT_DATA 1000MiB was reached: VmData")
 
 
 def test_threads_max_and_pid_max_boundaries(no_seccomp):
-    said = causes.thread_limit(_start(threads_max=500), _watch(threads=5, host_tasks=498), None)
+    said = causes.thread_limit(start_of(threads_max=500), watch_of(threads=5, host_tasks=498), None)
     assert said is not None and said.startswith("kernel.threads-max 500 was reached: the "
                                                 "kernel ran ~498")
-    assert causes.thread_limit(_start(threads_max=500), _watch(host_tasks=497), None) is None
+    assert causes.thread_limit(start_of(threads_max=500), watch_of(host_tasks=497), None) is None
     # before the run and the run's own peak, where the samples missed the host's
-    assert causes.thread_limit(_start(threads_max=500, tasks_before=450), _watch(threads=48),
+    assert causes.thread_limit(start_of(threads_max=500, tasks_before=450), watch_of(threads=48),
                                None)
-    said = causes.thread_limit(_start(pid_max=1000), _watch(host_tasks=700, last_pid=999), None)
+    said = causes.thread_limit(start_of(pid_max=1000), watch_of(host_tasks=700, last_pid=999), None)
     assert said is not None and said.startswith("kernel.pid_max 1000 was reached: ~700 tasks")
-    assert causes.thread_limit(_start(pid_max=1000), _watch(host_tasks=699), None) is None
+    assert causes.thread_limit(start_of(pid_max=1000), watch_of(host_tasks=699), None) is None
 
 
 def test_explain_orders_the_causes():
     before, after = Counters(), Counters()
-    start, watch = _start(nproc=60), _watch(threads=60)
+    start, watch = start_of(nproc=60), watch_of(threads=60)
     # a clean exit names no limit, whatever the evidence
     assert explain(0, before, after, start, watch) == "the workload exited with status 0."
     assert "RLIMIT_NPROC" in explain(1, before, after, start, watch)
@@ -260,13 +254,13 @@ def test_oom_kill_with_many_threads_names_their_stacks():
     before, after = Counters(), Counters()
     before.oom_kills, after.oom_kills = 0, 1
     after.memory_limit, after.memory_peak = 64 << 20, 64 << 20
-    said = explain(-9, before, after, _start(), _watch(threads=1447))
+    said = explain(-9, before, after, start_of(), watch_of(threads=1447))
     assert said == ("the memory limit of 64MiB killed the workload: the cgroup's OOM-kill "
                     "counter rose by 1 (peak 64MiB); it ran 1447 threads, each charging its "
                     "kernel stack and the stack it touched; raise limits.memory above the peak "
                     "it needs (`launcher run --write-profile FILE` measures it), or make it "
                     "need less (fewer processes, a smaller batch).")
-    assert "threads" not in explain(-9, before, after, _start(), _watch(threads=99))
+    assert "threads" not in explain(-9, before, after, start_of(), watch_of(threads=99))
 
 
 def _tree(tmp_path: Path, files: dict[str, str], cgroup: str = "0::/job/run\n") -> Path:
@@ -340,4 +334,4 @@ def test_refusals_and_kills_count_from_before_even_where_before_read_nothing():
 def test_the_oom_sentence_names_threads_from_a_hundred():
     before, after = Counters(), Counters()
     before.oom_kills, after.oom_kills = 0, 1
-    assert "it ran 100 threads" in explain(-9, before, after, _start(), _watch(threads=100))
+    assert "it ran 100 threads" in explain(-9, before, after, start_of(), watch_of(threads=100))

@@ -6,7 +6,6 @@ and without a calibration."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -20,18 +19,10 @@ from launcher.probe import probe_host
 from launcher.profiles import load_profile
 from launcher.variables import managed
 from tests.conftest import ROOT
-from tests.docker_helpers import BASE, in_process, launcher, run_dir_of
+from tests.docker_helpers import BASE, in_process, launcher, need_framework, profile, run_dir_of
 
-MODULES = {"none": "numpy", "torch": "torch", "tf": "tensorflow", "jax": "jax"}
 SITE = Path(sys.executable).parent.parent / "lib" / f"python{sys.version_info.major}." \
     f"{sys.version_info.minor}" / "site-packages"
-
-
-def _need(framework: str) -> None:
-    if importlib.util.find_spec(MODULES[framework]) is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must install {MODULES[framework]}")
-        pytest.skip(f"{MODULES[framework]} is not installed")
 
 
 def probe(framework: str, env: dict[str, str], cpus: set[int] | None = None) -> dict:  # type: ignore[type-arg]
@@ -53,7 +44,7 @@ def _two_cpus() -> None:
 @pytest.mark.parametrize("framework", ["none", "torch", "tf", "jax"])
 @pytest.mark.parametrize("cpus", [1, 2])
 def test_the_estimate_is_the_peak_through_training(framework, cpus, tmp_path):
-    _need(framework)
+    need_framework(framework)
     _two_cpus()
     path = tmp_path / "p.yaml"
     path.write_text(f"extends: base\nlimits: {{cpuset: '0-{cpus - 1}'}}\n")
@@ -68,7 +59,7 @@ def test_the_estimate_is_the_peak_through_training(framework, cpus, tmp_path):
 def test_jax_pools_follow_pjrt_nproc_and_the_estimate_with_them(pjrt, tmp_path):
     """XLA's CPU client sizes tf_XLAEigen and its own pool from PJRT_NPROC, which the caps set
     from threads.intra_op: at 2 CPUs of affinity, below, between and above them."""
-    _need("jax")
+    need_framework("jax")
     _two_cpus()
     path = tmp_path / "p.yaml"
     path.write_text(f"extends: base\nthreads: {{intra_op: {pjrt}}}\n"
@@ -83,8 +74,7 @@ def test_jax_pools_follow_pjrt_nproc_and_the_estimate_with_them(pjrt, tmp_path):
 
 def _pair(workload: list[str], cpus: int, tmp: Path, docker: bool) -> tuple[int, int, Path]:
     """(observed peak threads, the plan's estimate) of a workload run at `cpus` CPUs."""
-    prof = tmp / f"c{cpus}.yaml"
-    prof.write_text(f"extends: base\nlimits: {{cpuset: '0-{cpus - 1}'}}\n")
+    prof = Path(profile(tmp, f"c{cpus}", f"extends: base\nlimits: {{cpuset: '0-{cpus - 1}'}}\n"))
     where = (["--runtime", "docker", "--image", BASE, "-v", f"{SITE}:/site:ro", "-e",
               "PYTHONPATH=/site"] if docker else ["--runtime", "native"])
     proc = launcher("run", *where, "-p", str(prof), "--interval", "0.05", *workload,
@@ -106,7 +96,7 @@ def calibration(tmp_path_factory) -> Path:
     """A real `launcher calibrate` of this host, at 1 and 2 CPUs."""
     cache = tmp_path_factory.mktemp("cache")
     for fw in ("jax", "torch", "tf"):
-        _need(fw)
+        need_framework(fw)
     proc = launcher("calibrate", "--cpus", "1,2", "-f", "jax", "-f", "torch", "-f", "tf",
                     "--json", env={"XDG_CACHE_HOME": str(cache)}, timeout=900)
     assert proc.returncode == 0, proc.stderr
@@ -128,7 +118,7 @@ def _calibrated_estimate(prof: Path, workload: str, calibration: Path) -> int:
 @pytest.mark.parametrize("docker", [False, pytest.param(True, marks=pytest.mark.docker)])
 def test_a_workloads_peak_is_within_its_estimate(workload, cpus, docker, tmp_path,
                                                  calibration):
-    _need(FRAMEWORK[workload])
+    need_framework(FRAMEWORK[workload])
     _two_cpus()
     if docker:
         from tests.conftest import docker_client
@@ -142,7 +132,7 @@ def test_a_workloads_peak_is_within_its_estimate(workload, cpus, docker, tmp_pat
 
 @pytest.mark.parametrize("workload", sorted(WORKLOADS))
 def test_a_pids_limit_at_the_estimate_fits_and_half_is_refused(workload, tmp_path):
-    _need(FRAMEWORK[workload])
+    need_framework(FRAMEWORK[workload])
     plan = json.loads(in_process("plan", "-f", FRAMEWORK[workload], "--json").stdout)
     from launcher.workloads.catalog import registered
 

@@ -5,6 +5,7 @@ to reading the words (or the data goes missing)."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from launcher.errors import Refused
 from launcher.probe import probe_host
 from launcher.profiles import load_profile
 from tests.conftest import HOSTS, ROOT
+from tests.docker_helpers import profile
 
 
 @pytest.fixture
@@ -22,9 +24,7 @@ def limited():  # pids.max 77, 300 MiB of memory, nofile hard 524288, no GPU
 
 
 def _profile(tmp_path, text):  # type: ignore[no-untyped-def]
-    path = tmp_path / "p.yaml"
-    path.write_text("extends: base\n" + text)
-    return load_profile(path)
+    return load_profile(Path(profile(tmp_path, "p", "extends: base\n" + text)))
 
 
 def test_the_budget_says_which_limit_gives_it(tmp_path, limited):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, docker_client
+from tests.conftest import ROOT
 from tests.docker_helpers import BASE
 
 SHIPPED = ["auto", "base", "docker-5gpu", "gtx1650", "rig-6600", "runpod"]
@@ -95,8 +95,7 @@ def test_wheel_in_a_fresh_venv(wheel, tmp_path):
 
 
 @pytest.mark.docker
-def test_target_install_in_a_plain_container(wheel, tmp_path):
-    client = docker_client()
+def test_target_install_in_a_plain_container(client, wheel, tmp_path):
     target = tmp_path / "target"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--target", str(target),
                     str(wheel)], check=True, capture_output=True, timeout=900)

@@ -17,9 +17,8 @@ from click.testing import CliRunner
 from launcher.cli.main import app
 from launcher.telemetry.sampler import KEYS
 from tests.conftest import ROOT
-from tests.docker_helpers import in_process, launcher, run_dir_of
+from tests.docker_helpers import in_process, launcher, need_framework, run_dir_of
 from tests.polling import wait_until, while_running
-from tests.test_thread_estimate import _need
 
 runner = CliRunner()
 
@@ -42,7 +41,7 @@ def _check_run_files(run_dir: Path) -> dict:  # type: ignore[type-arg]
 
 @pytest.mark.parametrize("phase", [1, 2])
 def test_stress_jax(phase):
-    _need("jax")
+    need_framework("jax")
     proc = launcher("run", "--runtime", "native", "--interval", "0.5", "stress-jax", "--phase",
                     str(phase), "--quick", "--max-runs", "3")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -55,7 +54,7 @@ def test_stress_jax(phase):
 
 
 def test_stress_jax_adapts_to_the_memory_limit(tmp_path):
-    _need("jax")
+    need_framework("jax")
     prof = tmp_path / "small.yaml"
     prof.write_text("extends: base\nlimits: {memory: 700MiB}\n")
     proc = launcher("run", "--runtime", "native", "-p", str(prof), "stress-jax", "--phase", "1",
@@ -68,7 +67,7 @@ def test_stress_jax_adapts_to_the_memory_limit(tmp_path):
 
 
 def test_pytorch_phase3():
-    _need("torch")
+    need_framework("torch")
     proc = launcher("run", "--runtime", "native", "--interval", "0.5", "pytorch-phase3",
                     "--quick")
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -82,7 +81,7 @@ def test_pytorch_phase3():
 
 def test_tf_train_folds_in_fresh_processes_and_resume(tmp_path):
     """Results land in the run's own folder; `--resume RUN_ID` reruns there and resumes."""
-    _need("tf")
+    need_framework("tf")
     run_id = f"tf-{uuid.uuid4().hex[:6]}"
     out = Path(os.environ["LAUNCHER_RUNS_DIR"]) / run_id / "tf-train"
     work = ["tf-train", "--folds", "3", "--quick"]
@@ -157,7 +156,7 @@ def test_readme_lists_each_workloads_flags_from_its_parser():
 
 
 def test_a_stress_run_writes_the_profile_that_the_next_run_uses(tmp_path):
-    _need("jax")
+    need_framework("jax")
     prof = tmp_path / "found.yaml"
     first = launcher("run", "--runtime", "native", "--write-profile", str(prof), "stress-jax",
                      "--phase", "1", "--quick", "--max-runs", "3")
@@ -235,7 +234,7 @@ def _no_framework_warnings(stderr: str) -> None:
 
 
 def test_pytorch_phase3_prints_no_torch_warning(tmp_path):
-    _need("torch")
+    need_framework("torch")
     proc = subprocess.run([sys.executable, "-m", "launcher.workloads.pytorch_phase3", "--quick",
                            "--vectorized-envs", "4", "--batch-size", "16", "--out",
                            str(tmp_path)], capture_output=True, text=True, timeout=300)
@@ -246,7 +245,7 @@ def test_pytorch_phase3_prints_no_torch_warning(tmp_path):
 def test_tf_train_fold_prints_no_keras_warning(tmp_path):
     """One fold (what each fold process runs): Keras warned that its shuffle=True is ignored
     for the tf.data pipeline, which shuffles itself."""
-    _need("tf")
+    need_framework("tf")
     proc = subprocess.run([sys.executable, "-m", "launcher.workloads.tf_train", "--folds", "2",
                            "--quick", "--fold-worker", "1", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=300,
