@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, need
 
 LEAK = ROOT / "examples/growth/leak.py"
 PROFILE = "name: old\nextends: base\nlimits: {nofile: 256}\n"
@@ -45,10 +45,8 @@ def interpreter(version: str) -> str:
     on_path = shutil.which(f"python{version}")  # a pyenv shim is there, and fails: it must run
     if on_path and subprocess.run([on_path, "-c", ""], capture_output=True).returncode == 0:
         return on_path
-    why = f"no python{version} here (pyenv install {version})"
-    if os.environ.get("CI"):
-        pytest.fail(f"{why}: CI machines have it")
-    pytest.skip(why)
+    need(f"python{version}", f"no python{version} here (pyenv install {version})")
+    raise AssertionError("unreachable")
 
 
 @pytest.fixture(scope="module")
@@ -361,8 +359,7 @@ def test_a_built_image_whose_python3_is_older(version, tmp_path):
     the supervisor under it."""
     from tests.docker_helpers import BASE, docker_missing, launcher
 
-    if why := docker_missing():
-        pytest.skip(why)
+    need("Docker and the base image", docker_missing())
     python = interpreter(version)
     prefix = Path(python).resolve().parents[1]
     if prefix.parent.name != "versions":  # a system's python3.X: its libraries are the host's

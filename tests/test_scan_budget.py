@@ -13,11 +13,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from launcher.supervise.reading import TAIL, Reading, found_lines, printed_words
 from launcher.telemetry import cycles, failures
 from launcher.telemetry.scan import MAX_DRAWN, MAX_SHAPES, NEEDLES, Lines
+from tests.conftest import need
 from tests.docker_helpers import BASE, docker_missing
 
 FAILURE = b"OSError: [Errno 24] Too many open files"
@@ -82,8 +81,8 @@ def test_unique_lines_pass_whole_their_cycles_counted_and_the_failure_named(tmp_
     assert growth["failure_text"] == {"files": FAILURE.decode()}
 
 
-@pytest.mark.skipif(bool(docker_missing()), reason=docker_missing() or "")
 def test_unique_lines_through_docker(tmp_path):
+    need("Docker and the base image", docker_missing())
     data = unique_lines(10)
     out, summary = _run(tmp_path, data, "--runtime", "docker", "--image", BASE)
     assert hashlib.sha256(out).hexdigest() == hashlib.sha256(data).hexdigest()
