@@ -172,8 +172,8 @@ def write_summary(run_dir: Path, r: Resolved, *, engine: Engine, result: RunResu
     names = {(g.vendor, g.index): g.model for g in r.facts.gpus}
     try:
         summary = json.loads((run_dir / "summary.json").read_text())
-        if not isinstance(summary, dict) or "peaks" not in summary:
-            raise ValueError
+        if not isinstance(summary, dict) or not summary.get("peaks"):
+            raise ValueError  # none, or a run over before the watch began: no samples
     except (OSError, ValueError):
         summary = summarize(read_series(run_dir / "telemetry.jsonl"),
                             {**meta, "started": started}, names, pids_peak)
