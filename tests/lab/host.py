@@ -33,6 +33,7 @@ INIT_SH = """#!/bin/sh
 # init of the lab's guest (UML or QEMU): a pure cgroup v2 hierarchy, the driver, power off
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
+echo "LAB init up (kernel uptime $(cut -d' ' -f1 /proc/uptime) s)"
 mount -t sysfs sysfs /sys
 mount -t cgroup2 none /sys/fs/cgroup
 {prelude}mkdir -p /dev/shm
@@ -334,7 +335,7 @@ def _boot(src: Path | str = REPO, *, python: str | None = None,
             log.append(line)
             at = line.find(PREFIX)  # QEMU's console may put escapes before it
             if at >= 0:
-                if booted is None:
+                if booted is None:  # the init's first line
                     booted = round(time.monotonic() - t0, 1)
                 say(line[at + len(PREFIX):])
             elif verbose:
