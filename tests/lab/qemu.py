@@ -43,10 +43,16 @@ fi
 exec $bb switch_root /newroot {init}
 """
 
-# what the lab's init needs first on a read-only root: /dev, a /tmp, the writable work folder
+# what the lab's init needs first on a read-only root: /dev; a /tmp that shows the host's (a
+# --src or a python there, as UML's hostfs does) and takes writes into the guest's memory (an
+# overlay, the modules from the host's /lib/modules; a bare tmpfs where that fails); the
+# writable work folder at its host path
 PRELUDE = """mount -t devtmpfs devtmpfs /dev
-mount -t tmpfs tmpfs /tmp
 mount -t tmpfs tmpfs /var/tmp
+mkdir /var/tmp/.up /var/tmp/.work
+modprobe overlay 2>/dev/null
+mount -t overlay overlay -o lowerdir=/tmp,upperdir=/var/tmp/.up,workdir=/var/tmp/.work /tmp \\
+  || mount -t tmpfs tmpfs /tmp
 mkdir -p {work}
 mount -t 9p -o {ninep} {work_tag} {work}
 """
