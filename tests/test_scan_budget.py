@@ -20,10 +20,13 @@ from tests.conftest import need
 from tests.docker_helpers import BASE, docker_missing
 
 FAILURE = b"OSError: [Errno 24] Too many open files"
-WRITER = """import sys
+WRITER = """import sys, time
 data = memoryview(open(sys.argv[1], "rb").read())
 for at in range(0, len(data), 8192):  # as print's buffer writes
     sys.stdout.buffer.write(data[at:at + 8192])
+    if at % (1 << 19) == 0:  # ~10 MB/s: a flood that lasts the seconds the samples need
+        sys.stdout.buffer.flush()
+        time.sleep(0.05)
 """
 
 

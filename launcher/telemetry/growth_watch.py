@@ -97,7 +97,7 @@ def _no_room(t: Trend, row: dict[str, Any], spare: int) -> bool:
 
     key = "threads" if t.series == "processes" else t.series  # the tasks pids.max counts
     value = row.get(key)
-    if not isinstance(value, int | float) or not t.limit or t.per_cycle <= 0:
+    if not isinstance(value, (int, float)) or not t.limit or t.per_cycle <= 0:
         return False
     step = t.per_cycle * 1.25 if SERIES[key].in_bytes else math.ceil(t.per_cycle)
     return value + (spare + 1) * step > t.limit
