@@ -26,6 +26,7 @@ from launcher.supervise.spawn import DEFAULTS, NotRunnable, spawn
 from launcher.supervise.start import Prepared, prepare, resolved_env
 from launcher.supervise.terminal import Foreground
 from launcher.telemetry.watch_settings import WatchSettings, is_off
+from tests.conftest import need
 from tests.polling import wait_until
 
 PY = sys.executable
@@ -348,3 +349,36 @@ def test_an_exit_record_carries_the_signal_to_end_by(tmp_path):
                           env=env, capture_output=True, timeout=60)
     assert proc.returncode == -signal.SIGTERM  # the supervisor ended by it too
     assert json.loads(exit_file.read_text())["signal"] == signal.SIGTERM in ENDS_BY
+
+
+PIDS_V1 = Path("/sys/fs/cgroup/pids")
+
+
+def test_the_workload_starts_in_the_entrypoints_own_cgroup(tmp_path):
+    """An image's entrypoint that made cgroups of its own for the workload (start.Prepared's
+    `cgroups`) joins them before the workload starts, which then runs there (the cgroup v2
+    lab's entrypoint-container-ns extra found a supervisor that did not)."""
+    need("root and a writable cgroup v1 pids hierarchy (this kind of host)",
+         None if os.geteuid() == 0 and os.access(PIDS_V1, os.W_OK) else "not here")
+    box = PIDS_V1 / f"launcher-units-{os.getpid()}"
+    box.mkdir()
+    try:
+        code = (
+            "import os, sys\n"
+            "from launcher.supervise import run\n"
+            "from launcher.supervise.start import Prepared\n"
+            f"run.prepare = lambda environ, say: Prepared(dict(os.environ), [{str(box)!r}])\n"
+            "r = run.Run(['cat', '/proc/self/cgroup'], {'LAUNCHER_WATCH': '0'})\n"
+            "sys.exit(r())\n")
+        proc = __import__("subprocess").run(
+            [PY, "-c", code], capture_output=True, text=True, timeout=60,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+        assert proc.returncode == 0, proc.stderr
+        assert f"pids:/{box.name}" in proc.stdout, proc.stdout
+    finally:
+        for _ in range(50):
+            try:
+                box.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)

@@ -137,15 +137,16 @@ def _read(fd: int) -> bytes | None:
         return None
 
 
-def enter(env: dict[str, str]) -> str | None:
-    """A native run's cgroups, CPUs and rlimits, taken by the supervisor itself before the
-    workload starts (launcher starts it without a pre-exec hook: that is not safe in a process
-    with threads). Returns what could not be done, or None."""
+def enter(env: dict[str, str], cgroups: list[str]) -> str | None:
+    """The run's cgroups (a native run's, or the entrypoint's own in a container), a native
+    run's CPUs and rlimits, taken by the supervisor itself before the workload starts
+    (launcher starts it without a pre-exec hook: that is not safe in a process with threads).
+    Returns what could not be done, or None."""
     import resource
 
     from launcher import contract as c
 
-    for d in c.decode_paths(env.get(c.RUN_CGROUPS, "")):
+    for d in cgroups:
         try:
             with open(os.path.join(d, "cgroup.procs"), "w") as f:
                 f.write(str(os.getpid()))

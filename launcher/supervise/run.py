@@ -95,7 +95,9 @@ class Run:
             self.say(f"chunk {env[c.CHUNK_INDEX]}: its output is committed already "
                      f"({env[c.CHUNK_COMMITTED]}/out, an earlier pod's): nothing to run")
             return 0
-        failed = lifeline.enter(self.environ)  # a native run's cgroups, CPUs and rlimits
+        # the workload's cgroups (a native run's, or the entrypoint's own), CPUs and rlimits,
+        # taken by this process before the workload starts, which inherits them
+        failed = lifeline.enter(self.environ, self.cgroups)
         if failed:
             return self.not_started(1, f"error: {failed}")
         lifeline.become_subreaper()  # the workload's descendants stay below us
