@@ -70,7 +70,8 @@ class _FakeAPI:
         self.log.append(f"{method} {path.rsplit('/', 1)[-1]}")
         return {"Id": "c0ffee"} if path.endswith("/create") else {}
 
-    def attach(self, cid: str, stdin: bool = False) -> Iterator[tuple[int, bytes]]:
+    def attach(self, cid: str, stdin: bool = False,
+               tty: bool = False) -> Iterator[tuple[int, bytes]]:
         yield 1, b"hello\n"
         if self.writes is not None and self.exit_file is not None:
             contract.write_exit(str(self.exit_file), self.writes)  # the supervisor's last act
@@ -113,7 +114,8 @@ def test_without_the_exit_file_the_status_and_removal_are_the_daemons(tmp_path, 
 class _Stopped(_FakeAPI):
     """Ctrl-C while the container runs: forwarded, then the supervisor's end as usual."""
 
-    def attach(self, cid: str, stdin: bool = False) -> Iterator[tuple[int, bytes]]:
+    def attach(self, cid: str, stdin: bool = False,
+               tty: bool = False) -> Iterator[tuple[int, bytes]]:
         os.kill(os.getpid(), signal.SIGINT)  # launcher's handler forwards it to the container
         yield from super().attach(cid, stdin)
 
@@ -130,7 +132,8 @@ class _StoppedByCaller(_FakeAPI):
     """A stop through the start hook's `stop` (a job's Ctrl-C or timeout, the growth watch):
     the container ends once the kill is sent."""
 
-    def attach(self, cid: str, stdin: bool = False) -> Iterator[tuple[int, bytes]]:
+    def attach(self, cid: str, stdin: bool = False,
+               tty: bool = False) -> Iterator[tuple[int, bytes]]:
         wait_until(lambda: "POST kill" in self.log, timeout=10, what="the stop")
         yield from super().attach(cid, stdin)
 

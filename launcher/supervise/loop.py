@@ -11,7 +11,7 @@ import os
 import select
 import signal
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 # relayed to the workload's whole process group, as a terminal sends them; the rest to its
 # first process, as `kill PID` and `docker stop` send them
@@ -19,10 +19,13 @@ TO_GROUP = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP, signal.SIGWINCH)
 RELAYED = TO_GROUP + (signal.SIGTERM, signal.SIGUSR1, signal.SIGUSR2)
 
 
-class Dispatcher(Protocol):
-    def readable(self) -> list[int]: ...
-    def writable(self) -> list[int]: ...
-    def ready(self, readable: list[int], writable: list[int]) -> None: ...
+if TYPE_CHECKING:  # (typing.Protocol: 3.8; an image's python3 may be 3.7)
+    from typing import Protocol
+
+    class Dispatcher(Protocol):
+        def readable(self) -> list[int]: ...
+        def writable(self) -> list[int]: ...
+        def ready(self, readable: list[int], writable: list[int]) -> None: ...
 
 
 class Loop:

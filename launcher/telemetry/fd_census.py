@@ -32,15 +32,15 @@ def _sockets(pid: int, proc: str) -> dict[str, str]:
                 rows = f.read().splitlines()[1:]
         except OSError:
             continue
-        for row in rows:
-            cols = row.split()
-            if len(cols) > 9:
-                local, remote, inode = cols[1], cols[2], cols[9]
-                ours, theirs = int(local[-4:], 16), int(remote[-4:], 16)
-                # a client's sockets lead to one address; a server's come from many to one
-                out[inode] = (f"to {_address(remote)}" if 0 < theirs <= ours else
-                              f"from clients of {_address(local)}" if theirs else
-                              f"listening on {_address(local)}")
+        table = [cols for cols in (row.split() for row in rows) if len(cols) > 9]
+        listening = {cols[1][-4:] for cols in table if cols[3] == "0A"}  # TCP_LISTEN's ports
+        for cols in table:
+            local, remote, inode = cols[1], cols[2], cols[9]
+            # a client's sockets lead to one address; a server's (its port one a listener
+            # holds) come from many to one
+            out[inode] = (f"listening on {_address(local)}" if cols[3] == "0A" else
+                          f"from clients of {_address(local)}" if local[-4:] in listening
+                          else f"to {_address(remote)}")
     return out
 
 
