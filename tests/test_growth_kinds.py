@@ -114,28 +114,48 @@ def test_a_slow_count_is_said_a_third_ahead_and_flat_counts_never():
     assert _first_said([5 + min(i * 2 // 5, 25) for i in range(90)], 64) is None  # bounded
 
 
+def _holder(tmp_path: Path, code: str) -> subprocess.Popen[str]:
+    """A child that runs `code`, says "ready" and waits: its descriptors are only its own
+    (the test process's, a pytest worker's, hold whatever other tests left)."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code) + "\nprint('ready', flush=True)\n"
+         "import sys; sys.stdin.read()"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, close_fds=True,
+        cwd=tmp_path)
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    return child
+
+
+def _release(child: subprocess.Popen[str]) -> None:
+    assert child.stdin is not None
+    child.stdin.close()
+    child.wait(timeout=10)
+
+
 def test_the_open_files_census_names_what_is_held(tmp_path):
-    log = tmp_path / "run.log"
-    held = [open(log, "a") for _ in range(6)]  # noqa: SIM115
+    child = _holder(tmp_path, """
+        held = [open("run.log", "a") for _ in range(6)]
+    """)
     try:
-        found = open_files(os.getpid())
+        found = open_files(child.pid)
         text, kind = words(found, "python3 (pid 1)") or ("", "")
         assert (text, kind) == ("run.log open 6 times in python3 (pid 1)", "file"), found
     finally:
-        for f in held:
-            f.close()
+        _release(child)
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen(16)
     port = server.getsockname()[1]
-    socks = [socket.create_connection(("127.0.0.1", port)) for _ in range(5)]
+    child = _holder(tmp_path, f"""
+        import socket
+        socks = [socket.create_connection(("127.0.0.1", {port})) for _ in range(5)]
+    """)
     try:
-        found = open_files(os.getpid())
+        found = open_files(child.pid)
         text, kind = words(found, "x") or ("", "")
         assert kind == "socket" and f"sockets to 127.0.0.1:{port}" in text, found
     finally:
-        for s in socks:
-            s.close()
+        _release(child)
         server.close()
 
 
