@@ -15,6 +15,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from launcher.telemetry import map_census
 from launcher.telemetry.fd_census import open_files, words
 from launcher.telemetry.growth import first_death
 from launcher.telemetry.timeline import Timeline, fit_time
@@ -169,3 +170,66 @@ def test_a_stop_leaves_room_for_a_whole_step_when_late_samples_fit_less():
     t = Trend("threads", "cycle", 2.91, None, 2, 11, 10, True, True, 40, 14, 0.5, None, None)
     assert _no_room(t, {"threads": 37}, 1)  # 37 + 3 (this cycle) + 3 (the spare) > 40
     assert not _no_room(t, {"threads": 34}, 1)  # 34 + 6 = 40: reaching it is allowed
+
+
+def test_the_maps_census_names_the_file_mapped_again_and_again(tmp_path):
+    (tmp_path / "weights.bin").write_bytes(b"\0" * 65536)
+    child = _holder(tmp_path, """
+        import mmap
+        f = open("weights.bin", "rb")
+        kept = [mmap.mmap(f.fileno(), 4096, access=mmap.ACCESS_READ) for _ in range(300)]
+    """)
+    try:
+        found = map_census.mapped(child.pid)
+        assert map_census.words(found, "python3 (pid 1)") == (
+            "weights.bin mapped 300 times in python3 (pid 1)", "mapped_file"), found
+    finally:
+        _release(child)
+    child = _holder(tmp_path, """
+        import mmap
+        kept = [mmap.mmap(-1, 4096 * (1 + n % 2)) for n in range(300)]
+    """)
+    try:
+        text, kind = map_census.words(map_census.mapped(child.pid), "x") or ("", "")
+        assert kind == "anonymous" and re.fullmatch(r"3\d\d anonymous maps in x", text), text
+    finally:
+        _release(child)
+    child = _holder(tmp_path, "import json")  # a program's usual maps: nothing named
+    try:
+        assert map_census.words(map_census.mapped(child.pid), "x") is None
+    finally:
+        _release(child)
+
+
+def test_a_maps_leak_is_named_by_its_file_in_the_growth_line(tmp_path):
+    (tmp_path / "shard.bin").write_bytes(b"\0" * 65536)
+    rc, out, summary = run_script(tmp_path, "pids: 400", """
+        import mmap, time
+        f = open("shard.bin", "rb")
+        kept = []
+        for n in range(1, 41):
+            print(f"step {n}", flush=True)
+            kept += [mmap.mmap(f.fileno(), 4096, access=mmap.ACCESS_READ) for _ in range(40)]
+            time.sleep(0.2)
+        """)
+    assert rc == 0, out
+    maps = [t for t in summary["growth"]["trends"] if t["series"] == "maps"]
+    assert maps and maps[0]["grows"], summary["growth"]["trends"]
+    assert re.fullmatch(r"shard\.bin mapped \d+ times in python3? \(pid \d+\)",
+                        maps[0]["what"]), maps[0]
+
+
+def test_a_maps_death_names_the_mapped_file_and_the_fix_for_mappings():
+    from launcher.telemetry.growth_verdict import growth_record
+    from tests.test_growth import rows_of
+
+    rows = rows_of([400 + 500 * i for i in range(10)], key="maps", limit=5000, excess=10)
+    for i, row in enumerate(rows):
+        row["who"] = {"maps_what": f"shard.bin mapped {400 * i} times in python3 (pid 7)",
+                      "maps_kind": "mapped_file"}
+    record = growth_record(rows, {"failure_text": {}}, {"reason": "maps", "diagnosis": "d."},
+                           status=134)
+    d = record["diagnosis"]
+    assert re.match(r"memory maps grew \+500 per fold: shard\.bin mapped \d+ times in "
+                    r"python3 \(pid 7\); vm\.max_map_count 5,000 was reached", d), d
+    assert "del the np.memmap and its views" in d, d

@@ -12,11 +12,13 @@ from launcher.telemetry.failures import likeliest
 from launcher.telemetry.fd_census import FIXES as FILE_FIXES
 from launcher.telemetry.growth import SERIES, Trend, death_clause, died_in, to_json
 from launcher.telemetry.growth_watch import STOPPED_STATUS
+from launcher.telemetry.map_census import FIXES as MAP_FIXES
 from launcher.telemetry.timeline import trends
 from launcher.threadpools import MEMORY_FIX
 
 PEAK_FIX = ("keep what each cycle needs from growing (its batch, chunk, cache or pool is "
             "made larger each cycle, and freed at its end)")
+CENSUS_FIXES = {**FILE_FIXES, **MAP_FIXES}  # the kind a census found growing -> its fix
 FIXES = {"files": "close what each cycle opens (files, sockets, pipes, DataLoader workers' "
                   "handles), or run each cycle in a fresh process",
          "processes": "wait for each child it starts (Popen.wait() or communicate(), "
@@ -125,7 +127,7 @@ def grew_to_death(found: list[Trend], cycles: list[Any], reason: str,
     kind = next((c.who[f"{key}_kind"] for c in reversed(cycles) if c.who.get(f"{key}_kind")),
                 None)  # what the census found growing: a log file, sockets, event loops
     # a framework's fix for its threads (t.fix) is no fix for memory or files
-    fix = (PEAK_FIX if t.of == "peak" else own or FILE_FIXES.get(kind or "") or FIXES.get(key)
+    fix = (PEAK_FIX if t.of == "peak" else own or CENSUS_FIXES.get(kind or "") or FIXES.get(key)
            or (t.fix if key == "threads" else None)
            or (MEMORY_FIX if SERIES[key].in_bytes else fix_for(t.pool)))
     return death_clause(t, died_in(cycles), fix, limit_word=limit_word, ended_s=end) + "."

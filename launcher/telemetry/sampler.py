@@ -129,6 +129,10 @@ def _named(p: Any) -> str:
     return f"{name} (pid {p.pid})"
 
 
+def _maps_of(p: Any) -> int:
+    return _map_count(p.pid)
+
+
 def _map_count(pid: int) -> int:
     """Lines of /proc/PID/maps (psutil's memory_maps parses smaps: ~100x the cost)."""
     try:
@@ -244,8 +248,8 @@ class Sampler(threading.Thread):
         self.last_census: tuple[dict[str, dict[str, int]], float] | None = None
         self.loaded: dict[str, dict[str, str]] = {}  # frameworks the workload has mapped
         self.loaded_at: float | None = None  # when they were last read
-        self.fd_high = 0  # the open files at the last census of them
-        self.fd_what: tuple[str, str] | None = None  # its words and the kind that grew
+        self.held_high: dict[str, int] = {}  # open files, maps: the count at their last census
+        self.held_what: dict[str, tuple[str, str]] = {}  # its words and the kind that grew
         from launcher.telemetry.gpus import GpuSampler
 
         gpus = GpuSampler()
@@ -278,9 +282,9 @@ class Sampler(threading.Thread):
                                    *RLIMITS)}}
         if self.memory_dir is not None:  # the run's own memory cgroup: the kernel's charge
             row["memory_bytes"] = working_set(self.memory_dir)
-        self._files(row, processes)
-        if self.fd_what is not None:
-            who["files_what"], who["files_kind"] = self.fd_what
+        self._held(row, processes)
+        for key, (what, kind) in self.held_what.items():
+            who[f"{key}_what"], who[f"{key}_kind"] = what, kind
         if who:
             row["who"] = who
         if self.gpus is not None:  # GPU memory and utilisation, when GPUs exist
@@ -304,24 +308,28 @@ class Sampler(threading.Thread):
         self._check(row)
         return row
 
-    def _files(self, row: dict[str, Any], processes: list[Any]) -> None:
-        """Who holds the open files, where they reach a new high by a tenth (and four): the
-        process holding the most, by kind and target (fd_census)."""
-        files = row.get("files") or 0
-        if files < max(self.fd_high * 1.1, self.fd_high + 4, 8):
-            return
-        from launcher.telemetry.fd_census import open_files, words
+    def _held(self, row: dict[str, Any], processes: list[Any]) -> None:
+        """Who holds the open files and the memory maps, where either reaches a new high by a
+        tenth: the process holding the most, by kind and target (CENSUSES)."""
+        import importlib
 
         theirs = processes[1:] if self.own_root and len(processes) > 1 else processes
-        held = [(_fds_of(p), p) for p in theirs]
-        most = max((n for n, _ in held), default=0)
-        # the first in the tree (the workload's main before its children) of those holding
-        # nearly the most: a client's sockets, not its server child's other ends
-        holder = next((p for n, p in held if n >= 0.9 * most), None)
-        if holder is None or not most:
-            return
-        self.fd_high = files
-        self.fd_what = words(open_files(holder.pid), _named(holder)) or self.fd_what
+        for key, (count, module, least, step) in CENSUSES.items():
+            value, high = row.get(key) or 0, self.held_high.get(key, 0)
+            if value < max(high * 1.1, high + step, least):
+                continue
+            held = [(count(p), p) for p in theirs]
+            most = max((n for n, _ in held), default=0)
+            # the first in the tree (the workload's main before its children) of those
+            # holding nearly the most: a client's sockets, not its server child's other ends
+            holder = next((p for n, p in held if n >= 0.9 * most), None)
+            if holder is None or not most:
+                continue
+            self.held_high[key] = value
+            census = importlib.import_module(f"launcher.telemetry.{module}")
+            what = census.words(census.read(holder.pid), _named(holder))
+            if what is not None:
+                self.held_what[key] = what
 
     def _boundary(self, row: dict[str, Any], processes: list[Any]) -> None:
         if processes:
@@ -427,3 +435,9 @@ def _shown(key: str, value: int) -> str:
     from launcher.units import format_size
 
     return format_size(value) if key.endswith("bytes") else f"{value:,}"
+
+
+# series -> (one process's count, the census module (its read and words), the least count
+# censused, the least rise between two censuses)
+CENSUSES: dict[str, tuple[Callable[[Any], int], str, int, int]] = {
+    "files": (_fds_of, "fd_census", 8, 4), "maps": (_maps_of, "map_census", 256, 16)}

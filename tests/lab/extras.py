@@ -275,7 +275,8 @@ class Extras:
     def threads_max(self) -> dict[str, Any]:
         """kernel.threads-max, global to a machine (so only in the lab's own kernel), set 80
         above the tasks running: a thread bomb under the supervisor is refused there, and the
-        diagnosis names it."""
+        diagnosis names it. The bomb holds its threads for two samples, scaled with the guest's
+        speed (under TCG 0.3 s fell between two samples)."""
         import json
 
         knob = Path("/proc/sys/kernel/threads-max")
@@ -290,7 +291,8 @@ class Extras:
         knob.write_text(str(limit))
         try:
             proc = subprocess.run([self.g.python, "-m", "launcher.supervise", "--",
-                                   self.g.python, bomb], env=env, capture_output=True,
+                                   self.g.python, bomb, "100000", str(2 * self.g.scale)],
+                                  env=env, capture_output=True,
                                   text=True, timeout=120 * self.g.scale, check=False)
         finally:
             knob.write_text(old)
