@@ -13,7 +13,6 @@ import io
 import json
 import os
 import re
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -475,14 +474,17 @@ def test_a_census_reads_the_real_proc_by_default(monkeypatch):
 # -- the watch while the run goes ------------------------------------------------------------
 
 class _Sampler:
-    """launcher's Sampler as the watch sees it: rows, a lock, sample() and pace()."""
+    """launcher's Sampler as the watch sees it (growth_watch.Sampling): rows, sample() and
+    pace()."""
+
+    interval = 1.0
 
     def __init__(self, clock: list[float], reading: dict[str, Any]) -> None:
         self.clock, self.reading = clock, reading
         self.rows: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
         self.paced: list[float] = []
         self.log: list[dict[str, Any]] = []  # every row, the watch drops the old ones
+        self.graces: list[float] = []  # the SIGKILLs asked for after so many seconds
 
     def sample(self, extra: dict[str, Any] | None = None) -> None:
         self.rows.append({"t": self.clock[0], **self.reading, **(extra or {})})
@@ -512,7 +514,7 @@ def _watch(monkeypatch, options: growth_watch.GrowthOptions, *, step: int = 7,
     signals: list[Any] = []
     watch = growth_watch.GrowthWatch(options, said.append)
     sampler = _Sampler(clock, {"threads": 3, "pids_max": limit})
-    watch.attach(sampler, signals.append if stop else None)
+    watch.attach(sampler, signals.append if stop else None, sampler.graces.append)
     for n in range(1, 9):
         sampler.reading["threads"] = 3 + step * (n - 1)
         # the same fold printed twice at once, a higher one within the debounce: one boundary
@@ -528,14 +530,9 @@ def _watch(monkeypatch, options: growth_watch.GrowthOptions, *, step: int = 7,
 
 def test_a_watched_leak_is_said_and_stopped_as_pinned(monkeypatch, update_golden):
     watch, sampler, signals, said = _watch(monkeypatch, growth_watch.GrowthOptions(stop=True))
-    timer = watch.timer
-    assert timer is not None and timer.daemon and timer.interval == 10.0
-    assert timer.args == (9,) and timer.is_alive() and not timer.finished.is_set()
+    assert signals == [15] and sampler.graces == [10.0]  # the SIGKILL's grace: the caller's
     watch.output("stdout", b"RuntimeError: can't start new thread\n")  # signalled once only
-    assert signals == [15] and watch.timer is timer
-    watch.close()
-    assert timer.finished.is_set()
-    growth_watch.GrowthWatch(growth_watch.GrowthOptions(), said.append).close()  # no timer
+    assert signals == [15] and sampler.graces == [10.0]
     out = {"said": said, "signals": signals, "result": watch.result(),
            "rows": sampler.rows, "log": sampler.log, "paced": sampler.paced,
            "book_start": watch.book.start,
@@ -623,15 +620,14 @@ def test_a_stop_decided_at_a_window_is_signalled_then(monkeypatch):
     watch = growth_watch.GrowthWatch(growth_watch.GrowthOptions(window=1.0, stop=True),
                                      said.append)
     sampler = _Sampler(clock, {"threads": 3, "pids_max": 45})
-    watch.attach(sampler, signals.append)
+    watch.attach(sampler, signals.append, sampler.graces.append)
     for t in range(1, 12):
         clock[0] = float(t)
         sampler.reading["threads"] = 3 + 7 * t
         watch.on_sample({"t": float(t)})
         if signals:
             break
-    watch.close()
-    assert signals == [15] and watch.stopped is not None
+    assert signals == [15] and sampler.graces == [10.0] and watch.stopped is not None
     assert said[-1] == (
         "growth: stopped at 5 s (--stop-before-limit): threads +7 a second would pass pids.max "
         "45 at ~7 s (2 windows' growth to spare); SIGTERM now, SIGKILL after 10 s")

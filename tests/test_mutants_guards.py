@@ -265,13 +265,22 @@ def test_growth_options_built_without_a_profile_name_the_flag_that_stops():
 
 
 class _Rows:
-    """A sampler's rows, one a sample (the growth watch's view of launcher's Sampler)."""
+    """A sampler's rows, one a sample (growth_watch.Sampling: the watch's view of launcher's
+    Sampler)."""
+
+    interval = 1.0
 
     def __init__(self) -> None:
         self.rows: list[dict[str, object]] = []
+        self.log: list[dict[str, object]] = []  # every row: the watch trims `rows`
+        self.paced: list[float] = []
 
     def sample(self, extra: dict[str, object] | None = None) -> None:
-        self.rows.append({"t": float(len(self.rows)), "threads": 3, **(extra or {})})
+        self.log.append({"t": float(len(self.log)), "threads": 3, **(extra or {})})
+        self.rows.append(self.log[-1])
+
+    def pace(self, cycle_s: float) -> None:
+        self.paced.append(cycle_s)
 
 
 def test_a_units_boundaries_closer_than_the_debounce_are_one(monkeypatch):
@@ -287,10 +296,10 @@ def test_a_units_boundaries_closer_than_the_debounce_are_one(monkeypatch):
     rows = _Rows()
     watch.attach(rows, None)
     watch.output("stdout", b"step 1\nstep 2\nstep 3\n")
-    assert [r["cycle"]["n"] for r in rows.rows] == [1]  # type: ignore[index]
+    assert [r["cycle"]["n"] for r in rows.log] == [1]  # type: ignore[index]
     clock[0] += MIN_BOUNDARY_S * 2
     watch.output("stdout", b"step 4\n")
-    assert [r["cycle"]["n"] for r in rows.rows] == [1, 4]  # type: ignore[index]
+    assert [r["cycle"]["n"] for r in rows.log] == [1, 4]  # type: ignore[index]
     assert not watch.broken and said == []
 
 
@@ -479,7 +488,7 @@ def test_a_units_boundaries_are_one_within_the_documented_debounce_of_0_05_s(mon
     for step, after in ((1, 0.0), (2, 0.04), (3, 0.06), (4, 0.06)):
         clock[0] += after
         watch.output("stdout", f"step {step}\n".encode())
-    assert [r["cycle"]["n"] for r in rows.rows] == [1, 3, 4]  # type: ignore[index]
+    assert [r["cycle"]["n"] for r in rows.log] == [1, 3, 4]  # type: ignore[index]
 
 
 # The sample of seed 2: v1's controllers, a mount holding nothing, a cycle named after a
@@ -654,7 +663,7 @@ def test_the_first_time_window_ends_a_window_after_the_start(monkeypatch):
     for t in (0.5, 29.0, 30.0, 45.0, 60.5):
         clock[0] += 1.0
         watch.on_sample({"t": t})
-    assert [(r["cycle"]["unit"], r["cycle"]["n"]) for r in rows.rows] == [  # type: ignore[index]
+    assert [(r["cycle"]["unit"], r["cycle"]["n"]) for r in rows.log] == [  # type: ignore[index]
         ("window", 1), ("window", 2)]
 
 
@@ -677,7 +686,7 @@ def test_time_windows_stop_once_a_line_marks_a_cycle(monkeypatch):
     for t in (30.0, 40.0):
         clock[0] += 1.0
         watch.on_sample({"t": t})
-    assert [(r["cycle"]["unit"], r["cycle"]["n"]) for r in rows.rows] == [  # type: ignore[index]
+    assert [(r["cycle"]["unit"], r["cycle"]["n"]) for r in rows.log] == [  # type: ignore[index]
         ("window", 1), ("epoch", 1), ("window", 2), ("epoch", 2)]
 
 
@@ -789,20 +798,13 @@ def test_a_profile_without_growth_window_gets_windows_that_suit_the_run(tmp_path
 def test_the_rows_of_closed_cycles_are_dropped_from_a_samplers_memory(monkeypatch):
     """A long run's rows stay few: at each boundary those before the open cycle go (they are
     in the book's closed cycles, and in telemetry.jsonl)."""
-    import threading
-
     from launcher.telemetry import growth_watch
     from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
-
-    class Locked(_Rows):
-        def __init__(self) -> None:
-            super().__init__()
-            self.lock = threading.Lock()
 
     clock = [1000.0]
     monkeypatch.setattr(growth_watch.time, "monotonic", lambda: clock[0])
     watch = GrowthWatch(GrowthOptions(), [].append)
-    rows = Locked()
+    rows = _Rows()
     watch.attach(rows, None)
     for n in range(1, 5):
         clock[0] += 1.0
@@ -836,3 +838,28 @@ def test_open_files_sampled_within_5_percent_of_rlimit_nofile_met_it(peak, reaso
     rows = rows_of([900, 900, 900], key="files", limit=1024, excess=peak - 900)
     _, cycles = growth.cycles_of(rows)
     assert words_reason({"files": "OSError: Too many open files"}, cycles, []) == [reason, None]
+
+
+def test_a_cycle_line_written_in_two_writes_is_a_cycle_of_its_first(monkeypatch):
+    """`python -u`'s print writes a line and its newline apart: a reader that was busy gets
+    `cycle 1/5`, then `\\ncycle 2/5\\n` at once. Cycle 1 is of the moment its words came, so
+    cycle 2 is a boundary of its own, not one within the debounce of cycle 1."""
+    from launcher.telemetry import growth_watch
+    from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
+
+    clock = [1000.0]
+    monkeypatch.setattr(growth_watch.time, "monotonic", lambda: clock[0])
+    watch = GrowthWatch(GrowthOptions(), [].append)
+    rows = _Rows()
+    watch.attach(rows, None)
+    watch.output("stdout", b"cycle 1/5")
+    clock[0] += 0.3  # the reader was busy: the newline and the next line come together
+    watch.output("stdout", b"\ncycle 2/5\n")
+    clock[0] += 0.03  # (its next line, read right after the backlog)
+    watch.output("stdout", b"cycle 3/5\n")
+    assert [r["cycle"]["n"] for r in rows.log] == [1, 2]  # type: ignore[index]
+    clock[0] += 0.15
+    watch.output("stdout", b"cycle 4/5")
+    watch.output("stdout", b"\n", clock[0] + 0.2)  # `came`: when it was read, if earlier
+    assert [r["cycle"]["n"] for r in rows.log] == [1, 2, 4]  # type: ignore[index]
+    assert not watch.broken and watch.begun == {}

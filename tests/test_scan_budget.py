@@ -105,7 +105,7 @@ class Clock:
 def _reading(cpu_per_read: float, log: list[tuple[str, bytes]]) -> tuple[Reading, Clock]:
     clock, cpu = Clock(), Clock()
 
-    def read(stream: str, data: bytes) -> None:
+    def read(stream: str, data: bytes, came: float | None) -> None:
         log.append((stream, data))
         cpu.now += cpu_per_read
 

@@ -23,7 +23,7 @@ class LazyWatch:
         self.environ = environ  # the supervisor's: where the record goes
         self.watcher: Any = None  # watcher.Watcher, once started
         self.failed = False
-        self.early: list[tuple[str, bytes]] = []
+        self.early: list[tuple[str, bytes, float]] = []  # with the moment each was read
         self.kept = 0
         self.pid = 0
         self.cgroups: list[str] = []
@@ -33,12 +33,13 @@ class LazyWatch:
     def output(self, stream: str, data: bytes) -> None:
         """The workload's first words start the watch (already passed on: the imports delay
         no line), so its first cycles are marked as they come."""
+        came = time.monotonic()  # (before the start's imports: its moment, for the cycles)
         if self.watcher is None and not self.failed and self.pid:
             self._start()
         if self.watcher is not None:
-            self.watcher.output(stream, data)
+            self.watcher.output(stream, data, came)
         elif self.kept < EARLY_MAX and not self.failed:
-            self.early.append((stream, data[:EARLY_MAX - self.kept]))
+            self.early.append((stream, data[:EARLY_MAX - self.kept], time.monotonic()))
             self.kept += len(self.early[-1][1])
 
     def spawned(self, pid: int, cgroups: list[str]) -> None:
@@ -61,8 +62,9 @@ class LazyWatch:
                                          self.settings)
             self.watcher.started = self.wall
             self.watcher.start(self.pid, self.cgroups)
-            for stream, data in self.early:
-                self.watcher.output(stream, data)
+            for stream, data, came in self.early:  # as they came: two cycles' lines
+                self.watcher.output(stream, data, came)  # read before and during the start
+                # are two boundaries, not one burst
         except Exception as exc:  # noqa: BLE001 - the workload runs on, unwatched
             self.failed, self.watcher = True, None
             self.say(f"warning: growth is not watched in this run ({type(exc).__name__}: "

@@ -43,7 +43,7 @@ class Reading:
     of a read it does not get (its line cut); `late(stream, data)`: the end's reading of a
     stream's skipped tail; `words()`: the words (as printed) to find in a skipped read."""
 
-    read: Callable[[str, bytes], None]
+    read: Callable[[str, bytes, float | None], None]  # (stream, data, when it was read)
     skip: Callable[[str, bytes], None]
     late: Callable[[str, bytes], None]
     words: Callable[[], Iterable[bytes]] = tuple
@@ -52,7 +52,8 @@ class Reading:
     clock: Callable[[], float] = time.monotonic
     cpu: Callable[[], float] = time.thread_time
     started: float = field(default=-1.0)
-    aside: float = 0.0  # CPU seconds of a cycle's work (its sample, the fit): not reading's
+    aside: Callable[[], float] = float  # CPU seconds of the cycles' work so far (their
+    # samples, the fit: per cycle, not per byte), which is not reading's
     found_lines: int = 0  # lines read out of skipped reads (a cycle's word in them)
     accounts: dict[str, Account] = field(default_factory=dict)
 
@@ -65,22 +66,22 @@ class Reading:
         stream has half, so a quiet one (stderr's traceback) is read beside a loud one."""
         return (self.burst + self.share * (self.clock() - self.started)) / 2 - a.spent
 
-    def output(self, stream: str, data: bytes) -> None:
+    def output(self, stream: str, data: bytes, came: float | None = None) -> None:
         a = self.accounts.get(stream) or self.accounts.setdefault(stream, Account())
-        t, aside = self.cpu(), self.aside
+        t, aside = self.cpu(), self.aside()
         try:
             if self.credit(a) >= 0:
                 a.read_bytes += len(data)
-                self.read(stream, data)
+                self.read(stream, data, came)
             else:
                 a.skipped_bytes += len(data)
                 a.skipped_reads += 1
-                self._skipped(stream, data, a)
+                self._skipped(stream, data, a, came)
         finally:
             a.whole = data[-1:] == b"\n"
-            a.spent += self.cpu() - t - (self.aside - aside)
+            a.spent += self.cpu() - t - (self.aside() - aside)
 
-    def _skipped(self, stream: str, data: bytes, a: Account) -> None:
+    def _skipped(self, stream: str, data: bytes, a: Account, came: float | None) -> None:
         self.skip(stream, data)
         a.tail.append(data)
         a.tail_bytes += len(data)
@@ -89,7 +90,7 @@ class Reading:
         lines = found_lines(data, self.words(), whole=a.whole)
         if lines:
             self.found_lines += len(lines)
-            self.read(stream + FOUND, b"".join(lines))
+            self.read(stream + FOUND, b"".join(lines), came)
 
     def close(self) -> None:
         """The end: each stream's last skipped bytes read for the failure words."""
@@ -156,16 +157,6 @@ def for_watch(watch: Any) -> Reading:
             words[:] = [len(watch.marks.example), printed_words(watch.marks.example, UNITS)]
         return words[1]  # type: ignore[no-any-return]
 
-    reading = Reading(watch.output, watch.lines.skip,
-                      lambda stream, data: watch.failure.feed(data, stream), cycle_words)
-    boundary = watch.boundary
-
-    def counted_aside(b: Any) -> None:  # a cycle's sample and fit: per cycle, not per byte
-        t = time.thread_time()
-        try:
-            boundary(b)
-        finally:
-            reading.aside += time.thread_time() - t
-
-    watch.boundary = counted_aside
-    return reading
+    return Reading(watch.output, watch.lines.skip,
+                   lambda stream, data: watch.failure.feed(data, stream), cycle_words,
+                   aside=lambda: watch.cycle_cpu)

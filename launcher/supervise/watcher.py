@@ -78,7 +78,6 @@ class Watcher:
         self.started = time.time()
         self.options = settings.options
         self.watch = GrowthWatch(self.options, lambda line: say(line))
-        self.watch.later = self._kill_later
         from launcher.supervise.reading import for_watch
 
         self.reading = for_watch(self.watch)
@@ -133,13 +132,14 @@ class Watcher:
             interval=self.settings.interval,
             warn=lambda msg: self.say(f"warning: {msg}"), on_sample=self.watch.on_sample,
             framework=_label(self.settings.framework), own_root=True)
-        self.watch.attach(self.sampler, self._signal)
+        self.watch.attach(self.sampler, self._signal, self._kill_later)
         self.sampler.sample()  # the first row: the run's start
 
-    def output(self, stream: str, data: bytes) -> None:
+    def output(self, stream: str, data: bytes, came: float | None = None) -> None:
         """The workload's output, passed on already: read within the watch's CPU budget
-        (reading.py), the rest skipped and counted."""
-        self.reading.output(stream, data)
+        (reading.py), the rest skipped and counted. `came`: when it was read, where that was
+        before now (monotonic)."""
+        self.reading.output(stream, data, came)
 
     def tick(self) -> float:
         """A sample where one is due, and the SIGKILL of a stop whose grace is over; the
@@ -180,7 +180,9 @@ class Watcher:
         """(the exit status, the sentence, the growth record) after growth: 75 and the stop's
         words for a stop, the growth that led to a death named in its sentence. The record
         (telemetry.jsonl, summary.json) is in the folder, where there is one."""
-        self.watch.close()
+        self.kill_at = None  # no SIGKILL for a process that is gone (or a PID reused)
+        if self.sampler is not None:
+            self.sampler.close()
         try:  # a full disk, a row cut short: the run's own status and sentence stand
             from launcher.telemetry.growth_verdict import growth_record
 

@@ -10,12 +10,11 @@ sample."""
 from __future__ import annotations
 
 import re
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from launcher.telemetry.cycles import WINDOW, Boundary, CycleMarks, active_unit
 from launcher.telemetry.failures import FailureText
@@ -103,6 +102,17 @@ def _no_room(t: Trend, row: dict[str, Any], spare: int) -> bool:
     return value + (spare + 1) * step > t.limit
 
 
+class Sampling(Protocol):
+    """What the watch needs of a sampler (telemetry.sampler.Sampler; a test's double)."""
+
+    rows: list[dict[str, Any]]  # the recent rows, which the watch trims
+    interval: float
+
+    def sample(self, extra: dict[str, Any] | None = None) -> Any: ...
+
+    def pace(self, cycle_s: float) -> None: ...
+
+
 @dataclass
 class Said:
     t: float
@@ -115,27 +125,28 @@ class Said:
 class GrowthWatch:
     options: GrowthOptions
     say: Callable[[str], None]
-    sampler: Any = None  # launcher.telemetry.sampler.Sampler, once the workload started
+    sampler: Sampling | None = None  # once the workload started
     stop: Callable[[int], None] | None = None  # a signal for the supervisor
     marks: CycleMarks = field(init=False)
     failure: FailureText = field(default_factory=FailureText)
     lines: Lines = field(default_factory=Lines)  # the output, cut into chunks of whole lines
     said: list[Said] = field(default_factory=list)
     stopped: dict[str, Any] | None = None
-    lock: threading.RLock = field(default_factory=threading.RLock)
     real_unit: bool = False
     broken: bool = False  # a bug in the watch stopped it; the run goes on
     next_window: float = 0.0
     marked_at: dict[str, float] = field(default_factory=dict)  # unit -> its last recorded
     book: Any = None  # growth.CycleBook, made at the first boundary (the fit's imports then)
     signalled: bool = False
+    cycle_cpu: float = 0.0  # CPU seconds of the boundaries' work (their samples, the fit)
+    begun: dict[str, float] = field(default_factory=dict)  # stream -> when its unended line
+    # began to come
     told_unnumbered: bool = False
-    timer: threading.Timer | None = None
     shown: Trend | None = None
     units: Counter[str] = field(default_factory=Counter)  # boundaries recorded, per unit
     timeline: Any = None  # timeline.Timeline, while no line marks a cycle
     later: Callable[[float], None] | None = None  # the stop's SIGKILL after so many seconds,
-    # by the caller's loop (the supervisor: no thread); None: a timer thread
+    # by the caller's loop (the supervisor's)
     dropped: dict[str, float] = field(default_factory=dict)  # unit -> when it stopped
     # counting (a cycle many times longer than the others): time windows took over then
 
@@ -143,24 +154,36 @@ class GrowthWatch:
         self.marks = CycleMarks(self.options.pattern)
         self.next_window = self.options.window or 0.0
 
-    def attach(self, sampler: Any, stop: Callable[[int], None] | None) -> None:
+    def attach(self, sampler: Sampling, stop: Callable[[int], None] | None,
+               later: Callable[[float], None] | None = None) -> None:
         self.sampler, self.stop = sampler, stop
+        self.later = later or self.later
 
-    def output(self, stream: str, data: bytes) -> None:
-        """The workload's output, as it comes (the engine's pump threads: one a stream)."""
+    def output(self, stream: str, data: bytes, came: float | None = None) -> None:
+        """The workload's output, as the supervisor's loop reads it; `came`: when it was
+        read, where that was earlier (kept while the watch started)."""
         if self.broken:
             return
+        came = time.monotonic() if came is None else came
         try:
-            with self.lock:
-                chunk, drawn = self.lines.feed(stream, data)
-                if chunk is not None:
-                    self.failure.scan(chunk)
-                for b in self.marks.scan(chunk, drawn):
-                    self.boundary(b)
-                if self.marks.unnumbered and not self.told_unnumbered:
-                    self.told_unnumbered = True
-                    self.say(f"warning: the cycle pattern matched {self.marks.unnumbered!r}, "
-                             f"but its first group is not a number: no cycle is marked by it")
+            begun = self.begun.get(stream, came)  # when the unended line so far came
+            chunk, drawn = self.lines.feed(stream, data)
+            if self.lines.partial.get(stream) and (chunk is not None or stream not in self.begun):
+                self.begun[stream] = came  # a new unended line
+            elif not self.lines.partial.get(stream):
+                self.begun.pop(stream, None)
+            if chunk is not None:
+                self.failure.scan(chunk)
+            # a line the last read began (`cycle 1` then its newline with `cycle 2`, an
+            # unbuffered print's two writes) is a cycle of that moment, not of this one's
+            head = (chunk.head or chunk).text.decode(errors="replace") if (
+                chunk is not None and begun < came) else ""
+            for b in self.marks.scan(chunk, drawn):
+                self.boundary(b, begun if head and b.line and b.line in head else came)
+            if self.marks.unnumbered and not self.told_unnumbered:
+                self.told_unnumbered = True
+                self.say(f"warning: the cycle pattern matched {self.marks.unnumbered!r}, "
+                         f"but its first group is not a number: no cycle is marked by it")
         except Exception as exc:  # noqa: BLE001 - the watch must never stop the output
             self._broke(exc)
         self._signal()
@@ -171,42 +194,50 @@ class GrowthWatch:
         self.say(f"warning: growth is no longer watched in this run ({type(exc).__name__}: "
                  f"{exc})")
 
-    def boundary(self, b: Boundary) -> None:
+    def boundary(self, b: Boundary, came: float | None = None) -> None:
+        """A cycle's start: its row sampled, the trends fitted again (their CPU time counted
+        in `cycle_cpu`). One unit's boundaries that came (were read) closer than
+        MIN_BOUNDARY_S are one."""
+        began = time.thread_time()
+        try:
+            self._boundary(b, came)
+        finally:
+            self.cycle_cpu += time.thread_time() - began
+
+    def _boundary(self, b: Boundary, came: float | None) -> None:
         if self.sampler is None or b.unit in self.dropped:
             return
-        with self.lock:
-            now = time.monotonic()
-            if now - self.marked_at.get(b.unit, -1e9) < MIN_BOUNDARY_S:
-                return
-            self.marked_at[b.unit] = now
-            if self.book is None:
-                from launcher.telemetry.growth import CycleBook
+        came = time.monotonic() if came is None else came
+        if came - self.marked_at.get(b.unit, -1e9) < MIN_BOUNDARY_S:
+            return
+        self.marked_at[b.unit] = came
+        if self.book is None:
+            from launcher.telemetry.growth import CycleBook
 
-                self.book = CycleBook()
-            self.sampler.sample({"cycle": b.to_json()})
-            self.units[b.unit] += 1
-            # a line alone is no loop: its unit counts from its second cycle
-            self.real_unit = self.real_unit or active_unit(self.units) not in (None, WINDOW)
-            if not self.real_unit and b.unit != WINDOW:
-                return
-            cycles = self.book.update(self.sampler.rows)
-            self._trim()
-            self.assess(cycles)
-            self._pace(cycles)
+            self.book = CycleBook()
+        self.sampler.sample({"cycle": b.to_json()})
+        self.units[b.unit] += 1
+        # a line alone is no loop: its unit counts from its second cycle
+        self.real_unit = self.real_unit or active_unit(self.units) not in (None, WINDOW)
+        if not self.real_unit and b.unit != WINDOW:
+            return
+        cycles = self.book.update(self.sampler.rows)
+        self._trim()
+        self.assess(cycles)
+        self._pace(cycles)
 
     def _trim(self) -> None:
         """The rows before the open cycle's are in the book's closed cycles (and in
         telemetry.jsonl): dropped, so a long run's memory and each fit stay small."""
         drop = self.book.start
-        if drop > 0 and hasattr(self.sampler, "lock"):
-            with self.sampler.lock:
-                del self.sampler.rows[:drop]
+        if drop > 0:
+            del self.sampler.rows[:drop]
             self.book.dropped(drop)
 
     def _pace(self, cycles: list[Any]) -> None:
         """Short cycles are sampled faster (Sampler.pace)."""
         steps = sorted(c.seconds for c in cycles if c.seconds)
-        if steps and hasattr(self.sampler, "pace"):
+        if steps:
             self.sampler.pace(steps[len(steps) // 2])
 
     def on_sample(self, row: dict[str, Any]) -> None:
@@ -214,10 +245,8 @@ class GrowthWatch:
         that suit the run's length, or growth.window's fixed ones)."""
         if self.broken or self.sampler is None:
             return
-        if self.real_unit:
-            with self.lock:
-                if not self._stale(row):
-                    return
+        if self.real_unit and not self._stale(row):
+            return
         try:
             if self.options.window is None:
                 self._in_time(row)
@@ -261,14 +290,13 @@ class GrowthWatch:
         """A sample into the time windows; at each window's close, the fit over them."""
         from launcher.telemetry.timeline import Timeline, fit_time
 
-        with self.lock:
-            if self.timeline is None:
-                self.timeline = Timeline(self.sampler.interval)
-            if not self.timeline.add(row):
-                return
-            self._trim_time()
-            cycles = self.timeline.cycles()
-            self.assess(cycles, fit_time(cycles, now=row["t"]), unit=WINDOW)
+        if self.timeline is None:
+            self.timeline = Timeline(self.sampler.interval)
+        if not self.timeline.add(row):
+            return
+        self._trim_time()
+        cycles = self.timeline.cycles()
+        self.assess(cycles, fit_time(cycles, now=row["t"]), unit=WINDOW)
 
     def _trim_time(self) -> None:
         """The windows hold what the rows said: the rows are dropped, but for those from a
@@ -276,9 +304,8 @@ class GrowthWatch:
         rows = self.sampler.rows
         first = next((i for i, r in enumerate(rows) if r.get("cycle")), None)
         drop = len(rows) - 4 if first is None else max(first, len(rows) - KEPT_ROWS)
-        if drop > 0 and hasattr(self.sampler, "lock"):
-            with self.sampler.lock:
-                del self.sampler.rows[:drop]
+        if drop > 0:
+            del self.sampler.rows[:drop]
 
     def assess(self, cycles: list[Any], found: list[Trend] | None = None,
                unit: str | None = None) -> None:
@@ -340,24 +367,15 @@ class GrowthWatch:
         return abs(t.reached - s.reached) > max(2, 0.1 * ahead)
 
     def _signal(self) -> None:
-        """The stop's signals, sent outside the lock (the output keeps being read while the
-        workload writes its checkpoint); SIGKILL after the grace, unless the run ends first."""
-        with self.lock:
-            if self.stop is None or self.stopped is None or self.signalled:
-                return
-            self.signalled = True
+        """The stop's SIGTERM, once, after the boundary that decided it (the output keeps
+        being read while the workload writes its checkpoint); its SIGKILL after the grace is
+        the caller's (`later`), which drops it should the run end first."""
+        if self.stop is None or self.stopped is None or self.signalled:
+            return
+        self.signalled = True
         self.stop(15)
         if self.later is not None:
             self.later(STOP_GRACE_S)
-            return
-        self.timer = threading.Timer(STOP_GRACE_S, self.stop, args=(9,))
-        self.timer.daemon = True
-        self.timer.start()
-
-    def close(self) -> None:
-        """The run ended: no SIGKILL for a process that is gone (or a PID reused)."""
-        if self.timer is not None:
-            self.timer.cancel()
 
     def _stop(self, t: Trend, current: int, now: float) -> None:
         from launcher.telemetry.growth import SERIES, show, step

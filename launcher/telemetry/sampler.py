@@ -10,7 +10,6 @@ sample.
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -219,9 +218,10 @@ class KernelPeak:
             self.fd = None
 
 
-class Sampler(threading.Thread):
-    """Samples every `interval` seconds into a JSON-lines file until stopped; `mark` adds a
-    row at a cycle boundary. `rows` keeps them all (a growth watcher reads them)."""
+class Sampler:
+    """Rows of the tree's counters into a JSON-lines file: `sample()` when `due()` (the
+    supervisor's loop calls both: no thread), `sample(extra)` at a cycle boundary. `rows` keeps
+    the recent ones (the growth watch reads and trims them)."""
 
     def __init__(self, pid: int, out: IO[str], limits: dict[str, int | None], *,
                  pids_dir: Path | None = None, interval: float = 1.0,
@@ -229,14 +229,11 @@ class Sampler(threading.Thread):
                  memory_dir: Path | None = None, memory_v2: bool = False,
                  on_sample: Callable[[dict[str, Any]], None] | None = None,
                  framework: str | None = None, own_root: bool = False) -> None:
-        super().__init__(daemon=True, name="launcher-telemetry")
         self.own_root = own_root  # `pid` is the supervisor sampling: see read_tree
         self.pid, self.out, self.limits = pid, out, limits
         self.pids_dir, self.interval, self.warn = pids_dir, interval, warn
         self.every = interval  # the interval now: shorter for short cycles (pace)
         self.memory_dir, self.on_sample, self.framework = memory_dir, on_sample, framework
-        self.stop_event = threading.Event()
-        self.lock = threading.Lock()
         self.start_time = time.monotonic()
         self.warned: set[str] = set()
         self.samples = 0
@@ -244,7 +241,7 @@ class Sampler(threading.Thread):
         self.peak_threads = 0
         self.censused_at = 0  # the thread count of the last census at a peak
         self.kernel_peak = KernelPeak(memory_dir, memory_v2) if memory_dir else None
-        self.cpu = {"sample": 0.0, "census": 0.0}  # this thread's CPU seconds, each
+        self.cpu = {"sample": 0.0, "census": 0.0}  # the CPU seconds spent on each
         self.last_census: tuple[dict[str, dict[str, int]], float] | None = None
         self.loaded: dict[str, dict[str, str]] = {}  # frameworks the workload has mapped
         self.loaded_at: float | None = None  # when they were last read
@@ -256,10 +253,9 @@ class Sampler(threading.Thread):
         self.gpus = gpus if gpus.any else None
 
     def sample(self, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-        with self.lock:
-            row = self._sample(extra)
-        if self.on_sample is not None and extra is None:  # outside the lock: it may mark
-            self.on_sample(row)  # a boundary (a window), which takes a sample of its own
+        row = self._sample(extra)
+        if self.on_sample is not None and extra is None:  # a periodic one may mark a
+            self.on_sample(row)  # boundary (a window), which takes a sample of its own
         return row
 
     def _sample(self, extra: dict[str, Any] | None) -> dict[str, Any]:
@@ -400,19 +396,8 @@ class Sampler(threading.Thread):
         last = self.rows[-1]["t"] if self.rows else -1e9
         return time.monotonic() - self.start_time - last >= 0.9 * self.every
 
-    def run(self) -> None:  # as a thread (the supervisor calls `sample` in its own loop)
-        try:
-            while not self.stop_event.is_set():
-                if self.due():
-                    self.sample()
-                self.stop_event.wait(self.every)
-        except (OSError, ValueError):  # the file closed under a late sample: the run is over
-            if not self.stop_event.is_set():
-                raise
-
-    def stop(self) -> None:
-        self.stop_event.set()
-        self.join(timeout=5)
+    def close(self) -> None:
+        """The kernel peak's descriptor closed (the rows' file is the caller's)."""
         if self.kernel_peak is not None:
             self.kernel_peak.close()
 
