@@ -113,15 +113,17 @@ TESTS: dict[str, list[str]] = {
     # the growth watch (telemetry): the cycles, the trend, the census, the likeliest limit
     **{f"launcher/telemetry/{name}.py": ["tests/test_mutants_growth_pins.py",
                                          "tests/test_mutants_guards.py", "tests/test_growth.py"]
-       for name in ("growth", "cycles", "growth_watch", "census", "failures", "growth_verdict")},
+       for name in ("growth", "growth_words", "cycles", "growth_watch", "census", "failures",
+                    "growth_verdict")},
 }
 # The core modules (--core; the default run is every module in TESTS): the seven the docs'
 # figures are of, and the growth watch's.
 CORE = ["launcher/caps/budget.py", "launcher/units.py", "launcher/caps/verdict.py",
         "launcher/probe/cgroup.py", "launcher/supervise/diagnose.py", "launcher/caps/fit.py",
         "launcher/cgroups/placement.py",
-        *(f"launcher/telemetry/{name}.py" for name in ("growth", "cycles", "growth_watch",
-                                                       "census", "failures", "growth_verdict"))]
+        *(f"launcher/telemetry/{name}.py" for name in ("growth", "growth_words", "cycles",
+                                                       "growth_watch", "census", "failures",
+                                                       "growth_verdict"))]
 # Tests never run here (pytest -k): they share host state between parallel copies.
 DESELECT = {
     "test_kernel_": "write the host's real cgroup2 tree (and toggle hugetlb at its root)",

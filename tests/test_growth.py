@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from launcher.telemetry import growth
+from launcher.telemetry import growth, growth_words
 from launcher.telemetry.census import group
 from launcher.telemetry.cycles import CycleMarks, compile_pattern
 from launcher.telemetry.failures import FailureText, likeliest
@@ -98,7 +98,7 @@ def test_an_exact_leak_is_projected_to_the_cycle_that_passes_the_limit():
     assert (t.per_cycle, t.first, t.last) == (7.0, 2, 4)  # fold 1 left out: warm-up
     # fold 5: 37 + 8 = 45 fits under 50; fold 6: 44 + 8 = 52 passes it
     assert t.reached == 6 and t.uncertainty < 0.3 and t.in_s == pytest.approx(2.0)
-    line = growth.live_line(t)
+    line = growth_words.live_line(t)
     assert line.startswith("threads +7 per fold (folds 2-4): pids.max 50 reached in fold ~6")
 
 
@@ -118,7 +118,7 @@ def test_what_each_cycle_needs_can_grow_while_what_it_keeps_stays_flat():
     t = next(t for t in found if t.series == "memory_bytes")
     assert t.grows and t.of == "peak" and t.per_cycle == pytest.approx(10e6)
     assert t.reached == 31  # fold 7's peak 170 MB; fold 30's is 400 MB, fold 31's passes it
-    assert growth.step(t) == "+9.5MiB per fold at each fold's peak"
+    assert growth_words.step(t) == "+9.5MiB per fold at each fold's peak"
     # a sawtooth whose samples catch a random share of its tooth raises nothing
     rng = random.Random(3)
     for r in rows:
@@ -188,7 +188,7 @@ def test_the_growing_pool_is_named_from_the_census():
               for i in range(1, 5)]
     t = threads_trend(rows_of([12, 14, 16, 18], census=census), now=3.0)
     assert t.pool == "tf.data" and t.pool_names == ("tf_data_private",)
-    assert "the growing threads are tf.data's (tf_data_private)" in growth.live_line(t)
+    assert "the growing threads are tf.data's (tf_data_private)" in growth_words.live_line(t)
 
 
 def test_unnamed_growth_names_the_loaded_frameworks_likeliest_pools():

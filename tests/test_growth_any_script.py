@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from launcher.telemetry import growth, timeline
+from launcher.telemetry import growth, growth_words, timeline
 from launcher.telemetry.cycles import COUNTER, CycleMarks, active_unit, shape
 from tests.test_growth import _said, launcher_run
 
@@ -178,7 +178,7 @@ def test_growth_that_slows_is_projected_from_its_newer_rate_and_says_so():
     assert got is not None
     _, trend = got
     assert trend.slowing and "(slowing: projected from its newer half's rate)" in (
-        growth.live_line(trend))
+        growth_words.live_line(trend))
     died = 100 * ((400 - 50) / 300) ** 2  # 136 s
     assert trend.reached_s is not None and trend.reached_s <= died  # never after the death
     steady = [{"t": float(t), "threads": 50 + 3 * t, "pids_max": 400} for t in range(0, 100)]

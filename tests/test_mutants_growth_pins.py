@@ -18,7 +18,15 @@ from typing import Any
 
 import pytest
 
-from launcher.telemetry import census, cycles, failures, growth, growth_verdict, growth_watch
+from launcher.telemetry import (
+    census,
+    cycles,
+    failures,
+    growth,
+    growth_verdict,
+    growth_watch,
+    growth_words,
+)
 from launcher.threadpools import UNNAMED, ThreadPool
 from tests.conftest import GOLDEN, check_golden
 
@@ -88,12 +96,13 @@ def test_the_trends_of_a_recorded_run_are_pinned(update_golden):
         "first_death_ended": getattr(growth.first_death(ended), "series", None),
         "died_in": growth.died_in(cyc), "died_in_none": growth.died_in([]),
         "record": growth.to_json(unit, cyc, found),
-        "lines": [growth.live_line(t) for t in found],
-        "lines_ended": [growth.live_line(t, ended=True) for t in found],
-        "steps": [growth.step(t) for t in found],
-        "pools": [growth.pool_words(t) for t in found],
-        "deaths": [growth.death_clause(t, 7, "FIX") for t in found],
-        "deaths_worded": [growth.death_clause(t, None, "FIX", limit_word="LIMIT") for t in found],
+        "lines": [growth_words.live_line(t) for t in found],
+        "lines_ended": [growth_words.live_line(t, ended=True) for t in found],
+        "steps": [growth_words.step(t) for t in found],
+        "pools": [growth_words.pool_words(t) for t in found],
+        "deaths": [growth_words.death_clause(t, 7, "FIX") for t in found],
+        "deaths_worded": [growth_words.death_clause(t, None, "FIX", limit_word="LIMIT")
+                          for t in found],
     }
     _pin("growth_trends", out, update_golden)
 
@@ -118,10 +127,11 @@ def test_the_trend_sentences_of_each_pool_and_time_are_pinned(update_golden):
     out = {}
     for name, changes in variants.items():
         t = growth.Trend(**{**base.__dict__, **changes})
-        out[name] = [growth.live_line(t), growth.step(t), growth.pool_words(t),
-                     growth.death_clause(t, 4, "F"), growth.death_clause(t, 4, "F", limit_word="W")]
-    out["show"] = [growth.show("threads", 1234567.0), growth.show("threads", 2.5),
-                   growth.show("memory_bytes", 1536.0), growth.show("maps", 7)]
+        out[name] = [growth_words.live_line(t), growth_words.step(t),
+                     growth_words.pool_words(t), growth_words.death_clause(t, 4, "F"),
+                     growth_words.death_clause(t, 4, "F", limit_word="W")]
+    out["show"] = [growth_words.show("threads", 1234567.0), growth_words.show("threads", 2.5),
+                   growth_words.show("memory_bytes", 1536.0), growth_words.show("maps", 7)]
     _pin("growth_sentences", out, update_golden)
 
 
@@ -677,7 +687,7 @@ def test_a_trend_recorded_before_of_existed_reads_as_the_floors():
     _, _, found = growth.trends(run_rows(), now=95.0)
     old = {k: v for k, v in found[0].to_json().items() if k != "of"}
     t = growth.Trend(**{**old, "pool_names": tuple(old["pool_names"])})
-    assert t.of == "floor" and growth.step(t) == "+7 per fold"
+    assert t.of == "floor" and growth_words.step(t) == "+7 per fold"
 
 
 def test_a_series_that_grew_past_the_last_sample_meets_its_limit_at_the_workloads_end():

@@ -412,7 +412,7 @@ def test_a_trend_line_after_the_run_has_no_time_from_now():
     known is `?`."""
     import dataclasses
 
-    from launcher.telemetry.growth import live_line
+    from launcher.telemetry.growth_words import live_line
     from tests.test_growth import rows_of, threads_trend
 
     t = threads_trend(rows_of([3, 16, 23, 30], excess=8), now=3.0)
@@ -621,13 +621,13 @@ def test_a_v1_placement_is_a_child_of_the_callers_cgroup_in_words(tmp_path):
 
 def test_memory_maps_are_projected_to_the_max_map_count_the_sampler_writes():
     """Rows as the sampler writes them: `maps` and its limit `max_map_count`."""
-    from launcher.telemetry import growth
+    from launcher.telemetry import growth, growth_words
 
     rows = [{"t": float(i), "maps": 1000 + 500 * i, "max_map_count": 5000,
              "cycle": {"unit": "fold", "n": i + 1, "total": None}} for i in range(6)]
     _, _, found = growth.trends(rows, now=5.5)
     (t,) = found
-    assert growth.live_line(t, ended=True) == (
+    assert growth_words.live_line(t, ended=True) == (
         "memory maps +500 per fold (folds 2-6): vm.max_map_count 5,000 reached in fold ~10")
 
 

@@ -10,9 +10,11 @@ from typing import Any
 from launcher.telemetry.census import fix_for
 from launcher.telemetry.failures import likeliest
 from launcher.telemetry.fd_census import FIXES as FILE_FIXES
-from launcher.telemetry.growth import SERIES, Trend, death_clause, died_in, to_json
+from launcher.telemetry.growth import Trend, died_in, to_json
 from launcher.telemetry.growth_watch import STOPPED_STATUS
+from launcher.telemetry.growth_words import death_clause
 from launcher.telemetry.map_census import FIXES as MAP_FIXES
+from launcher.telemetry.series import SERIES
 from launcher.telemetry.timeline import trends
 from launcher.threadpools import MEMORY_FIX
 

@@ -92,7 +92,7 @@ def _no_room(t: Trend, row: dict[str, Any], spare: int) -> bool:
     workload): taken as not holding it, the stop comes a cycle early at worst, never late."""
     import math
 
-    from launcher.telemetry.growth import SERIES
+    from launcher.telemetry.series import SERIES
 
     key = "threads" if t.series == "processes" else t.series  # the tasks pids.max counts
     value = row.get(key)
@@ -311,7 +311,8 @@ class GrowthWatch:
                unit: str | None = None) -> None:
         """The trends fitted again over the book's cycles (or the time windows' `found`), at
         each boundary: a line said when one is sure and has moved, and the stop decided."""
-        from launcher.telemetry.growth import first_death, fit_all, live_line
+        from launcher.telemetry.growth import first_death, fit_all
+        from launcher.telemetry.growth_words import live_line
 
         rows = self.sampler.rows
         now = rows[-1]["t"] if rows else 0.0
@@ -352,7 +353,7 @@ class GrowthWatch:
     def _moved(self, t: Trend) -> bool:
         """Said again only when the projection moves materially: another limit, or its cycle
         by more than 2 cycles and 10% of the cycles ahead."""
-        from launcher.telemetry.growth import SERIES
+        from launcher.telemetry.series import SERIES
 
         s = self.shown
         if s is None or SERIES[s.series].limit_key != SERIES[t.series].limit_key or (
@@ -378,7 +379,8 @@ class GrowthWatch:
             self.later(STOP_GRACE_S)
 
     def _stop(self, t: Trend, current: int, now: float) -> None:
-        from launcher.telemetry.growth import SERIES, show, step
+        from launcher.telemetry.growth_words import show, step
+        from launcher.telemetry.series import SERIES
 
         s = SERIES[t.series]
         lim = show(t.series, t.limit) if t.limit else "?"

@@ -204,7 +204,8 @@ def growth_panels(growth: dict[str, Any] | None) -> list[dict[str, Any]]:
 
 
 def _draw_growth(ax: Any, g: dict[str, Any]) -> None:
-    from launcher.telemetry.growth import SERIES, show
+    from launcher.telemetry.growth_words import show
+    from launcher.telemetry.series import SERIES
 
     s = SERIES[g["series"]]
     tops = [*g["peak"], *g["line"][1]] + ([g["limit"]] if g["limit"] else [])

@@ -17,16 +17,17 @@ from pathlib import Path
 from typing import IO, Any
 
 from launcher.probe.cgroup import read_int_or_none
+from launcher.telemetry.series import SERIES
 
 KEYS = ("t", "threads", "processes", "pids_current", "pids_max", "maps", "max_map_count",
         "rss_bytes", "memory_limit_bytes", "vm_size_bytes", "vm_data_bytes", "files", "rlimit_as",
         "rlimit_data", "nofile")  # every sample's; a boundary's and a new peak's add more
-LIMIT_OF = {"threads": "pids_max", "pids_current": "pids_max", "maps": "max_map_count",
-            "rss_bytes": "memory_limit_bytes"}
+WARNED = ("threads", "maps", "rss_bytes")  # the series warned of at 80% of their limit
+LIMIT_OF = {**{k: SERIES[k].limit_key for k in WARNED}, "pids_current": "pids_max"}
 # the series and limits in words, for warnings
-WORDS = {"threads": "threads", "pids_current": "pids.current", "maps": "memory maps",
-         "rss_bytes": "RSS", "pids_max": "pids.max", "max_map_count": "vm.max_map_count",
-         "memory_limit_bytes": "the memory limit"}
+WORDS = {**{k: SERIES[k].word for k in WARNED}, **{SERIES[k].limit_key: SERIES[k].limit_word
+                                                   for k in WARNED},
+         "pids_current": "pids.current"}
 CPU_SHARE = 0.003  # of one core, for censuses at most (a thousand threads: ~8 ms each)
 PACE_SHARE = 0.02  # of one core, for the faster samples of short cycles at most
 MIN_INTERVAL_S = 0.1  # the shortest interval short cycles bring (pace)

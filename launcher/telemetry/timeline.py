@@ -21,7 +21,8 @@ from typing import Any, Dict
 
 from launcher.telemetry import growth
 from launcher.telemetry.cycles import WINDOW
-from launcher.telemetry.growth import SERIES, Cycle, Trend, fit_all, joined, narrowed
+from launcher.telemetry.growth import Cycle, Trend, fit_all, joined, narrowed
+from launcher.telemetry.series import SERIES
 
 Row = Dict[str, Any]
 MAX_WINDOWS = 48  # windows kept; past this, neighbours merge and the length doubles

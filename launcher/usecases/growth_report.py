@@ -18,7 +18,7 @@ MAX_ROWS = 12  # cycles in the table: the first and last ones, the middle elided
 
 
 def _cell(key: str, lo: float | None, hi: float | None) -> str:
-    from launcher.telemetry.growth import show
+    from launcher.telemetry.growth_words import show
 
     if lo is None or hi is None:
         return "-"
@@ -27,7 +27,7 @@ def _cell(key: str, lo: float | None, hi: float | None) -> str:
 
 
 def cycle_rows(growth: dict[str, Any]) -> list[tuple[str, ...]]:
-    from launcher.telemetry.growth import SERIES
+    from launcher.telemetry.series import SERIES
 
     cycles = growth.get("cycles") or []
     trending = {t["series"] for t in growth.get("trends", []) if t.get("grows")}
@@ -61,7 +61,9 @@ def census_words(census: dict[str, dict[str, int]] | None) -> str:
 def growth_lines(growth: dict[str, Any] | None,
                  table: Callable[[list[tuple[str, ...]]], str]) -> list[str]:
     """The section's lines; `table` lays out rows (the CLI's)."""
-    from launcher.telemetry.growth import SERIES, Trend, live_line, step
+    from launcher.telemetry.growth import Trend
+    from launcher.telemetry.growth_words import live_line, step
+    from launcher.telemetry.series import SERIES
 
     if not growth or not growth.get("unit"):
         return []

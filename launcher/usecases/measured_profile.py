@@ -72,7 +72,9 @@ def _threads_peak(summary: dict[str, Any], processes: int,
 def _growth_found(growth: dict[str, Any]) -> list[str]:
     """Each trend the growth watch found, per cycle, as the run's report says it (else that
     it found none)."""
-    from launcher.telemetry.growth import SERIES, Trend, step
+    from launcher.telemetry.growth import Trend
+    from launcher.telemetry.growth_words import step
+    from launcher.telemetry.series import SERIES
 
     unit = growth.get("unit") or "cycle"
     out = []

@@ -47,7 +47,8 @@ def other_limits(profile: str) -> tuple[str, dict[str, tuple[int, str]]]:
 
 
 def replay(rows: list[dict[str, Any]], profile: str) -> tuple[str, list[Verdict]]:
-    from launcher.telemetry.growth import SERIES, at, show, step
+    from launcher.telemetry.growth_words import at, show, step
+    from launcher.telemetry.series import SERIES
     from launcher.telemetry.timeline import trends
 
     name, limits = other_limits(profile)
