@@ -94,7 +94,7 @@ def boundary_cost(s: Sampler, n: int) -> float:
     boundary's row and the fit, as GrowthWatch pays them. The sampler's clock is moved a
     second on each time, so the census keeps to its budget as in a real run, and the tick
     half a second after a boundary finds its row recent enough (Sampler.due)."""
-    from launcher.telemetry.growth import trends
+    from launcher.telemetry.growth import cycle_trends as trends
 
     t_cpu = time.process_time()
     for i in range(n):  # a boundary half a second after each 1 Hz tick

@@ -163,7 +163,7 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "math.hypot is symmetric: its two arguments swapped are the same length",
     ("launcher/supervise/diagnose.py", "statement", "c.oom_kills = None",
      "c.oom_kills = None"):
-        "the except's: Counters() starts oom_kills at None and the failed read set nothing, "
+        "the except's: KernelCounters() starts oom_kills at None and the failed read set nothing, "
         "so it is None either way",
     ("launcher/cgroups/placement.py", "float", "best = (0.0, effective, d)", "0.0"):
         "a cpuset's size is never compared: the break right after it ends the search",

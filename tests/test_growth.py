@@ -88,7 +88,7 @@ def rows_of(floors: list[float], *, key: str = "threads", limit: float = 50,
 
 
 def threads_trend(rows: list[dict[str, Any]], **kw: Any) -> growth.Trend | None:
-    return next((t for t in growth.trends(rows, **kw)[2] if t.series == "threads"), None)
+    return next((t for t in growth.cycle_trends(rows, **kw)[2] if t.series == "threads"), None)
 
 
 def test_an_exact_leak_is_projected_to_the_cycle_that_passes_the_limit():
@@ -114,7 +114,7 @@ def test_what_each_cycle_needs_can_grow_while_what_it_keeps_stays_flat():
     rows = rows_of([100e6] * 8, key="memory_bytes", limit=400e6)
     for i, r in enumerate(r for r in rows if not r.get("cycle")):
         r["memory_bytes"] = 100e6 + 10e6 * (i + 1)  # fold i+1's peak
-    u, cycles, found = growth.trends(rows, now=7.6)
+    u, cycles, found = growth.cycle_trends(rows, now=7.6)
     t = next(t for t in found if t.series == "memory_bytes")
     assert t.grows and t.of == "peak" and t.per_cycle == pytest.approx(10e6)
     assert t.reached == 31  # fold 7's peak 170 MB; fold 30's is 400 MB, fold 31's passes it
@@ -125,7 +125,7 @@ def test_what_each_cycle_needs_can_grow_while_what_it_keeps_stays_flat():
         if not r.get("cycle"):
             r["memory_bytes"] = 100e6 + rng.uniform(0, 100e6)
     for k in range(3, 9):
-        assert not any(t.grows for t in growth.trends(rows[:2 * k])[2])
+        assert not any(t.grows for t in growth.cycle_trends(rows[:2 * k])[2])
 
 
 def test_reaching_a_limit_is_allowed_and_passing_it_is_not():
@@ -141,7 +141,7 @@ def test_flat_and_sawtooth_series_raise_no_trend():
     churn = rows_of([6] * 20, excess=8)  # threads started and joined each cycle
     for rows in (flat, sawtooth, churn):
         for k in range(3, 21):  # at every boundary of the run, as the watcher fits them
-            u, cycles, found = growth.trends(rows[:2 * k])
+            u, cycles, found = growth.cycle_trends(rows[:2 * k])
             assert growth.first_death(found) is None
             assert not any(t.grows for t in found), [t for t in found if t.grows]
 
@@ -150,7 +150,8 @@ def first_projection(floors: list[float], limit: float) -> tuple[int, int, int] 
     """(the cycle it was first said in, the cycle it named, the cycle that passed the limit)."""
     died = next(i + 1 for i, f in enumerate(floors) if f > limit)
     for k in range(3, died):
-        t = growth.first_death(growth.trends(rows_of(floors[:k], limit=limit), now=k - 1.0)[2])
+        t = growth.first_death(
+            growth.cycle_trends(rows_of(floors[:k], limit=limit), now=k - 1.0)[2])
         if t is not None:
             return k, t.reached, died
     return None

@@ -359,8 +359,8 @@ def test_quota_rounding_and_effective_cpus_are_pinned(update_golden):
 
 # -- supervise/diagnose.py -----------------------------------------------------------------
 
-def _counters(**kw: Any) -> diagnose.Counters:
-    c = diagnose.Counters()
+def _counters(**kw: Any) -> diagnose.KernelCounters:
+    c = diagnose.KernelCounters()
     c.__dict__.update(kw)
     return c
 

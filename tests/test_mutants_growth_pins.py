@@ -83,10 +83,10 @@ def run_rows(n: int = 10, *, unit: str = "fold", total: int | None = 40) -> list
 
 def test_the_trends_of_a_recorded_run_are_pinned(update_golden):
     rows = run_rows()
-    unit, cyc, found = growth.trends(rows, now=95.0)
-    _, _, ended = growth.trends(rows, now=95.0, ended=True)
-    _, _, timeless = growth.trends(rows)  # no time from now: from the last cycle's start
-    _, _, what_if = growth.trends(rows, now=95.0, limits={"threads": 400, "files": None,
+    unit, cyc, found = growth.cycle_trends(rows, now=95.0)
+    _, _, ended = growth.cycle_trends(rows, now=95.0, ended=True)
+    _, _, timeless = growth.cycle_trends(rows)  # no time from now: from the last cycle's start
+    _, _, what_if = growth.cycle_trends(rows, now=95.0, limits={"threads": 400, "files": None,
                                                            "memory_bytes": 200 * MiB})
     death = growth.first_death(found)
     out = {
@@ -172,7 +172,7 @@ def test_cycle_numbers_books_and_thinning_are_pinned(update_golden):
     out["kept"] = [c["n"] for c in record["cycles"]][:5] + [len(record["cycles"])]
     out["kept_last"] = [c["n"] for c in record["cycles"]][-3:]
     out["few"] = growth.to_json("fold", cyc[:3], [])["cycles_kept"]
-    out["empty"] = growth.trends([{"t": 0.0, "threads": 1}])
+    out["empty"] = growth.cycle_trends([{"t": 0.0, "threads": 1}])
     _pin("growth_cycles", out, update_golden)
 
 
@@ -276,7 +276,7 @@ def test_growth_records_of_each_end_are_pinned(update_golden):
 
 
 def test_the_words_reasons_of_a_last_cycle_are_pinned():
-    _, cyc, found = growth.trends(run_rows(), now=95.0)
+    _, cyc, found = growth.cycle_trends(run_rows(), now=95.0)
     both = {"files": "x", "memory": "y"}
     assert growth_verdict.words_reason(both, [], found) == []
     assert growth_verdict.words_reason(both, cyc, found) == ["files", None]
@@ -657,7 +657,7 @@ def test_the_time_to_a_limit_counts_from_0_without_rows(monkeypatch):
 
 def test_a_said_projection_is_said_again_only_when_it_moves():
     watch = growth_watch.GrowthWatch(growth_watch.GrowthOptions(), lambda line: None)
-    _, _, found = growth.trends(run_rows(), now=95.0)
+    _, _, found = growth.cycle_trends(run_rows(), now=95.0)
     t = next(x for x in found if x.series == "threads")
     assert watch._moved(t)
     watch.shown = t
@@ -684,7 +684,7 @@ def test_a_said_projection_is_said_again_only_when_it_moves():
 def test_a_trend_recorded_before_of_existed_reads_as_the_floors():
     """summary.json's trends are read back with Trend(**t) (the report, --write-profile): one
     written before `of` was recorded grows in what each cycle keeps."""
-    _, _, found = growth.trends(run_rows(), now=95.0)
+    _, _, found = growth.cycle_trends(run_rows(), now=95.0)
     old = {k: v for k, v in found[0].to_json().items() if k != "of"}
     t = growth.Trend(**{**old, "pool_names": tuple(old["pool_names"])})
     assert t.of == "floor" and growth_words.step(t) == "+7 per fold"
@@ -693,7 +693,7 @@ def test_a_trend_recorded_before_of_existed_reads_as_the_floors():
 def test_a_series_that_grew_past_the_last_sample_meets_its_limit_at_the_workloads_end():
     """`Too many open files` a second after the last sample, the files growing 900 a second:
     the 94% sampled plus the second's growth is the limit met (the supervisor's clock)."""
-    _, cyc, found = growth.trends(run_rows(), now=95.0)
+    _, cyc, found = growth.cycle_trends(run_rows(), now=95.0)
     last = cyc[-1]
     limits = {**last.limits, "files": 16384}
     peak = {**last.peak, "files": 15400.0}

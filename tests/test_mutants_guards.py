@@ -19,7 +19,7 @@ from launcher.probe.cgroup import Chain, cpu_quota_at, read_cpu_quota
 from launcher.probe.limits import read_tasks
 from launcher.profiles import load_profile
 from launcher.supervise import diagnose, evidence
-from launcher.supervise.diagnose import Counters, read_counters
+from launcher.supervise.diagnose import KernelCounters, read_counters
 from tests.docker_helpers import limited_host_of, resolved, verdict_of
 from tests.host_trees import LIMITED, host
 
@@ -36,7 +36,7 @@ def test_counters_of_a_chain_that_cannot_be_read_are_the_hosts_alone(tmp_path, m
 
     monkeypatch.setattr(diagnose, "find_chains", broken)
     c = read_counters(root)
-    assert isinstance(c, Counters)
+    assert isinstance(c, KernelCounters)
     assert c.host_oom_kills == 3
     assert (c.pids_max, c.pids_events, c.oom_kills, c.memory_limit) == (None, {}, None, None)
 
@@ -446,7 +446,7 @@ def test_a_census_closes_each_comm_file_it_reads(tmp_path):
 def test_each_end_of_a_run_has_its_reason_code():
     from launcher.supervise.diagnose import diagnose
 
-    before, after = Counters(), Counters()
+    before, after = KernelCounters(), KernelCounters()
     assert diagnose(0, before, after)[0] == "ok"
     assert diagnose(3, before, after)[0] == "exit"
     assert diagnose(-15, before, after) == ("signal", "the workload was killed by SIGTERM.")
@@ -471,7 +471,7 @@ def test_a_signal_without_a_name_is_said_by_its_number():
 
     with pytest.raises(ValueError):
         signal.Signals(40)
-    assert diagnose(-40, Counters(), Counters()) == ("signal",
+    assert diagnose(-40, KernelCounters(), KernelCounters()) == ("signal",
                                                      "the workload was killed by signal 40.")
 
 
@@ -625,7 +625,7 @@ def test_memory_maps_are_projected_to_the_max_map_count_the_sampler_writes():
 
     rows = [{"t": float(i), "maps": 1000 + 500 * i, "max_map_count": 5000,
              "cycle": {"unit": "fold", "n": i + 1, "total": None}} for i in range(6)]
-    _, _, found = growth.trends(rows, now=5.5)
+    _, _, found = growth.cycle_trends(rows, now=5.5)
     (t,) = found
     assert growth_words.live_line(t, ended=True) == (
         "memory maps +500 per fold (folds 2-6): vm.max_map_count 5,000 reached in fold ~10")
@@ -641,7 +641,7 @@ def test_the_rss_beside_the_cgroups_charge_is_not_projected_to_the_memory_limit(
                    limit=1000 << 20, excess=1 << 20)
     for r in rows:
         r["rss_bytes"] = r["memory_bytes"] + (8 << 20)
-    _, _, found = growth.trends(rows, now=7.5)
+    _, _, found = growth.cycle_trends(rows, now=7.5)
     trends = {t.series: t.to_json() for t in found}
     assert (trends["memory_bytes"]["limit"], trends["memory_bytes"]["reached"]) == (1000 << 20,
                                                                                     16)

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from launcher.supervise import causes
-from launcher.supervise.diagnose import Counters, explain
+from launcher.supervise.diagnose import KernelCounters, explain
 from tests.conftest import ROOT
 from tests.docker_helpers import start_of, watch_of
 from tests.host_trees import host
@@ -210,7 +210,7 @@ def test_threads_max_and_pid_max_boundaries(no_seccomp):
 
 
 def test_explain_orders_the_causes():
-    before, after = Counters(), Counters()
+    before, after = KernelCounters(), KernelCounters()
     start, watch = start_of(nproc=60), watch_of(threads=60)
     # a clean exit names no limit, whatever the evidence
     assert explain(0, before, after, start, watch) == "the workload exited with status 0."
@@ -228,7 +228,7 @@ def test_explain_orders_the_causes():
 
 
 def test_explain_names_the_pids_level_and_its_peak():
-    before, after = Counters(), Counters()
+    before, after = KernelCounters(), KernelCounters()
     before.pids_events = {"/a": 1, "/a/b": 0}
     after.pids_events = {"/a": 1, "/a/b": 2}
     after.pids_max, after.pids_peak, after.pids_where = 40, 39, "/a/b"
@@ -251,7 +251,7 @@ def test_explain_names_the_pids_level_and_its_peak():
 
 
 def test_oom_kill_with_many_threads_names_their_stacks():
-    before, after = Counters(), Counters()
+    before, after = KernelCounters(), KernelCounters()
     before.oom_kills, after.oom_kills = 0, 1
     after.memory_limit, after.memory_peak = 64 << 20, 64 << 20
     said = explain(-9, before, after, start_of(), watch_of(threads=1447))
@@ -321,17 +321,17 @@ def test_read_counters_on_cgroup_v1_and_on_no_cgroup(tmp_path):
 
 
 def test_refusals_and_kills_count_from_before_even_where_before_read_nothing():
-    before, after = Counters(), Counters()
+    before, after = KernelCounters(), KernelCounters()
     after.pids_events, after.pids_max = {"/new": 1}, 8  # a level that appeared
     assert "refused 1 thread" in explain(1, before, after)
     after.pids_events, after.pids_events_max = {}, 1  # one counter, unread before
     assert "refused 1 thread" in explain(1, before, after)
-    after = Counters()
+    after = KernelCounters()
     after.host_oom_kills = 1
     assert explain(-9, before, after).startswith("the kernel's OOM killer killed")
 
 
 def test_the_oom_sentence_names_threads_from_a_hundred():
-    before, after = Counters(), Counters()
+    before, after = KernelCounters(), KernelCounters()
     before.oom_kills, after.oom_kills = 0, 1
     assert "it ran 100 threads" in explain(-9, before, after, start_of(), watch_of(threads=100))

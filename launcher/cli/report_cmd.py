@@ -13,7 +13,7 @@ from launcher.usecases.report import ReportRequest
 
 
 def report(req: ReportRequest, *, as_json: bool) -> int:
-    from launcher.usecases.report import WORDS
+    from launcher.usecases.report import SERIES_WORDS
     from launcher.usecases.report import report as read_report
 
     profile = req.profile
@@ -32,7 +32,7 @@ def report(req: ReportRequest, *, as_json: bool) -> int:
     rows = [("series", "peak", "limit", "headroom", "use")]
     for key, v in summary["peaks"].items():
         fmt = _signed_size if key == "rss_bytes" else str
-        rows.append((WORDS.get(key, key), "-" if v["peak"] is None else fmt(v["peak"]),
+        rows.append((SERIES_WORDS.get(key, key), "-" if v["peak"] is None else fmt(v["peak"]),
                      "-" if not v["limit"] else fmt(v["limit"]),
                      "-" if v["headroom"] is None else fmt(v["headroom"]),
                      "-" if v["percent"] is None else f"{v['percent']}%"))

@@ -17,7 +17,7 @@ from launcher.supervise.evidence import Start, Watch
 from launcher.units import format_size
 
 
-class Counters:
+class KernelCounters:
     """Cgroup counters read before the workload starts and again after it ends. (A plain
     class: the supervisor imports this at every start, and dataclasses costs ~10 ms.)"""
 
@@ -45,8 +45,8 @@ def _events(path: Path, key: str) -> int | None:
     return None
 
 
-def read_counters(root: Path = Path("/")) -> Counters:
-    c = Counters()
+def read_counters(root: Path = Path("/")) -> KernelCounters:
+    c = KernelCounters()
     c.host_oom_kills = _events(root / "proc/vmstat", "oom_kill")
     try:
         chains = find_chains(root)
@@ -90,14 +90,16 @@ def read_counters(root: Path = Path("/")) -> Counters:
     return c
 
 
-def explain(returncode: int, before: Counters, after: Counters, start: Start | None = None,
+def explain(returncode: int, before: KernelCounters, after: KernelCounters,
+            start: Start | None = None,
             watch: Watch | None = None) -> str:
     """One sentence: the pids limit, the memory limit, a signal, another limit on threads
     (with the limits the workload started under and the samples of it), or its own status."""
     return diagnose(returncode, before, after, start, watch)[1]
 
 
-def diagnose(returncode: int, before: Counters, after: Counters, start: Start | None = None,
+def diagnose(returncode: int, before: KernelCounters, after: KernelCounters,
+             start: Start | None = None,
              watch: Watch | None = None) -> tuple[str, str]:
     """(the reason as a code, explain's sentence). Codes: oom, pids, host-oom, sigkill,
     signal, exit (its own status, no limit seen), ok, exit-pids (it survived refusals), and

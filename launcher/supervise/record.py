@@ -3,11 +3,12 @@ limits it started under. Standard library only."""
 
 from __future__ import annotations
 
-from launcher.supervise.diagnose import Counters
+from launcher.supervise.diagnose import KernelCounters
 from launcher.supervise.evidence import Start, Watch
 
 
-def exit_record(code: int, sentence: str, before: Counters, after: Counters) -> dict[str, object]:
+def exit_record(code: int, sentence: str, before: KernelCounters,
+                after: KernelCounters) -> dict[str, object]:
     """How the workload ended (contract.write_exit)."""
     import resource
 
@@ -17,7 +18,7 @@ def exit_record(code: int, sentence: str, before: Counters, after: Counters) -> 
             "maxrss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
 
 
-def at_start(start: Start, after: Counters, watch: Watch) -> dict[str, object]:
+def at_start(start: Start, after: KernelCounters, watch: Watch) -> dict[str, object]:
     """The limits the workload started under and what the samples saw of it: for naming a
     thread failure the samples missed (launcher reads the workload's own words for it)."""
     return {"nproc": start.nproc, "nproc_exempt": start.exempt, "uid": start.uid,

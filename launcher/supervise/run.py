@@ -14,7 +14,7 @@ from typing import Any
 
 from launcher import contract as c
 from launcher.proctree import is_init
-from launcher.supervise.diagnose import Counters, diagnose, read_counters
+from launcher.supervise.diagnose import KernelCounters, diagnose, read_counters
 from launcher.supervise.evidence import Start, Watch
 from launcher.supervise.loop import RELAYED
 from launcher.supervise.start import Prepared, Refused, prepare
@@ -38,7 +38,7 @@ class Voice:
 
 
 class Spawned:  # (plain classes: dataclasses costs ~8 ms of every container start)
-    def __init__(self, pid: int, before: Counters, start: Start, sampled: Watch) -> None:
+    def __init__(self, pid: int, before: KernelCounters, start: Start, sampled: Watch) -> None:
         self.pid = pid
         self.before = before
         self.start = start  # the limits it starts under

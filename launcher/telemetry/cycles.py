@@ -128,11 +128,11 @@ class _Position:
 
 _WORDED = re.compile(rb"\b(?:" + b"|".join(u.encode() for u in UNITS) + rb")\s*[#:=]?\s*#")
 MAX_KINDS = 4096  # rough shapes remembered (what each holds), at most
-WORDS, NUMBERS, SKIP = "words", "numbers", "skip"  # a familiar word; a counter maybe; neither
+BY_WORD, NUMBERS, SKIP = "words", "numbers", "skip"  # a familiar word; a counter maybe; neither
 
 
 @dataclass
-class Counters:
+class LineCounters:
     """Lines of the same shape, and each number's place in them: a place whose number only
     goes up by its stride (1, or a power of ten it divides), or starts again at 0 or 1 (an
     inner loop), is a counter once it has counted up MIN_CHANGES times."""
@@ -198,9 +198,9 @@ class CycleMarks:
         self.patterns = {CUSTOM: pattern} if pattern is not None else dict(DEFAULT_PATTERNS)
         self.custom = (re.compile(pattern.pattern, pattern.flags | re.MULTILINE)
                        if pattern is not None else None)
-        self.counters = Counters() if pattern is None else None
+        self.counters = LineCounters() if pattern is None else None
         self.lines = Lines()
-        self.kinds: dict[bytes, str] = {}  # rough shape -> WORDS, NUMBERS or SKIP
+        self.kinds: dict[bytes, str] = {}  # rough shape -> BY_WORD, NUMBERS or SKIP
         self.last: dict[str, int] = {}
         self.counted = 0  # a pattern without a number: the lines it matched
         self.unnumbered: str | None = None  # a line whose group was no number (said once)
@@ -235,7 +235,7 @@ class CycleMarks:
             if len(self.kinds) >= MAX_KINDS:
                 self.kinds.clear()
             kind = self.kinds[key] = (
-                WORDS if _WORDED.search(key.lower()) else
+                BY_WORD if _WORDED.search(key.lower()) else
                 SKIP if b"#" not in key or b"\r" in key or len(key) > MAX_COUNTER_LINE
                 else NUMBERS)
         return kind
@@ -248,7 +248,7 @@ class CycleMarks:
                 continue
             first = chunk.line(key)
             last = chunk.line(key, last=True) if count > 1 else first
-            if kind == WORDS:
+            if kind == BY_WORD:
                 for raw in (first, last) if count > 1 else (first,):
                     for piece in raw.split(b"\r"):
                         b = self.line(piece.decode(errors="replace"), counters=False)

@@ -331,7 +331,7 @@ def growing_pool(cycles: list[Cycle]) -> tuple[str | None, tuple[str, ...]]:
     return pool, names[:3]
 
 
-def trends(rows: list[Row], *, now: float | None = None,
+def cycle_trends(rows: list[Row], *, now: float | None = None,
            limits: dict[str, float | None] | None = None,
            ended: bool = False) -> tuple[str | None, list[Cycle], list[Trend]]:
     """Every series' trend for a run's rows; `limits` (series -> figure) replaces the recorded

@@ -25,7 +25,7 @@ KEYS = ("t", "threads", "processes", "pids_current", "pids_max", "maps", "max_ma
 WARNED = ("threads", "maps", "rss_bytes")  # the series warned of at 80% of their limit
 LIMIT_OF = {**{k: SERIES[k].limit_key for k in WARNED}, "pids_current": "pids_max"}
 # the series and limits in words, for warnings
-WORDS = {**{k: SERIES[k].word for k in WARNED}, **{SERIES[k].limit_key: SERIES[k].limit_word
+SERIES_WORDS = {**{k: SERIES[k].word for k in WARNED}, **{SERIES[k].limit_key: SERIES[k].limit_word
                                                    for k in WARNED},
          "pids_current": "pids.current"}
 CPU_SHARE = 0.003  # of one core, for censuses at most (a thousand threads: ~8 ms each)
@@ -378,8 +378,8 @@ class Sampler:
             # one warning per limit: threads and pids.current near pids.max say the same
             if value and limit and value > 0.8 * limit and limit_key not in self.warned:
                 self.warned.add(limit_key)
-                self.warn(f"{WORDS[key]} at {_shown(key, value)} reached "
-                          f"{100 * value // limit}% of {WORDS[limit_key]} "
+                self.warn(f"{SERIES_WORDS[key]} at {_shown(key, value)} reached "
+                          f"{100 * value // limit}% of {SERIES_WORDS[limit_key]} "
                           f"{_shown(limit_key, limit)}")
 
     def pace(self, cycle_s: float) -> None:

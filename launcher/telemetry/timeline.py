@@ -182,7 +182,7 @@ def trends(rows: list[Row], *, now: float | None = None,
            ended: bool = False) -> tuple[str | None, list[Cycle], list[Trend]]:
     """growth.trends, and where no line marked a cycle, the time windows' (`ended`: the
     window the run ended in, cut short, is left out)."""
-    unit, cycles, found = growth.trends(rows, now=now, limits=limits, ended=ended)
+    unit, cycles, found = growth.cycle_trends(rows, now=now, limits=limits, ended=ended)
     if unit is not None:
         return unit, cycles, found
     line = Timeline()

@@ -11,9 +11,9 @@ from typing import Any
 
 from launcher.errors import LauncherError
 from launcher.flags import Flag, flag
-from launcher.telemetry.sampler import WORDS
+from launcher.telemetry.sampler import SERIES_WORDS
 
-__all__ = ["WORDS", "ReportRequest", "ReportResult", "report", "why_no_plot"]
+__all__ = ["SERIES_WORDS", "ReportRequest", "ReportResult", "report", "why_no_plot"]
 
 PLOT_EXTRA = "pip install 'launcher[plot]'"
 
