@@ -178,8 +178,13 @@ class GrowthWatch:
             # unbuffered print's two writes) is a cycle of that moment, not of this one's
             head = (chunk.head or chunk).text.decode(errors="replace") if (
                 chunk is not None and begun < came) else ""
-            for b in self.marks.scan(chunk, drawn):
-                self.boundary(b, begun if head and b.line and b.line in head else came)
+            for i, b in enumerate(self.marks.scan(chunk, drawn)):
+                # the read's first boundary is of the moment it came; a later one in the
+                # same read (the last of several cycles' lines) of the moment it is taken,
+                # after the first's sample: where the watch lags (a slow CPU) each read then
+                # still gives two
+                self.boundary(b, begun if head and b.line and b.line in head else
+                              came if i == 0 else None)
             if self.marks.unnumbered and not self.told_unnumbered:
                 self.told_unnumbered = True
                 self.say(f"warning: the cycle pattern matched {self.marks.unnumbered!r}, "

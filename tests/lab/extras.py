@@ -347,6 +347,10 @@ class Extras:
                            "kernel_peaks": [c.get("kernel_peak") for c in g["cycles"][:4]]}
             if said is None or died is None or said["cycle"] >= died:
                 problems.append(f"{name}: no line before the death in cycle {died}: {said}")
+                facts[name]["output"] = g.get("output")  # what the watch read and skipped
+                facts[name]["said_by_launcher"] = [
+                    ln for ln in (out + err).decode(errors="replace").splitlines()
+                    if ln.startswith("launcher:")][-8:]
             elif abs(said["trend"]["reached"] - died) > 2:
                 problems.append(f"{name}: said cycle ~{said['trend']['reached']}, died in "
                                 f"{died}")
