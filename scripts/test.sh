@@ -67,7 +67,7 @@ if [ $# -gt 0 ]; then .venv/bin/python -m pytest -q "$@"; exit; fi
 # user-mode Linux kernel to each CPU and would only slow the rest
 t0=$(date +%s)
 rc=0
-.venv/bin/python -m pytest -q -n "${LAUNCHER_TEST_WORKERS:-2}" --dist loadfile \
+.venv/bin/python -m pytest -q -rs -n "${LAUNCHER_TEST_WORKERS:-2}" --dist loadfile \
   --ignore tests/test_cgroup2_lab.py || rc=$?
 t1=$(date +%s)
 .venv/bin/python -m pytest -q -rs tests/test_cgroup2_lab.py || rc=$?
