@@ -304,7 +304,11 @@ def test_kill_9_of_launcher_with_i_leaves_no_container(tmp_path, docker):
 
     from tests.polling import wait_until
 
-    wait_until(lambda: bool(listed()), timeout=120, what="the container to start")
+    def running() -> str:  # (listed as created is not started yet: see docs/running.md)
+        return subprocess.run(["docker", "ps", "-q", "--filter", f"name={name}", "--filter",
+                               "status=running"], capture_output=True, text=True).stdout.strip()
+
+    wait_until(lambda: bool(running()), timeout=120, what="the container to start")
     launcher_pids = subprocess.run(["pgrep", "-f", "--", f"--name {name}"], capture_output=True,
                                    text=True).stdout.split()
     for pid in launcher_pids:
