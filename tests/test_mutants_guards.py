@@ -862,4 +862,4 @@ def test_a_cycle_line_written_in_two_writes_is_a_cycle_of_its_first(monkeypatch)
     watch.output("stdout", b"cycle 4/5")
     watch.output("stdout", b"\n", clock[0] + 0.2)  # `came`: when it was read, if earlier
     assert [r["cycle"]["n"] for r in rows.log] == [1, 2, 4]  # type: ignore[index]
-    assert not watch.broken and watch.begun == {}
+    assert not watch.broken and watch.lines.began == {}

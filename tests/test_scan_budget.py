@@ -110,7 +110,7 @@ def _reading(cpu_per_read: float, log: list[tuple[str, bytes]]) -> tuple[Reading
         cpu.now += cpu_per_read
 
     late: list[tuple[str, bytes]] = []
-    r = Reading(read, lambda s, d: None, lambda s, d: late.append((s, d)),
+    r = Reading(read, lambda s, d, c: None, lambda s, d: late.append((s, d)),
                 lambda: (b"Epoch",), share=0.02, burst=0.02, clock=clock, cpu=cpu)
     r.late_log = late  # type: ignore[attr-defined]
     return r, clock
@@ -192,3 +192,33 @@ def test_a_skipped_read_leaves_the_next_one_at_a_whole_line():
     lines.skip("stdout", b"ne\nmore\nepoch 4/")
     chunk, _ = lines.feed("stdout", b"9\nepoch 5/9\n")
     assert chunk is not None and chunk.text == b"epoch 4/9\nepoch 5/9\n"
+
+
+def test_a_line_ended_in_a_later_read_is_of_the_moment_its_first_bytes_came():
+    """`python -u` writes a line and its newline apart: the line's chunk (the head) carries
+    the first read's moment, the lines after it the later read's, and a cycle word in each
+    is a boundary of its own part's moment."""
+    from launcher.telemetry.cycles import CycleMarks
+
+    lines, marks = Lines(), CycleMarks()
+    assert lines.feed("stdout", b"cycle 1/5", 10.0) == (None, [])
+    assert lines.began == {"stdout": 10.0}
+    chunk, drawn = lines.feed("stdout", b"\ncycle 2/5\ncycle 3", 12.0)
+    assert chunk is not None and chunk.head is not None
+    assert (chunk.head.came, chunk.came) == (10.0, 12.0)
+    assert [(b.n, b.came) for b in marks.scan(chunk, drawn)] == [(1, 10.0), (2, 12.0)]
+    assert lines.began == {"stdout": 12.0}  # `cycle 3` began in the second read
+    lines.feed("stdout", b"/5", 13.0)  # more of the same line: it began at 12
+    chunk, _ = lines.feed("stdout", b"\n", 14.0)
+    assert chunk is not None and chunk.came == 12.0 and lines.began == {}
+    lines.skip("stdout", b"x\ny", 15.0)  # a skipped read's unended rest began then
+    assert lines.began == {"stdout": 15.0}
+
+
+def test_a_user_pattern_marks_the_head_line_at_its_own_moment():
+    from launcher.telemetry.cycles import CycleMarks, compile_pattern
+
+    lines, marks = Lines(), CycleMarks(compile_pattern(r"step (\d+)"))
+    lines.feed("stdout", b"step 1", 1.0)
+    chunk, drawn = lines.feed("stdout", b"\nstep 2\n", 2.0)
+    assert [(b.n, b.came) for b in marks.scan(chunk, drawn)] == [(1, 1.0), (2, 2.0)]

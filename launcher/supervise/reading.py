@@ -44,7 +44,7 @@ class Reading:
     stream's skipped tail; `words()`: the words (as printed) to find in a skipped read."""
 
     read: Callable[[str, bytes, float | None], None]  # (stream, data, when it was read)
-    skip: Callable[[str, bytes], None]
+    skip: Callable[[str, bytes, float | None], None]
     late: Callable[[str, bytes], None]
     words: Callable[[], Iterable[bytes]] = tuple
     share: float = SHARE
@@ -82,7 +82,7 @@ class Reading:
             a.spent += self.cpu() - t - (self.aside() - aside)
 
     def _skipped(self, stream: str, data: bytes, a: Account, came: float | None) -> None:
-        self.skip(stream, data)
+        self.skip(stream, data, came)
         a.tail.append(data)
         a.tail_bytes += len(data)
         while a.tail_bytes - len(a.tail[0]) >= TAIL:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from launcher.telemetry.scan import Chunk, Lines
 
@@ -49,6 +49,7 @@ class Boundary:
     n: int
     total: int | None
     line: str
+    came: float | None = field(default=None, compare=False)  # when its line began to come
 
     def to_json(self) -> dict[str, object]:
         return {"unit": self.unit, "n": self.n, "total": self.total, "line": self.line[:200]}
@@ -216,11 +217,9 @@ class CycleMarks:
     def scan(self, chunk: Chunk | None, drawn: list[bytes]) -> list[Boundary]:
         """The boundaries of a chunk of whole lines, then of a progress bar's redraws."""
         out: list[Boundary] = []
-        if chunk is not None and self.custom:
-            out += self._custom(chunk.text)  # the head's line with the rest, once
-        elif chunk is not None:
-            for part in chunk.parts():
-                out += self._shapes(part)
+        for part in chunk.parts() if chunk is not None else ():
+            marked = self._custom(part.own) if self.custom else self._shapes(part)
+            out += [replace(b, came=part.came) for b in marked] if part.came is not None else marked
         for piece in drawn:
             if self.custom:
                 out += self._custom(piece)

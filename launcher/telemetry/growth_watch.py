@@ -139,8 +139,6 @@ class GrowthWatch:
     book: Any = None  # growth.CycleBook, made at the first boundary (the fit's imports then)
     signalled: bool = False
     cycle_cpu: float = 0.0  # CPU seconds of the boundaries' work (their samples, the fit)
-    begun: dict[str, float] = field(default_factory=dict)  # stream -> when its unended line
-    # began to come
     told_unnumbered: bool = False
     shown: Trend | None = None
     units: Counter[str] = field(default_factory=Counter)  # boundaries recorded, per unit
@@ -166,24 +164,16 @@ class GrowthWatch:
             return
         came = time.monotonic() if came is None else came
         try:
-            begun = self.begun.get(stream, came)  # when the unended line so far came
-            chunk, drawn = self.lines.feed(stream, data)
-            if self.lines.partial.get(stream) and (chunk is not None or stream not in self.begun):
-                self.begun[stream] = came  # a new unended line
-            elif not self.lines.partial.get(stream):
-                self.begun.pop(stream, None)
+            chunk, drawn = self.lines.feed(stream, data, came)
             if chunk is not None:
                 self.failure.scan(chunk)
-            # a line the last read began (`cycle 1` then its newline with `cycle 2`, an
-            # unbuffered print's two writes) is a cycle of that moment, not of this one's
-            head = (chunk.head or chunk).text.decode(errors="replace") if (
-                chunk is not None and begun < came) else ""
             for i, b in enumerate(self.marks.scan(chunk, drawn)):
-                # the read's first boundary is of the moment it came; a later one in the
-                # same read (the last of several cycles' lines) of the moment it is taken,
-                # after the first's sample: where the watch lags (a slow CPU) each read then
-                # still gives two
-                self.boundary(b, begun if head and b.line and b.line in head else
+                # a line an earlier read began (`cycle 1` then its newline with `cycle 2`:
+                # an unbuffered print's two writes) is a cycle of that moment; the read's
+                # first boundary of the moment it came; a later one in the same read (the
+                # last of several cycles' lines) of the moment it is taken, after the first's
+                # sample: where the watch lags (a slow CPU) each read then still gives two
+                self.boundary(b, b.came if b.came is not None and b.came < came else
                               came if i == 0 else None)
             if self.marks.unnumbered and not self.told_unnumbered:
                 self.told_unnumbered = True

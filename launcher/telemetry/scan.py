@@ -45,6 +45,7 @@ class Chunk:
     start: int = 0
     end: int = -1  # -1: len(done)
     head: Chunk | None = None
+    came: float | None = None  # when its first line began to come (a head: an earlier read)
 
     def __post_init__(self) -> None:
         if self.end < 0:
@@ -55,11 +56,15 @@ class Chunk:
         return [self] if self.head is None else [self.head, self]
 
     @property
-    def text(self) -> bytes:
-        """The whole lines as written (a user's --cycle pattern reads them)."""
-        own = self.done if (self.start, self.end) == (0, len(self.done)) else (
+    def own(self) -> bytes:
+        """Its own whole lines as written, without the head's."""
+        return self.done if (self.start, self.end) == (0, len(self.done)) else (
             self.done[self.start:self.end])
-        return own if self.head is None else self.head.text + own
+
+    @property
+    def text(self) -> bytes:
+        """The whole lines as written, the head's first."""
+        return self.own if self.head is None else self.head.text + self.own
 
     def first_is(self, key: bytes) -> bool:
         return self.rough.startswith(key + b"\n", self.start)
@@ -80,7 +85,8 @@ class Chunk:
 
 
 def chunk_of(done: bytes, *, redrawn_first: bool = False, start: int = 0, end: int = -1,
-             head: Chunk | None = None, recent: Memory | None = None) -> Chunk:
+             head: Chunk | None = None, recent: Memory | None = None,
+             came: float | None = None) -> Chunk:
     """The lines of `done` from `start` (just after a newline) to `end` (just after one);
     a crowded chunk's shapes narrowed with what `recent` remembers of its stream."""
     end = len(done) if end < 0 else end
@@ -95,7 +101,7 @@ def chunk_of(done: bytes, *, redrawn_first: bool = False, start: int = 0, end: i
         counts = _narrow(done, rough, start, end, counts, recent or Memory())
     elif recent is not None:
         recent.last = counts
-    return Chunk(done, rough, counts, redrawn_first, crowded, start, end, head)
+    return Chunk(done, rough, counts, redrawn_first, crowded, start, end, head, came)
 
 
 @dataclass
@@ -156,14 +162,20 @@ def _shapes(rough: bytes, start: int, end: int) -> Counter[bytes]:
 class Lines:
     """A stream's bytes as they come, cut at its last newline: whole lines as a Chunk, the
     unended rest kept for the next read; a progress bar's redraws (`\\r`) in the rest given
-    out as they come (`drawn`)."""
+    out as they come (`drawn`). Each chunk carries when its first line began to come: a line
+    whose newline came in a later read (an unbuffered print writes the two apart) is of the
+    moment its first bytes came."""
 
     partial: dict[str, bytes] = field(default_factory=dict)
+    began: dict[str, float] = field(default_factory=dict)  # when each partial began to come
     redrawn: dict[str, bool] = field(default_factory=dict)
     memory: dict[str, Memory] = field(default_factory=dict)  # for crowded chunks
 
-    def feed(self, stream: str, data: bytes) -> tuple[Chunk | None, list[bytes]]:
+    def feed(self, stream: str, data: bytes,
+             came: float | None = None) -> tuple[Chunk | None, list[bytes]]:
+        """`came`: when the read came (None where no one asks)."""
         partial = self.partial.get(stream, b"")
+        began = self.began.get(stream, came)
         recent = self.memory.get(stream) or self.memory.setdefault(stream, Memory())
         cut = data.rfind(b"\n") + 1
         chunk = None
@@ -173,12 +185,12 @@ class Lines:
             redrawn, self.redrawn[stream] = self.redrawn.get(stream, False), False
             if partial:
                 first = data.find(b"\n") + 1
-                head = chunk_of(partial + data[:first], redrawn_first=redrawn)
+                head = chunk_of(partial + data[:first], redrawn_first=redrawn, came=began)
                 chunk = head if first == cut else chunk_of(data, start=first, end=cut,
-                                                           head=head, recent=recent)
+                                                           head=head, recent=recent, came=came)
             else:
-                chunk = chunk_of(data, redrawn_first=redrawn, end=cut, recent=recent)
-            rest = data[cut:]
+                chunk = chunk_of(data, redrawn_first=redrawn, end=cut, recent=recent, came=came)
+            rest, began = data[cut:], came
         drawn: list[bytes] = []
         if b"\r" in rest:  # redraws so far: read now, not when the bar ends
             cut = rest.rfind(b"\r")
@@ -186,14 +198,22 @@ class Lines:
             if len(drawn) > MAX_DRAWN:  # a bar redrawn at full speed: its first and last
                 drawn = drawn[:MAX_DRAWN // 2] + drawn[-(MAX_DRAWN // 2):]
             rest, self.redrawn[stream] = rest[cut + 1:], True
-        self.partial[stream] = rest if len(rest) <= MAX_PARTIAL else b""
+        self._keep(stream, rest, began)
         return chunk, drawn
 
-    def skip(self, stream: str, data: bytes) -> None:
+    def skip(self, stream: str, data: bytes, came: float | None = None) -> None:
         """A read not shaped (over the watch's budget): the next read starts at a whole line."""
         cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+        began = self.began.get(stream, came)
         if cut == 0:
             rest = self.partial.get(stream, b"") + data
         else:
-            rest, self.redrawn[stream] = data[cut:], data[cut - 1:cut] == b"\r"
+            rest, began, self.redrawn[stream] = data[cut:], came, data[cut - 1:cut] == b"\r"
+        self._keep(stream, rest, began)
+
+    def _keep(self, stream: str, rest: bytes, began: float | None) -> None:
         self.partial[stream] = rest if len(rest) <= MAX_PARTIAL else b""
+        if self.partial[stream] and began is not None:
+            self.began[stream] = began
+        else:
+            self.began.pop(stream, None)

@@ -70,7 +70,12 @@ def growth_lines(growth: dict[str, Any] | None,
     unit = growth["unit"]
     cycles = growth.get("cycles") or []
     count = growth.get("cycles_count") or len(cycles)
-    lines = [f"growth per {unit} ({count} {unit}s, marked by the workload's output)"
+    # by their numbers: lines that came in one read (a busy host) share one sample
+    marked = cycles[-1]["n"] - cycles[0]["n"] + 1 if cycles else count
+    apart = (f"; {count} sampled apart, the others' lines came with the one before"
+             if marked > count else "")
+    lines = [f"growth per {unit} ({max(marked, count)} {unit}s, marked by the workload's "
+             f"output{apart})"
              if unit != "window" else
              f"growth per window ({count} windows{_width(cycles)}: no line of the workload's "
              f"marked a cycle, so windows of time stand in)"]
