@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Run the cgroup v2 lab: boot user-mode Linux (two kernels at once, each pinned to a CPU of its
-own and given half the layouts, where two CPUs are free; one with --cpu N), run every layout x
+own and given half the layouts, where two CPUs are free; one with --cpu N), or where the host
+refuses UML Debian's kernel under QEMU (KVM, else TCG; one boot with two CPUs), run every layout x
 scenario of tests/lab/spec.py with `launcher run --runtime native` from --src, then the extras
 (tests/lab/extras.py), and print the outcomes with the kernel's evidence.
 
@@ -42,9 +43,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenarios", help="scenario keys, comma-separated: "
                     + ",".join(dict.fromkeys(s.key for s in scenarios())))
     ap.add_argument("--json", type=Path, dest="json_out", help="save the results here")
-    ap.add_argument("--mem", default="1G", help="guest RAM (mem=; default 1G)")
-    ap.add_argument("--timeout", type=float, default=900, help="whole lab, seconds")
-    ap.add_argument("--scenario-timeout", type=float, default=60, help="per scenario, seconds")
+    ap.add_argument("--boot", choices=("uml", "qemu"),
+                    help="how to boot the kernel (default: UML where it runs, else QEMU)")
+    ap.add_argument("--mem", help="guest RAM (default 1G under UML, 1536M under QEMU)")
+    ap.add_argument("--timeout", type=float, help="whole lab, seconds (default 900; 3000 "
+                    "under QEMU without KVM)")
+    ap.add_argument("--scenario-timeout", type=float, help="per scenario, seconds (default "
+                    "60; 240 under QEMU without KVM)")
     ap.add_argument("--cpu", type=int, help="host CPU to pin UML to (default: the last one "
                     "allowed; -1: no pinning)")
     ap.add_argument("--keep", action="store_true", help="keep the temp folder (init, config)")
@@ -63,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
             layouts=args.only.split(",") if args.only else None,
             scenarios=args.scenarios.split(",") if args.scenarios else None,
             mem=args.mem, timeout=args.timeout, scenario_timeout=args.scenario_timeout,
-            cpu=args.cpu,
+            cpu=args.cpu, way=args.boot,
             progress=lambda line: print(line, flush=True), keep=args.keep,
             verbose=args.verbose, extras=not args.no_extras)
     except (host.LabUnavailable, RuntimeError, ValueError) as exc:
@@ -82,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
     print(host.table(data))
     print()
     print(host.summary(data))
+    if "way" in data["meta"]:
+        print(host.describe(data["meta"]))
     bad = [r for r in data["records"]
            if (r.get("verdict") or {}).get("outcome") != verdict.expected(r)
            or (r.get("verdict") or {}).get("leftovers")]

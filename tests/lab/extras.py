@@ -92,7 +92,7 @@ class Extras:
 
     def _joinable(self, layout: Layout) -> bool:
         probe = self._spawn(layout, ["/bin/true"], "join")
-        probe.communicate(timeout=30)
+        probe.communicate(timeout=30 * self.g.scale)
         return probe.returncode == 0
 
     def _profile(self, stem: str, limits: str) -> str:
@@ -117,14 +117,14 @@ class Extras:
         problems: list[str] = []
         running = _wait(lambda: any(d.rsplit("/", 1)[-1].startswith("launcher-") and
                                     "leaf" not in d and _words(CG / d / "cgroup.procs")
-                                    for d in _dirs()), 30)
+                                    for d in _dirs()), 30 * self.g.scale)
         placed = sorted(d for d in _dirs() - dirs_before)
         if not running:
             problems.append("the workload never ran in a run cgroup")
         os.kill(proc.pid, signal.SIGKILL)  # launcher itself (enter.sh execs it)
-        proc.communicate(timeout=30)
+        proc.communicate(timeout=30 * self.g.scale)
         clean = _wait(lambda: _dirs() == dirs_before and
-                      _words(caller / "cgroup.subtree_control") == sc_before, 15)
+                      _words(caller / "cgroup.subtree_control") == sc_before, 15 * self.g.scale)
         sleeping = subprocess.run(["pgrep", "-f", "/bin/sleep 300"], capture_output=True,
                                   text=True, check=False).stdout.split()
         if not clean:
@@ -161,7 +161,7 @@ class Extras:
         proc = self._spawn(layout, [USER_PYTHON, "-I", "-S", entry, USER_PYTHON,
                                     str(LAB / "bomb.py"), "200"], stem,
                            env={"LAUNCHER_CAPS": str(out / "caps.json")})
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate(timeout=60 * self.g.scale)
         text = stderr.decode(errors="replace")
         started = [ln for ln in stdout.decode(errors="replace").splitlines() if '"started"' in ln]
         facts: dict[str, Any] = {"rc": proc.returncode, "stderr": text[-1500:],
@@ -212,12 +212,12 @@ class Extras:
         # from elsewhere (the root here): no process can join that cgroup to ask
         where = BY_NAME["root"]
         doctor = self._spawn(where, self._launcher(where, "doctor"), "doctor")
-        out, err = doctor.communicate(timeout=60)
+        out, err = doctor.communicate(timeout=60 * self.g.scale)
         listed = (out + err).decode(errors="replace")
         if "launcher-leaf" not in listed:
             problems.append(f"doctor did not list the leaf: {listed[-800:]}")
         clean = self._spawn(where, self._launcher(where, "doctor", "--clean"), "clean")
-        said = b"".join(clean.communicate(timeout=60)).decode(errors="replace")
+        said = b"".join(clean.communicate(timeout=60 * self.g.scale)).decode(errors="replace")
         if (caller / "launcher-leaf").exists() or _words(caller / "cgroup.subtree_control"):
             problems.append(f"--clean left {sorted(_dirs())} / "
                             f"{_words(caller / 'cgroup.subtree_control')}: {said[-500:]}")
@@ -249,7 +249,7 @@ class Extras:
             before = _events_max("outer") + _events_max("outer/inner")
             proc = self._spawn(layout, argv, f"r002-{name.replace(' ', '')}")
             try:
-                out, err = proc.communicate(timeout=120)
+                out, err = proc.communicate(timeout=120 * self.g.scale)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -275,7 +275,8 @@ class Extras:
     def threads_max(self) -> dict[str, Any]:
         """kernel.threads-max, global to a machine (so only in the lab's own kernel), set 80
         above the tasks running: a thread bomb under the supervisor is refused there, and the
-        diagnosis names it."""
+        diagnosis names it. The bomb holds its threads for two samples, scaled with the guest's
+        speed (under TCG 0.3 s fell between two samples)."""
         import json
 
         knob = Path("/proc/sys/kernel/threads-max")
@@ -290,8 +291,9 @@ class Extras:
         knob.write_text(str(limit))
         try:
             proc = subprocess.run([self.g.python, "-m", "launcher.supervise", "--",
-                                   self.g.python, bomb], env=env, capture_output=True,
-                                  text=True, timeout=120, check=False)
+                                   self.g.python, bomb, "100000", str(2 * self.g.scale)],
+                                  env=env, capture_output=True,
+                                  text=True, timeout=120 * self.g.scale, check=False)
         finally:
             knob.write_text(old)
         said = json.loads(exit_file.read_text())["diagnosis"] if exit_file.exists() else ""
@@ -329,7 +331,7 @@ class Extras:
             proc = self._spawn(layout, self._launcher(
                 layout, "run", "--runtime", "native", "--profile", prof, "--name", run, "--",
                 py, leak, *args, "--cycles", "60", "--seconds", "0.3"), run)
-            out, err = proc.communicate(timeout=180)
+            out, err = proc.communicate(timeout=180 * self.g.scale)
             setup.teardown()
             summary_file = LAB / "runs" / run / run / "summary.json"
             if not summary_file.exists():
