@@ -66,6 +66,9 @@ def lab(request: pytest.FixtureRequest) -> dict[str, Any]:
     if shown is not None:  # on the terminal whatever the capture: which kernel, how booted
         shown.ensure_newline()
         shown.write_line(said)
+    keep = os.environ.get("CGROUP2_LAB_SAVE")  # the run, to judge again or make the table
+    if keep:  # from (CGROUP2_LAB_RESULTS, `scripts/cgroup2-lab.py --from-json FILE`)
+        Path(keep).write_text(json.dumps(data, indent=1))
     timing = os.environ.get("LAUNCHER_LAB_TIME_FILE")  # .ci/run prints it at the end
     if timing:
         Path(timing).write_text(said.removeprefix("cgroup v2 lab: ") + "\n")
