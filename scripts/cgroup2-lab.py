@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.lab import host, readme, verdict  # noqa: E402
+from tests.lab.extras import NAMES as EXTRAS  # noqa: E402
 from tests.lab.spec import BY_NAME, scenarios  # noqa: E402
 
 
@@ -61,7 +62,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-extras", action="store_true",
                     help="skip the checks beyond the matrix (kill -9, entrypoint, doctor "
                          "--clean, report 002)")
+    ap.add_argument("--extras", help="only these extras, comma-separated: "
+                    + ",".join(EXTRAS))
     args = ap.parse_args(argv)
+    wrong = [x for x in (args.extras or "").split(",") if x and x not in EXTRAS]
+    if wrong:
+        ap.error(f"unknown extra(s): {', '.join(wrong)}; known: {', '.join(EXTRAS)}")
     try:
         data = _load(args.json_in) if args.json_in else host.run_lab(
             args.src, python=args.python or host.default_python(),
@@ -70,7 +76,8 @@ def main(argv: list[str] | None = None) -> int:
             mem=args.mem, timeout=args.timeout, scenario_timeout=args.scenario_timeout,
             cpu=args.cpu, way=args.boot,
             progress=lambda line: print(line, flush=True), keep=args.keep,
-            verbose=args.verbose, extras=not args.no_extras)
+            verbose=args.verbose,
+            extras=args.extras.split(",") if args.extras else not args.no_extras)
     except (host.LabUnavailable, RuntimeError, ValueError) as exc:
         print(f"cgroup2-lab: {exc}", file=sys.stderr)
         return 2

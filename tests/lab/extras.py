@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 CG = Path("/sys/fs/cgroup")
 LAB = Path("/run/lab")
 OUTER_PIDS = 14  # below what JAX starts at one CPU (15-16 threads in this guest)
+NAMES = ("kill9-container", "kill9-limited-scope", "entrypoint-container-ns",
+         "entrypoint-require", "doctor-clean", "report-002", "threads-max", "growth")
 
 
 def _words(path: Path) -> list[str]:
@@ -314,7 +316,7 @@ class Extras:
         be (6.12 and later: this kernel, 6.1, cannot, and the figure is then absent)."""
         import json
 
-        from tests.lab.guest import Setup
+        from tests.lab.guest import Setup, dmesg_oom
 
         layout = BY_NAME["container"]
         leak = str(Path(self.g.src) / "examples/growth/leak.py")
@@ -325,6 +327,8 @@ class Extras:
         # output, and its imports (over 9p, under TCG) took longer than 13 cycles of 0.3 s,
         # so every sample came after the death
         cycle = round(0.3 * max(1.0, self.g.scale / 4), 2)
+        before = subprocess.run(["ps", "-eo", "pid,stat,pcpu,rss,args"], capture_output=True,
+                                text=True, check=False).stdout.splitlines()
         for name, limits, args in (
                 ("threads", "{pids: 40}", ["--threads", "3"]),
                 ("memory", "{memory: 120MiB}", ["--mib", "8"])):
@@ -337,44 +341,52 @@ class Extras:
                 py, leak, *args, "--cycles", "60", "--seconds", f"{cycle:g}"), run)
             out, err = proc.communicate(timeout=180 * self.g.scale)
             setup.teardown()
-            summary_file = LAB / "runs" / run / run / "summary.json"
-            if not summary_file.exists():
+            record = LAB / "runs" / run / run
+            said_by_launcher = [ln for ln in (out + err).decode(errors="replace").splitlines()
+                                if ln.startswith("launcher:")][-8:]
+            if not (record / "summary.json").exists():
                 problems.append(f"{name}: no summary: {(out + err).decode()[-300:]}")
                 continue
-            s = json.loads(summary_file.read_text())
-            g = s["growth"]
-            died = g["cycles"][-1]["n"] if g["cycles"] else None
-            said = g["said"][0] if g["said"] else None
+            s = json.loads((record / "summary.json").read_text())
+            g = s.get("growth") or {}
+            cycles = g.get("cycles") or []
+            died = cycles[-1]["n"] if cycles else None
+            said = g["said"][0] if g.get("said") else None
             facts[name] = {"rc": proc.returncode, "died_in": died, "cycle_s": cycle,
-                           "cycles": [c["n"] for c in g["cycles"]],
+                           "cycles": [c["n"] for c in cycles],
                            "said": said and said["line"], "said_in": said and said["cycle"],
-                           "diagnosis": s["diagnosis"],
-                           "kernel_peaks": [c.get("kernel_peak") for c in g["cycles"][:4]]}
+                           "diagnosis": s.get("diagnosis"),
+                           "kernel_peaks": [c.get("kernel_peak") for c in cycles[:4]]}
+            if not (record / "exit.json").exists():  # the supervisor's own record
+                problems.append(f"{name}: the supervisor left no exit.json")
+                facts[name].update(said_by_launcher=said_by_launcher, oom=dmesg_oom(), ps=before,
+                                   stderr=err.decode(errors="replace").splitlines()[-12:])
+                continue
             if said is None or died is None or said["cycle"] >= died:
                 problems.append(f"{name}: no line before the death in cycle {died}: {said}")
                 facts[name]["output"] = g.get("output")  # what the watch read and skipped
-                facts[name]["said_by_launcher"] = [
-                    ln for ln in (out + err).decode(errors="replace").splitlines()
-                    if ln.startswith("launcher:")][-8:]
+                facts[name]["said_by_launcher"] = said_by_launcher
             elif abs(said["trend"]["reached"] - died) > 2:
                 problems.append(f"{name}: said cycle ~{said['trend']['reached']}, died in "
                                 f"{died}")
             word = "threads" if name == "threads" else "memory"
-            if not s["diagnosis"].startswith(f"{word} grew +"):
+            if not str(s.get("diagnosis")).startswith(f"{word} grew +"):
                 problems.append(f"{name}: the diagnosis does not name growth: "
                                 f"{s['diagnosis']!r}")
         return {"extra": "growth", "problems": problems, "facts": facts}
 
-    def run_all(self) -> list[dict[str, Any]]:
-        checks: list[tuple[str, Any]] = [
-            ("kill9-container", lambda: self.kill9("container")),
-            ("kill9-limited-scope", lambda: self.kill9("limited-scope")),
-            ("entrypoint-container-ns",
-             lambda: self.entrypoint("container-ns", "{pids: 40}", False)),
-            ("entrypoint-require",
-             lambda: self.entrypoint("nothing-delegated", "{pids: 40, require: true}", True)),
-            ("doctor-clean", self.doctor_clean), ("report-002", self.report_002),
-            ("threads-max", self.threads_max), ("growth", self.growth)]
+    def run_all(self, only: list[str] | None = None) -> list[dict[str, Any]]:
+        """Every check in NAMES' order, or `only` these."""
+        every: dict[str, Any] = {
+            "kill9-container": lambda: self.kill9("container"),
+            "kill9-limited-scope": lambda: self.kill9("limited-scope"),
+            "entrypoint-container-ns":
+                lambda: self.entrypoint("container-ns", "{pids: 40}", False),
+            "entrypoint-require":
+                lambda: self.entrypoint("nothing-delegated", "{pids: 40, require: true}", True),
+            "doctor-clean": self.doctor_clean, "report-002": self.report_002,
+            "threads-max": self.threads_max, "growth": self.growth}
+        checks = [(name, every[name]) for name in NAMES if only is None or name in only]
         out = []
         for name, check in checks:
             t0 = time.monotonic()

@@ -518,11 +518,12 @@ class Guest:
             self.results["meta"]["guest_seconds"] = round(time.monotonic() - t0, 1)
             self.save()
             say(f"[{i}/{len(plan)}] {verdict.progress_line(rec)}")
-        if self.cfg.get("extras", True):
+        wanted = self.cfg.get("extras", True)
+        if wanted:
             from tests.lab.extras import Extras
 
             extras = self.results.setdefault("extras", [])
-            for rec in Extras(self).run_all():
+            for rec in Extras(self).run_all(wanted if isinstance(wanted, list) else None):
                 extras.append(rec)
                 self.save()
                 say(f"[extra] {rec['extra']}: "

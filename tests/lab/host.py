@@ -175,8 +175,9 @@ def describe(meta: dict[str, Any]) -> str:
 
 
 def run_lab(src: Path | str = REPO, *, python: str | None = None,
-            layouts: list[str] | None = None, cpu: int | None = None, extras: bool = True,
-            progress: Callable[[str], None] | None = None, way: Way | str | None = None,
+            layouts: list[str] | None = None, cpu: int | None = None,
+            extras: bool | list[str] = True, progress: Callable[[str], None] | None = None,
+            way: Way | str | None = None,
             **kw: Any) -> dict[str, Any]:
     """Boot the lab and return {"meta": ..., "records": [...], "extras": [...]}. `way`: a
     Way, "uml", "qemu" or None (UML where it boots, else QEMU). Under UML with two or more
@@ -249,7 +250,7 @@ def _boot(src: Path | str = REPO, *, python: str | None = None,
             mem: str | None = None, timeout: float | None = None,
             scenario_timeout: float | None = None, cpu: int | None = None,
             progress: Callable[[str], None] | None = None, keep: bool = False,
-            verbose: bool = False, extras: bool = True, way: Way = Way("uml"),
+            verbose: bool = False, extras: bool | list[str] = True, way: Way = Way("uml"),
             vcpus: int = qemu.CPUS) -> dict[str, Any]:
     """Boot the lab once and return {"meta": ..., "records": [...]}, each record with its
     verdict. `cpu`: the host CPU a UML kernel is pinned to (default the last one this process
