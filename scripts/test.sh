@@ -48,9 +48,18 @@ base_id=$(docker image inspect -f '{{.Id}}' launcher-base:bookworm)
 # lsof: examples/growth/corpus/torch_gloo_new_group.py (pytorch#129868) counts its descriptors so
 command -v lsof >/dev/null || { apt-get update -q && \
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q lsof; }
-# user-mode Linux: a pure cgroup v2 kernel for the lab (tests/test_cgroup2_lab.py)
+# a pure cgroup v2 kernel for the lab (tests/test_cgroup2_lab.py): user-mode Linux, and where the
+# host refuses it (FIELD.md 47-48) Debian's kernel under QEMU, with an initramfs the lab builds in
+# a temp folder (busybox-static, cpio). No recommends: no firmware, no bootloader. The kernel
+# package needs an initramfs tool: the one installed, else tiny-initramfs (initramfs-tools would
+# pull udev and a systemd upgrade); nothing changes how this machine boots
 command -v linux >/dev/null || { apt-get update -q && \
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q user-mode-linux; }
+lab_qemu="qemu-system-x86 linux-image-amd64 busybox-static cpio"
+[ "$(dpkg-query -W -f '${db:Status-Status}\n' $lab_qemu 2>/dev/null | grep -c '^installed$')" \
+  = 4 ] || { dpkg-query -W -f '${db:Status-Status}\n' initramfs-tools dracut 2>/dev/null | \
+  grep -q '^installed$' || lab_qemu="$lab_qemu tiny-initramfs"; apt-get update -q && \
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $lab_qemu; }
 # a one-node Slurm cluster for the Slurm backend (tests/test_slurm.py; about 10 s on a fresh
 # machine): its config in a folder of its own, which the tests reach through SLURM_CONF
 bash scripts/slurm-up.sh

@@ -36,6 +36,8 @@ if TYPE_CHECKING:
 CG = Path("/sys/fs/cgroup")
 LAB = Path("/run/lab")
 OUTER_PIDS = 14  # below what JAX starts at one CPU (15-16 threads in this guest)
+NAMES = ("kill9-container", "kill9-limited-scope", "entrypoint-container-ns",
+         "entrypoint-require", "doctor-clean", "report-002", "threads-max", "growth")
 
 
 def _words(path: Path) -> list[str]:
@@ -92,7 +94,7 @@ class Extras:
 
     def _joinable(self, layout: Layout) -> bool:
         probe = self._spawn(layout, ["/bin/true"], "join")
-        probe.communicate(timeout=30)
+        probe.communicate(timeout=30 * self.g.scale)
         return probe.returncode == 0
 
     def _profile(self, stem: str, limits: str) -> str:
@@ -117,14 +119,14 @@ class Extras:
         problems: list[str] = []
         running = _wait(lambda: any(d.rsplit("/", 1)[-1].startswith("launcher-") and
                                     "leaf" not in d and _words(CG / d / "cgroup.procs")
-                                    for d in _dirs()), 30)
+                                    for d in _dirs()), 30 * self.g.scale)
         placed = sorted(d for d in _dirs() - dirs_before)
         if not running:
             problems.append("the workload never ran in a run cgroup")
         os.kill(proc.pid, signal.SIGKILL)  # launcher itself (enter.sh execs it)
-        proc.communicate(timeout=30)
+        proc.communicate(timeout=30 * self.g.scale)
         clean = _wait(lambda: _dirs() == dirs_before and
-                      _words(caller / "cgroup.subtree_control") == sc_before, 15)
+                      _words(caller / "cgroup.subtree_control") == sc_before, 15 * self.g.scale)
         sleeping = subprocess.run(["pgrep", "-f", "/bin/sleep 300"], capture_output=True,
                                   text=True, check=False).stdout.split()
         if not clean:
@@ -161,7 +163,7 @@ class Extras:
         proc = self._spawn(layout, [USER_PYTHON, "-I", "-S", entry, USER_PYTHON,
                                     str(LAB / "bomb.py"), "200"], stem,
                            env={"LAUNCHER_CAPS": str(out / "caps.json")})
-        stdout, stderr = proc.communicate(timeout=60)
+        stdout, stderr = proc.communicate(timeout=60 * self.g.scale)
         text = stderr.decode(errors="replace")
         started = [ln for ln in stdout.decode(errors="replace").splitlines() if '"started"' in ln]
         facts: dict[str, Any] = {"rc": proc.returncode, "stderr": text[-1500:],
@@ -212,12 +214,12 @@ class Extras:
         # from elsewhere (the root here): no process can join that cgroup to ask
         where = BY_NAME["root"]
         doctor = self._spawn(where, self._launcher(where, "doctor"), "doctor")
-        out, err = doctor.communicate(timeout=60)
+        out, err = doctor.communicate(timeout=60 * self.g.scale)
         listed = (out + err).decode(errors="replace")
         if "launcher-leaf" not in listed:
             problems.append(f"doctor did not list the leaf: {listed[-800:]}")
         clean = self._spawn(where, self._launcher(where, "doctor", "--clean"), "clean")
-        said = b"".join(clean.communicate(timeout=60)).decode(errors="replace")
+        said = b"".join(clean.communicate(timeout=60 * self.g.scale)).decode(errors="replace")
         if (caller / "launcher-leaf").exists() or _words(caller / "cgroup.subtree_control"):
             problems.append(f"--clean left {sorted(_dirs())} / "
                             f"{_words(caller / 'cgroup.subtree_control')}: {said[-500:]}")
@@ -249,7 +251,7 @@ class Extras:
             before = _events_max("outer") + _events_max("outer/inner")
             proc = self._spawn(layout, argv, f"r002-{name.replace(' ', '')}")
             try:
-                out, err = proc.communicate(timeout=120)
+                out, err = proc.communicate(timeout=120 * self.g.scale)
             except subprocess.TimeoutExpired:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(proc.pid, signal.SIGKILL)
@@ -275,7 +277,8 @@ class Extras:
     def threads_max(self) -> dict[str, Any]:
         """kernel.threads-max, global to a machine (so only in the lab's own kernel), set 80
         above the tasks running: a thread bomb under the supervisor is refused there, and the
-        diagnosis names it."""
+        diagnosis names it. The bomb holds its threads for two samples, scaled with the guest's
+        speed (under TCG 0.3 s fell between two samples)."""
         import json
 
         knob = Path("/proc/sys/kernel/threads-max")
@@ -290,8 +293,9 @@ class Extras:
         knob.write_text(str(limit))
         try:
             proc = subprocess.run([self.g.python, "-m", "launcher.supervise", "--",
-                                   self.g.python, bomb], env=env, capture_output=True,
-                                  text=True, timeout=120, check=False)
+                                   self.g.python, bomb, "100000", str(2 * self.g.scale)],
+                                  env=env, capture_output=True,
+                                  text=True, timeout=120 * self.g.scale, check=False)
         finally:
             knob.write_text(old)
         said = json.loads(exit_file.read_text())["diagnosis"] if exit_file.exists() else ""
@@ -312,13 +316,19 @@ class Extras:
         be (6.12 and later: this kernel, 6.1, cannot, and the figure is then absent)."""
         import json
 
-        from tests.lab.guest import Setup
+        from tests.lab.guest import Setup, dmesg_oom
 
         layout = BY_NAME["container"]
         leak = str(Path(self.g.src) / "examples/growth/leak.py")
         py = self.g.user_python[layout.uid][0]
         problems: list[str] = []
         facts: dict[str, Any] = {}
+        # a cycle of 0.3 s, longer as the guest is slower: the watch starts at the first
+        # output, and its imports (over 9p, under TCG) took longer than 13 cycles of 0.3 s,
+        # so every sample came after the death
+        cycle = round(0.3 * max(1.0, self.g.scale / 4), 2)
+        before = subprocess.run(["ps", "-eo", "pid,stat,pcpu,rss,args"], capture_output=True,
+                                text=True, check=False).stdout.splitlines()
         for name, limits, args in (
                 ("threads", "{pids: 40}", ["--threads", "3"]),
                 ("memory", "{memory: 120MiB}", ["--mib", "8"])):
@@ -328,46 +338,55 @@ class Extras:
             run = f"growth-{name}"
             proc = self._spawn(layout, self._launcher(
                 layout, "run", "--runtime", "native", "--profile", prof, "--name", run, "--",
-                py, leak, *args, "--cycles", "60", "--seconds", "0.3"), run)
-            out, err = proc.communicate(timeout=180)
+                py, leak, *args, "--cycles", "60", "--seconds", f"{cycle:g}"), run)
+            out, err = proc.communicate(timeout=180 * self.g.scale)
             setup.teardown()
-            summary_file = LAB / "runs" / run / run / "summary.json"
-            if not summary_file.exists():
+            record = LAB / "runs" / run / run
+            said_by_launcher = [ln for ln in (out + err).decode(errors="replace").splitlines()
+                                if ln.startswith("launcher:")][-8:]
+            if not (record / "summary.json").exists():
                 problems.append(f"{name}: no summary: {(out + err).decode()[-300:]}")
                 continue
-            s = json.loads(summary_file.read_text())
-            g = s["growth"]
-            died = g["cycles"][-1]["n"] if g["cycles"] else None
-            said = g["said"][0] if g["said"] else None
-            facts[name] = {"rc": proc.returncode, "died_in": died,
+            s = json.loads((record / "summary.json").read_text())
+            g = s.get("growth") or {}
+            cycles = g.get("cycles") or []
+            died = cycles[-1]["n"] if cycles else None
+            said = g["said"][0] if g.get("said") else None
+            facts[name] = {"rc": proc.returncode, "died_in": died, "cycle_s": cycle,
+                           "cycles": [c["n"] for c in cycles],
                            "said": said and said["line"], "said_in": said and said["cycle"],
-                           "diagnosis": s["diagnosis"],
-                           "kernel_peaks": [c.get("kernel_peak") for c in g["cycles"][:4]]}
+                           "diagnosis": s.get("diagnosis"),
+                           "kernel_peaks": [c.get("kernel_peak") for c in cycles[:4]]}
+            if not (record / "exit.json").exists():  # the supervisor's own record
+                problems.append(f"{name}: the supervisor left no exit.json")
+                facts[name].update(said_by_launcher=said_by_launcher, oom=dmesg_oom(), ps=before,
+                                   stderr=err.decode(errors="replace").splitlines()[-12:])
+                continue
             if said is None or died is None or said["cycle"] >= died:
                 problems.append(f"{name}: no line before the death in cycle {died}: {said}")
                 facts[name]["output"] = g.get("output")  # what the watch read and skipped
-                facts[name]["said_by_launcher"] = [
-                    ln for ln in (out + err).decode(errors="replace").splitlines()
-                    if ln.startswith("launcher:")][-8:]
+                facts[name]["said_by_launcher"] = said_by_launcher
             elif abs(said["trend"]["reached"] - died) > 2:
                 problems.append(f"{name}: said cycle ~{said['trend']['reached']}, died in "
                                 f"{died}")
             word = "threads" if name == "threads" else "memory"
-            if not s["diagnosis"].startswith(f"{word} grew +"):
+            if not str(s.get("diagnosis")).startswith(f"{word} grew +"):
                 problems.append(f"{name}: the diagnosis does not name growth: "
                                 f"{s['diagnosis']!r}")
         return {"extra": "growth", "problems": problems, "facts": facts}
 
-    def run_all(self) -> list[dict[str, Any]]:
-        checks: list[tuple[str, Any]] = [
-            ("kill9-container", lambda: self.kill9("container")),
-            ("kill9-limited-scope", lambda: self.kill9("limited-scope")),
-            ("entrypoint-container-ns",
-             lambda: self.entrypoint("container-ns", "{pids: 40}", False)),
-            ("entrypoint-require",
-             lambda: self.entrypoint("nothing-delegated", "{pids: 40, require: true}", True)),
-            ("doctor-clean", self.doctor_clean), ("report-002", self.report_002),
-            ("threads-max", self.threads_max), ("growth", self.growth)]
+    def run_all(self, only: list[str] | None = None) -> list[dict[str, Any]]:
+        """Every check in NAMES' order, or `only` these."""
+        every: dict[str, Any] = {
+            "kill9-container": lambda: self.kill9("container"),
+            "kill9-limited-scope": lambda: self.kill9("limited-scope"),
+            "entrypoint-container-ns":
+                lambda: self.entrypoint("container-ns", "{pids: 40}", False),
+            "entrypoint-require":
+                lambda: self.entrypoint("nothing-delegated", "{pids: 40, require: true}", True),
+            "doctor-clean": self.doctor_clean, "report-002": self.report_002,
+            "threads-max": self.threads_max, "growth": self.growth}
+        checks = [(name, every[name]) for name in NAMES if only is None or name in only]
         out = []
         for name, check in checks:
             t0 = time.monotonic()

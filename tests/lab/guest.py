@@ -274,6 +274,8 @@ class Guest:
         self.python: str = config["python"]
         self.site_dirs: list[str] = config.get("site_dirs", [])
         self.timeout: float = float(config.get("scenario_timeout", 60))
+        # how much slower than UML this kernel runs (an emulated CPU): waits grow with it
+        self.scale: float = float(config.get("time_scale", 1))
         self.results_path = Path(config["results"])
         self.user_python: dict[int, tuple[str, str]] = {}  # uid -> (python, PYTHONPATH)
         self.count = 0
@@ -481,12 +483,12 @@ class Guest:
         changed = {d: [was[d], after[d]["subtree"]] for d in was
                    if was[d] != after[d]["subtree"]}
         strangers = _strangers(sleepers)
-        deadline = time.monotonic() + 3
+        deadline = time.monotonic() + 3 * self.scale
         while strangers and time.monotonic() < deadline:  # a process that is just exiting
             time.sleep(0.1)
             strangers = _strangers(sleepers)
         join = subprocess.run([str(ENTER), "root", "/bin/true"], env=env, capture_output=True,
-                              text=True, timeout=30, check=False, cwd="/")
+                              text=True, timeout=30 * self.scale, check=False, cwd="/")
         return {"new_dirs": sorted(set(after) - dirs_before - own),
                 "gone_dirs": sorted(dirs_before - set(after)), "subtree_changed": changed,
                 "procs_left": strangers, "join_ok": join.returncode == 0,
@@ -516,11 +518,12 @@ class Guest:
             self.results["meta"]["guest_seconds"] = round(time.monotonic() - t0, 1)
             self.save()
             say(f"[{i}/{len(plan)}] {verdict.progress_line(rec)}")
-        if self.cfg.get("extras", True):
+        wanted = self.cfg.get("extras", True)
+        if wanted:
             from tests.lab.extras import Extras
 
             extras = self.results.setdefault("extras", [])
-            for rec in Extras(self).run_all():
+            for rec in Extras(self).run_all(wanted if isinstance(wanted, list) else None):
                 extras.append(rec)
                 self.save()
                 say(f"[extra] {rec['extra']}: "

@@ -1,6 +1,7 @@
-"""The host side of the cgroup v2 lab: boot one user-mode Linux kernel (FIELD.md 35) whose init
-runs the guest driver over every layout x scenario, stream its progress lines, read its
-results JSON back through hostfs, and print the table."""
+"""The host side of the cgroup v2 lab: boot one pure cgroup v2 kernel, user-mode Linux where
+the host runs it (FIELD.md 35), else Debian's kernel under QEMU (qemu.py, FIELD.md 48), whose
+init runs the guest driver over every layout x scenario; stream its progress lines, read its
+results JSON back (through hostfs, or QEMU's writable 9p share), and print the table."""
 
 from __future__ import annotations
 
@@ -16,10 +17,11 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.lab import verdict
+from tests.lab import qemu, verdict
 from tests.lab.spec import BY_NAME, LAYOUTS
 from tests.lab.spec import scenarios as all_scenarios
 
@@ -28,12 +30,13 @@ LINUX = "/usr/bin/linux"
 PREFIX = "LAB "
 
 INIT_SH = """#!/bin/sh
-# init of the lab's UML guest: a pure cgroup v2 hierarchy, then the driver, then power off
+# init of the lab's guest (UML or QEMU): a pure cgroup v2 hierarchy, the driver, power off
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 mount -t proc proc /proc
+echo "LAB init up (kernel uptime $(cut -d' ' -f1 /proc/uptime) s)"
 mount -t sysfs sysfs /sys
 mount -t cgroup2 none /sys/fs/cgroup
-mkdir -p /dev/shm
+{prelude}mkdir -p /dev/shm
 mount -t tmpfs tmpfs /dev/shm
 mount -t tmpfs tmpfs /run
 cd {repo} && env -i PATH="$PATH" PYTHONDONTWRITEBYTECODE=1 HOME=/run \\
@@ -44,7 +47,7 @@ poweroff -f
 
 
 class LabUnavailable(RuntimeError):
-    """No user-mode Linux kernel on this machine."""
+    """No way to boot the lab's kernel on this machine."""
 
 
 class HostRefusesUml(RuntimeError):
@@ -73,6 +76,14 @@ def _host_refuses(linux: str, mem: str) -> str | None:
         shutil.rmtree(work, ignore_errors=True)
     text = (out.stdout + out.stderr).decode(errors="replace")
     return next((ln.strip() for ln in text.splitlines() if HOST_REFUSES in ln), None)
+
+
+def _child_setup(pin: int) -> None:
+    """In the kernel's process before exec: dies with the thread that started it (a lab killed
+    by a signal leaves no kernel running), pinned to host CPU `pin` unless it is -1."""
+    qemu.die_with_parent()
+    if pin >= 0:
+        os.sched_setaffinity(0, {pin})
 
 
 def linux_binary() -> str | None:
@@ -114,18 +125,73 @@ def _bytes(size: str) -> int:
     return int(size[:-1]) * units[size[-1].upper()] if size[-1].upper() in units else int(size)
 
 
+@dataclass(frozen=True)
+class Way:
+    """How the lab's kernel boots here: user-mode Linux, or QEMU (kvm: with KVM, else TCG)."""
+    kind: str  # "uml" or "qemu"
+    kvm: bool = False
+
+    def __str__(self) -> str:
+        return "user-mode Linux" if self.kind == "uml" else \
+            f"QEMU ({'KVM' if self.kvm else 'TCG'})"
+
+
+def choose_way(kind: str | None = None, mem: str = "1G") -> Way:
+    """UML where it boots, else QEMU; `kind` forces one. Raises LabUnavailable (or
+    HostRefusesUml for a forced UML) where the way cannot run, with what each lacks."""
+    why: list[str] = []
+    if kind in (None, "uml"):
+        linux = linux_binary()
+        refused = _host_refuses(linux, mem) if linux else None
+        if linux and refused is None:
+            return Way("uml")
+        if linux is None:
+            why.append("user-mode Linux is not installed (/usr/bin/linux, Debian's "
+                       "user-mode-linux package)")
+        else:
+            msg = (f"this host's kernel ({os.uname().release}) refuses the user-mode Linux "
+                   f"kernel's guest processes: {refused!r} (UML could not set a guest's "
+                   "floating-point registers through ptrace, EFAULT)")
+            if kind == "uml":
+                raise HostRefusesUml(msg)
+            why.append(msg)
+    if kind in (None, "qemu"):
+        lacks = qemu.missing()
+        if lacks is None:
+            return Way("qemu", kvm=qemu.kvm_boots())
+        why.append(f"QEMU cannot boot the lab: {lacks}")
+    if not why:
+        raise ValueError(f"unknown way to boot the lab: {kind!r} (uml or qemu)")
+    raise LabUnavailable("; ".join(why))
+
+
+def describe(meta: dict[str, Any]) -> str:
+    """One line for the run: the kernel, how it booted, its CPUs."""
+    cpus = meta.get("cpus")
+    each = f"{cpus} CPU{'s' if cpus != 1 else ''}"
+    boots = len(meta.get("boots") or [1])
+    return (f"cgroup v2 lab: Linux {meta.get('kernel', '?')} under {meta.get('way', '?')}, "
+            + (f"{boots} kernels at once, {each} each" if boots > 1 else each))
+
+
 def run_lab(src: Path | str = REPO, *, python: str | None = None,
-            layouts: list[str] | None = None, cpu: int | None = None, extras: bool = True,
-            progress: Callable[[str], None] | None = None, **kw: Any) -> dict[str, Any]:
-    """Boot the lab and return {"meta": ..., "records": [...], "extras": [...]}. With two or
-    more CPUs (and no `cpu` given) two UML kernels run at once, each pinned to a CPU of its
-    own, each with half of the layouts (the second one also runs the extras): about half the
-    wall time of one. Records come back in layout order."""
+            layouts: list[str] | None = None, cpu: int | None = None,
+            extras: bool | list[str] = True, progress: Callable[[str], None] | None = None,
+            way: Way | str | None = None,
+            **kw: Any) -> dict[str, Any]:
+    """Boot the lab and return {"meta": ..., "records": [...], "extras": [...]}. `way`: a
+    Way, "uml", "qemu" or None (UML where it boots, else QEMU). Under UML with two or more
+    CPUs (and no `cpu` given) two kernels run at once, each pinned to a CPU of its own, each
+    with half of the layouts (the second one also runs the extras): about half the wall time
+    of one; under QEMU the same, each kernel with one CPU (its guest runs one scenario at a
+    time, so a second CPU would mostly idle). Records come back in layout order."""
     names = layouts or [lay.name for lay in LAYOUTS]
+    if not isinstance(way, Way):
+        way = choose_way(way, kw.get("mem") or "1G")
     cpus = sorted(os.sched_getaffinity(0))
     if cpu is not None or len(cpus) < 2 or len(names) < 2:
         return _boot(src, python=python, layouts=names, cpu=cpu, extras=extras,
-                     progress=progress, **kw)
+                     progress=progress, way=way, **kw)
     cut = (len(names) + 1) // 2  # the second also runs the extras (about a minute)
     groups = [(names[:cut], cpus[-1], False), (names[cut:], cpus[-2], extras)]
     out: list[dict[str, Any] | BaseException] = [{}, {}]
@@ -141,7 +207,7 @@ def run_lab(src: Path | str = REPO, *, python: str | None = None,
 
         try:
             out[i] = _boot(src, python=python, layouts=part, cpu=pin, extras=with_extras,
-                           progress=said, **kw)
+                           progress=said, way=way, vcpus=1, **kw)
         except BaseException as exc:  # noqa: BLE001 - re-raised below, in this thread
             out[i] = exc
 
@@ -162,6 +228,8 @@ def run_lab(src: Path | str = REPO, *, python: str | None = None,
     data["meta"].update({
         "planned": a["meta"].get("planned", 0) + b["meta"].get("planned", 0),
         "total_seconds": max(a["meta"]["total_seconds"], b["meta"]["total_seconds"]),
+        "boot_seconds": max(a["meta"].get("boot_seconds") or 0,
+                            b["meta"].get("boot_seconds") or 0),
         "guest_seconds": max(a["meta"].get("guest_seconds", 0),
                              b["meta"].get("guest_seconds", 0)),
         "timed_out": a["meta"]["timed_out"] or b["meta"]["timed_out"],
@@ -171,18 +239,25 @@ def run_lab(src: Path | str = REPO, *, python: str | None = None,
     return data
 
 
+# (whole lab s, per scenario s, the guest's waits x): TCG emulates every instruction (a
+# launcher run takes 12-20 s there, FIELD.md 48, against ~1 s under UML; a minute and more on a
+# loaded host, where launcher's detached plot process, a second python, outlived 24 s)
+TIMEOUTS = {"uml": (900.0, 60.0, 1.0), "qemu": (900.0, 60.0, 1.0), "tcg": (3600.0, 300.0, 20.0)}
+
+
 def _boot(src: Path | str = REPO, *, python: str | None = None,
             layouts: list[str] | None = None, scenarios: list[str] | None = None,
-            mem: str = "1G", timeout: float = 900, scenario_timeout: float = 60,
-            cpu: int | None = None,
+            mem: str | None = None, timeout: float | None = None,
+            scenario_timeout: float | None = None, cpu: int | None = None,
             progress: Callable[[str], None] | None = None, keep: bool = False,
-            verbose: bool = False, extras: bool = True) -> dict[str, Any]:
+            verbose: bool = False, extras: bool | list[str] = True, way: Way = Way("uml"),
+            vcpus: int = qemu.CPUS) -> dict[str, Any]:
     """Boot the lab once and return {"meta": ..., "records": [...]}, each record with its
-    verdict. `cpu`: the host CPU the UML kernel is pinned to (default the last one this
-    process may use; -1: not pinned). Raises LabUnavailable without user-mode Linux,
-    RuntimeError when the guest produced no results."""
+    verdict. `cpu`: the host CPU a UML kernel is pinned to (default the last one this process
+    may use; -1: not pinned); `vcpus`: a QEMU guest's CPUs. Raises LabUnavailable without
+    user-mode Linux (under UML), RuntimeError when the guest produced no results."""
     linux = linux_binary()
-    if linux is None:
+    if way.kind == "uml" and linux is None:
         raise LabUnavailable("user-mode Linux is not installed (/usr/bin/linux, Debian's "
                              "user-mode-linux package)")
     names = layouts or [lay.name for lay in LAYOUTS]
@@ -195,33 +270,50 @@ def _boot(src: Path | str = REPO, *, python: str | None = None,
     if wrong:
         raise ValueError(f"unknown scenario(s): {', '.join(wrong)}; known: "
                          f"{', '.join(sorted(known))}")
+    slow = "tcg" if way.kind == "qemu" and not way.kvm else way.kind
+    timeout = timeout or TIMEOUTS[slow][0]
+    scenario_timeout = scenario_timeout or TIMEOUTS[slow][1]
+    scale = TIMEOUTS[slow][2] * scenario_timeout / TIMEOUTS[slow][1]
     python = python or default_python()
     say = progress or (lambda line: None)
     work = Path(tempfile.mkdtemp(prefix="cgroup2-lab-", dir="/tmp"))  # seen by the guest
     results = work / "results.json"
     config = {"src": str(Path(src).resolve()), "python": python, "site_dirs": site_dirs(python),
               "layouts": names, "scenarios": scenarios or [], "results": str(results),
-              "scenario_timeout": scenario_timeout, "extras": extras}
+              "scenario_timeout": scenario_timeout, "time_scale": scale, "extras": extras}
     (work / "config.json").write_text(json.dumps(config, indent=1))
     init = work / "init.sh"
     init.write_text(INIT_SH.format(repo=shlex.quote(str(REPO)), python=shlex.quote(python),
-                                   config=shlex.quote(str(work / "config.json"))))
+                                   config=shlex.quote(str(work / "config.json")),
+                                   prelude=qemu.prelude(work) if way.kind == "qemu" else ""))
     init.chmod(0o755)
-    argv = [linux, f"mem={mem}", "rootfstype=hostfs", "rootflags=/", "rw", f"init={init}",
-            "con=null", "con0=fd:0,fd:1", "quiet", "loglevel=3", f"uml_dir={work}/uml",
-            f"umid={work.name}"]
-    (work / "uml").mkdir()
-    env = {**os.environ, "TMPDIR": _ram_dir(_bytes(mem))}
+    env = dict(os.environ)
+    pin = -1
+    if way.kind == "uml":
+        assert linux is not None
+        mem = mem or "1G"
+        argv = [linux, f"mem={mem}", "rootfstype=hostfs", "rootflags=/", "rw", f"init={init}",
+                "con=null", "con0=fd:0,fd:1", "quiet", "loglevel=3", f"uml_dir={work}/uml",
+                f"umid={work.name}"]
+        (work / "uml").mkdir()
+        env["TMPDIR"] = _ram_dir(_bytes(mem))
+        # UML runs each guest process as a host process and switches between them all the
+        # time; on one host CPU those switches stay warm (on this 2-core VM, pinned: 2.5x)
+        pin = max(os.sched_getaffinity(0)) if cpu is None else cpu
+    else:
+        kernel = qemu.find_kernel()
+        if kernel is None:
+            raise LabUnavailable("QEMU cannot boot the lab: no kernel in /boot")
+        initrd = qemu.build_initramfs(kernel.release, str(init), work / "initrd.gz")
+        argv = qemu.argv(kernel, initrd, work, kvm=way.kvm, cpus=vcpus, mem=mem or qemu.MEM)
+    say(f"booting {way} ({work})")
     t0 = time.monotonic()
     log: list[str] = []
     timed_out = False
-    # UML runs each guest process as a host process and switches between them all the time;
-    # on one host CPU those switches stay warm (on this 2-core VM, pinned: 2.5x faster)
-    pin = max(os.sched_getaffinity(0)) if cpu is None else cpu
+    booted: float | None = None
     proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, env=env, start_new_session=True,
-                            preexec_fn=(lambda: os.sched_setaffinity(0, {pin}))
-                            if pin >= 0 else None)
+                            preexec_fn=lambda: _child_setup(pin))
     lines: queue.Queue[str | None] = queue.Queue()
 
     def pump() -> None:
@@ -243,14 +335,17 @@ def _boot(src: Path | str = REPO, *, python: str | None = None,
             if line is None:
                 break
             log.append(line)
-            if line.startswith(PREFIX):
-                say(line[len(PREFIX):])
+            at = line.find(PREFIX)  # QEMU's console may put escapes before it
+            if at >= 0:
+                if booted is None:  # the init's first line
+                    booted = round(time.monotonic() - t0, 1)
+                say(line[at + len(PREFIX):])
             elif verbose:
-                say(f"[uml] {line}")
+                say(f"[{way.kind}] {line}")
         proc.wait(timeout=30)
     except (TimeoutError, subprocess.TimeoutExpired):
         timed_out = True
-        say(f"lab timed out after {timeout:g}s: stopping the UML kernel")
+        say(f"lab timed out after {timeout:g}s: stopping the {way} kernel")
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
@@ -261,21 +356,23 @@ def _boot(src: Path | str = REPO, *, python: str | None = None,
         if not keep:
             shutil.rmtree(work, ignore_errors=True)
         died = any("Attempted to kill init" in ln for ln in log)
-        refused = _host_refuses(linux, mem) if died else None
+        refused = _host_refuses(linux, mem or "1G") if died and linux and way.kind == "uml" \
+            else None
         if refused is not None:
             raise HostRefusesUml(
                 f"this host's kernel ({os.uname().release}) refuses the user-mode Linux "
                 f"kernel's guest processes: its init died at once, after {refused!r} (UML "
                 f"could not set a guest's floating-point registers through ptrace, EFAULT)")
-        raise RuntimeError(f"the lab guest wrote no results (exit {proc.returncode}, "
-                           f"{total}s); its console ended with:\n{tail}")
+        raise RuntimeError(f"the lab guest wrote no results under {way} (exit "
+                           f"{proc.returncode}, {total}s); its console ended with:\n{tail}")
     data = json.loads(results.read_text())
     for rec in data["records"]:
         rec["verdict"] = verdict.judge(rec)  # the host's copy of the rule decides
-    data["meta"].update({"total_seconds": total, "timed_out": timed_out,
-                         "uml_exit": proc.returncode, "boot": " ".join(argv),
-                         "ram_dir": env["TMPDIR"], "host_cpu": pin,
-                         "console_tail": log[-20:]})
+    data["meta"].update({"total_seconds": total, "timed_out": timed_out, "way": str(way),
+                         "boot_seconds": booted, "kernel_exit": proc.returncode,
+                         "boot": " ".join(argv), "host_cpu": pin, "console_tail": log[-20:]})
+    if way.kind == "uml":
+        data["meta"]["ram_dir"] = env["TMPDIR"]
     if keep:
         data["meta"]["workdir"] = str(work)
     else:
