@@ -394,9 +394,9 @@ def start_of(**kw: object) -> Any:
 
 
 def watch_of(**kw: object) -> Any:
-    """The supervisor's Watch with `kw` as seen."""
-    from launcher.supervise.evidence import Watch
+    """The supervisor's Peaks with `kw` as seen."""
+    from launcher.supervise.evidence import Peaks
 
-    w = Watch(1)
+    w = Peaks(1)
     w.__dict__.update(kw)
     return w

@@ -365,7 +365,7 @@ def _counters(**kw: Any) -> diagnose.KernelCounters:
     return c
 
 
-class _Watch:
+class _Peaks:
     def __init__(self, threads: int) -> None:
         self.threads = threads
 
@@ -395,7 +395,7 @@ def test_each_diagnosis_is_pinned(update_golden):
     }
     out: dict[str, Any] = {}
     for name, (rc, before, after) in cases.items():
-        watch = _Watch(150) if name == "oom_threads" else _Watch(99) if name == "oom" else None
+        watch = _Peaks(150) if name == "oom_threads" else _Peaks(99) if name == "oom" else None
         out[name] = list(diagnose.diagnose(rc, before, after, None, watch))  # type: ignore[arg-type]
         assert diagnose.explain(rc, before, after, None, watch) == out[name][1]  # type: ignore[arg-type]
     _pin("diagnose", out, update_golden)

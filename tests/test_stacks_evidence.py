@@ -21,7 +21,7 @@ from launcher.caps.stacks import (
     stacks_of,
 )
 from launcher.frameworks import get
-from launcher.supervise.evidence import Watch, loadavg, uid_tasks
+from launcher.supervise.evidence import Peaks, loadavg, uid_tasks
 from tests.conftest import ROOT
 
 MIB = 1 << 20
@@ -110,7 +110,7 @@ def test_watch_samples_the_workload_and_its_children():
     proc = subprocess.Popen([sys.executable, "-c", HOLD], stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        w = Watch(proc.pid)
+        w = Peaks(proc.pid)
         assert (w.threads, w.vm_size, w.samples) == (0, 0, 0)
         assert w.sample() == 0.01
         st = _status(proc.pid)
@@ -135,7 +135,7 @@ def test_watch_samples_the_workload_and_its_children():
 
 
 def test_watch_samples_often_first_then_seldom():
-    w = Watch(os.getpid())
+    w = Peaks(os.getpid())
     for age, interval in ((0, 0.01), (1.99, 0.01), (2.01, 0.05), (9.99, 0.05), (10.01, 0.25)):
         w.started = time.monotonic() - age
         assert w.interval() == interval

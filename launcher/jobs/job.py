@@ -88,7 +88,7 @@ def finished(folder: Path, c: Chunk) -> dict[str, Any] | None:
     return None
 
 
-class GpuWatch(threading.Thread):
+class GpuSampler(threading.Thread):
     """Utilisation of each GPU, once a second, for the summary (only where GPUs show)."""
 
     def __init__(self) -> None:

@@ -30,7 +30,7 @@ from launcher.flags import (
 )
 from launcher.jobs import summary as summ
 from launcher.jobs.backends import check_options, flags_of, get_backend, on_this_host
-from launcher.jobs.job import GpuWatch, open_ledger, prepare, read_items, write_summary
+from launcher.jobs.job import GpuSampler, open_ledger, prepare, read_items, write_summary
 from launcher.jobs.runner import PullQueue, lock_job
 from launcher.runtime.engines import get_engine, names, tidy_leftovers
 from launcher.runtime.owner import owner
@@ -116,7 +116,7 @@ def run_job(job: JobRun, progress: Callable[[int, int], Any],
         say(f"job {p.spec.name}: {be.concurrency_note()}; {counts['pending']} chunks pending, "
             f"{counts['done']} done; ledger in {folder}")
         shown = progress(p.spec.items, sum(c.size for c in ledger.chunks("done")))
-        gpus = GpuWatch()
+        gpus = GpuSampler()
         if gpus.sampler.any:
             gpus.start()
         started, since = time.monotonic(), time.time()

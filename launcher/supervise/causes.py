@@ -6,25 +6,25 @@ and a seccomp filter refusing clone3; and why a command did not start, in a shel
 from __future__ import annotations
 
 from launcher.glibc import GUARD
-from launcher.supervise.evidence import Start, Watch
+from launcher.supervise.evidence import Peaks, Start
 from launcher.units import format_size
 
 NEAR = 2  # tasks short of a count limit that still read as reaching it (others come and go)
 RESERVED_PIDS = 300  # PIDs below this are not reused after pid_max wraps (kernel/pid.c)
 
 
-def thread_limit(start: Start, watch: Watch, peak: int | None) -> str | None:
+def thread_limit(start: Start, peaks: Peaks, peak: int | None) -> str | None:
     """One clause naming the limit a failed workload hit, with its fix; None when no evidence
     points at one. `peak`: the run's tasks at their peak (the kernel's pids.peak where a run
     cgroup counts them, else the samples')."""
-    found = thread_cause(start, watch, peak)
+    found = thread_cause(start, peaks, peak)
     return found[1] if found else None
 
 
-def thread_cause(start: Start, watch: Watch, peak: int | None) -> tuple[str, str] | None:
+def thread_cause(start: Start, peaks: Peaks, peak: int | None) -> tuple[str, str] | None:
     """(the limit's code: nproc, as, data, threads-max, pid-max, clone3; thread_limit's
     clause), or None."""
-    tasks = max(peak or 0, watch.threads)
+    tasks = max(peak or 0, peaks.threads)
     per = start.stack + GUARD
     if start.nproc is not None and not start.exempt and tasks:
         uid = start.outside + tasks
@@ -35,8 +35,8 @@ def thread_cause(start: Start, watch: Watch, peak: int | None) -> tuple[str, str
                 f"thread past the soft limit (EAGAIN); raise limits.nproc (ulimit -u) or "
                 f"lower the thread caps.")
     for limit, used, word, fix in (
-            (start.address_space, watch.vm_size, "RLIMIT_AS", "ulimit -v"),
-            (start.data, watch.vm_data, "RLIMIT_DATA", "ulimit -d")):
+            (start.address_space, peaks.vm_size, "RLIMIT_AS", "ulimit -v"),
+            (start.data, peaks.vm_data, "RLIMIT_DATA", "ulimit -d")):
         if limit is None:
             continue
         if used + 2 * per >= limit or tasks * per >= limit // 2:
@@ -48,7 +48,7 @@ def thread_cause(start: Start, watch: Watch, peak: int | None) -> tuple[str, str
                 f"(glibc maps it whole; thread creation fails with EAGAIN); set "
                 f"limits.stack and threads.omp_stack smaller (1MiB, 512k) or raise "
                 f"{fix}.")
-    host = max(watch.host_tasks, start.tasks_before + tasks)
+    host = max(peaks.host_tasks, start.tasks_before + tasks)
     if start.threads_max is not None and host >= start.threads_max - NEAR:
         return "threads-max", (
             f"kernel.threads-max {start.threads_max} was reached: the kernel ran ~{host} "
@@ -60,7 +60,7 @@ def thread_cause(start: Start, watch: Watch, peak: int | None) -> tuple[str, str
         return "pid-max", (
             f"kernel.pid_max {start.pid_max} was reached: ~{host} tasks ran, each holding a "
             f"PID, and the workload's PID namespace had none left to give (EAGAIN; the "
-            f"last it gave was {watch.last_pid}); raise it (sysctl kernel.pid_max, in that "
+            f"last it gave was {peaks.last_pid}); raise it (sysctl kernel.pid_max, in that "
             f"namespace) or lower the thread caps.")
     if clone3_refused():
         return "clone3", (

@@ -13,7 +13,7 @@ from launcher.probe.cgroup import (
     read_int_or_none,
     read_oom_kills,
 )
-from launcher.supervise.evidence import Start, Watch
+from launcher.supervise.evidence import Peaks, Start
 from launcher.units import format_size
 
 
@@ -92,15 +92,15 @@ def read_counters(root: Path = Path("/")) -> KernelCounters:
 
 def explain(returncode: int, before: KernelCounters, after: KernelCounters,
             start: Start | None = None,
-            watch: Watch | None = None) -> str:
+            peaks: Peaks | None = None) -> str:
     """One sentence: the pids limit, the memory limit, a signal, another limit on threads
     (with the limits the workload started under and the samples of it), or its own status."""
-    return diagnose(returncode, before, after, start, watch)[1]
+    return diagnose(returncode, before, after, start, peaks)[1]
 
 
 def diagnose(returncode: int, before: KernelCounters, after: KernelCounters,
              start: Start | None = None,
-             watch: Watch | None = None) -> tuple[str, str]:
+             peaks: Peaks | None = None) -> tuple[str, str]:
     """(the reason as a code, explain's sentence). Codes: oom, pids, host-oom, sigkill,
     signal, exit (its own status, no limit seen), ok, exit-pids (it survived refusals), and
     causes.thread_cause's (nproc, as, data, threads-max, pid-max, clone3)."""
@@ -108,8 +108,8 @@ def diagnose(returncode: int, before: KernelCounters, after: KernelCounters,
     if ooms > 0:
         limit = f" of {format_size(after.memory_limit)}" if after.memory_limit else ""
         peak = f" (peak {format_size(after.memory_peak)})" if after.memory_peak else ""
-        threads = (f"; it ran {watch.threads} threads, each charging its kernel stack and the "
-                   f"stack it touched" if watch is not None and watch.threads >= 100 else "")
+        threads = (f"; it ran {peaks.threads} threads, each charging its kernel stack and the "
+                   f"stack it touched" if peaks is not None and peaks.threads >= 100 else "")
         return "oom", (
             f"the memory limit{limit} killed the workload: the cgroup's OOM-kill counter "
             f"rose by {ooms}{peak}{threads}; raise limits.memory above the peak it needs "
@@ -150,10 +150,10 @@ def diagnose(returncode: int, before: KernelCounters, after: KernelCounters,
             f"{end}, but the pids limit was reached on the way: {peak} and the kernel "
             f"refused {refused} thread or process creation(s) (EAGAIN){where}; lower the "
             f"thread caps or raise limits.pids.")
-    if returncode != 0 and start is not None and watch is not None:
+    if returncode != 0 and start is not None and peaks is not None:
         from launcher.supervise.causes import thread_cause
 
-        cause = thread_cause(start, watch, after.pids_peak)
+        cause = thread_cause(start, peaks, after.pids_peak)
         if cause:
             return cause[0], f"{end}; {cause[1]}"
     return ("ok" if returncode == 0 else "exit"), f"{end}."

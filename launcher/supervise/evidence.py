@@ -84,7 +84,7 @@ class Start:
         self.tasks_before = loadavg()[0]
 
 
-class Watch:
+class Peaks:
     """Peaks sampled while the workload runs: often at first (a pool that fails, fails as it
     starts), then seldom. Reads /proc/PID/status of the workload and its children only."""
 

@@ -16,7 +16,7 @@ START_AFTER_S = 0.25  # after the workload's start
 EARLY_MAX = 1 << 18  # bytes of output kept for the watch until it starts
 
 
-class LazyWatch:
+class LazyWatcher:
     def __init__(self, settings: WatchSettings, command: list[str],
                  say: Callable[[str], None], environ: dict[str, str]) -> None:
         self.settings, self.command, self.say = settings, command, say

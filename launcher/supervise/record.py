@@ -4,7 +4,7 @@ limits it started under. Standard library only."""
 from __future__ import annotations
 
 from launcher.supervise.diagnose import KernelCounters
-from launcher.supervise.evidence import Start, Watch
+from launcher.supervise.evidence import Peaks, Start
 
 
 def exit_record(code: int, sentence: str, before: KernelCounters,
@@ -18,14 +18,14 @@ def exit_record(code: int, sentence: str, before: KernelCounters,
             "maxrss": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024}
 
 
-def at_start(start: Start, after: KernelCounters, watch: Watch) -> dict[str, object]:
+def at_start(start: Start, after: KernelCounters, peaks: Peaks) -> dict[str, object]:
     """The limits the workload started under and what the samples saw of it: for naming a
     thread failure the samples missed (launcher reads the workload's own words for it)."""
     return {"nproc": start.nproc, "nproc_exempt": start.exempt, "uid": start.uid,
             "uid_tasks_outside": start.outside, "address_space": start.address_space,
             "data": start.data, "stack": start.stack, "threads_max": start.threads_max,
-            "pids_max": after.pids_max, "threads_seen": watch.threads,
+            "pids_max": after.pids_max, "threads_seen": peaks.threads,
             # the kernel's own peak of the nearest pids cgroup: at least every task the
             # workload ever had at once (its tree is in it), whatever the samples missed
             "tasks_peak": after.pids_peak_nearest,
-            "vm_size_seen": watch.vm_size, "vm_data_seen": watch.vm_data}
+            "vm_size_seen": peaks.vm_size, "vm_data_seen": peaks.vm_data}

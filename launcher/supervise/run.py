@@ -15,7 +15,7 @@ from typing import Any
 from launcher import contract as c
 from launcher.proctree import is_init
 from launcher.supervise.diagnose import KernelCounters, diagnose, read_counters
-from launcher.supervise.evidence import Start, Watch
+from launcher.supervise.evidence import Peaks, Start
 from launcher.supervise.loop import RELAYED
 from launcher.supervise.start import Prepared, Refused, prepare
 
@@ -38,7 +38,7 @@ class Voice:
 
 
 class Spawned:  # (plain classes: dataclasses costs ~8 ms of every container start)
-    def __init__(self, pid: int, before: KernelCounters, start: Start, sampled: Watch) -> None:
+    def __init__(self, pid: int, before: KernelCounters, start: Start, sampled: Peaks) -> None:
         self.pid = pid
         self.before = before
         self.start = start  # the limits it starts under
@@ -61,7 +61,7 @@ class Run:
         self.quiet = c.flag(environ, c.QUIET)
         self.cgroups: list[str] = []  # the workload's: the run's (native) or the entrypoint's
         self.undo = environ.get(c.CGROUP_UNDO, "")
-        self.watched: Any = None  # lazy.LazyWatch
+        self.watched: Any = None  # lazy.LazyWatcher
         self.pump: Any = None  # pump.Pump
         self.foreground: Any = None  # terminal.Foreground
         self.entry_cgroups: list[str] = []  # the entrypoint's own (a container's)
@@ -112,7 +112,7 @@ class Run:
         return self.record(spawned, ended, env)
 
     def watch(self, recipe: Any, cmd: list[str]) -> None:
-        """The watch (lazy.LazyWatch) and the pump that gives it the workload's output, where
+        """The watch (lazy.LazyWatcher) and the pump that gives it the workload's output, where
         it runs (psutil: checked, not imported, before the workload starts; without it the
         words alone); none where it is off, or cannot start here (said: the workload runs with
         its caps all the same)."""
@@ -128,7 +128,7 @@ class Run:
                          f"or newer")
             return
         try:
-            from launcher.supervise.lazy import LazyWatch
+            from launcher.supervise.lazy import LazyWatcher
             from launcher.supervise.pump import Pump
             from launcher.telemetry.watch_settings import WatchSettings
 
@@ -141,7 +141,7 @@ class Run:
                              "here: this image lacks psutil (images `launcher build` makes "
                              "have it; or `pip install psutil`)")
                 settings.sample = False
-            self.watched = LazyWatch(settings, cmd, self.say, self.environ)
+            self.watched = LazyWatcher(settings, cmd, self.say, self.environ)
             self.pump = self.say.pump = Pump(self.watched.output,
                                              one_stream=c.flag(self.environ, c.ONE_STREAM))
         except Exception as exc:  # noqa: BLE001 - an old Python, no pseudo-terminal: unwatched
@@ -177,7 +177,7 @@ class Run:
         if self.pump is not None:
             self.pump.spawned()
         self.mask = mask
-        return Spawned(pid, before, start, Watch(pid))
+        return Spawned(pid, before, start, Peaks(pid))
 
     def lifeline_fd(self) -> int | None:
         """launcher's pipe: an inherited fd (native), a FIFO it holds open (a container with

@@ -109,8 +109,8 @@ class Watcher:
     def start(self, pid: int, own_cgroups: list[str]) -> None:
         """Sampling from the workload's start: the supervisor's tree (the workload, its
         children, orphans it reaps), against the limits of its cgroup and rlimits."""
+        from launcher.telemetry.run_limits import limits_of, memory_dir_of
         from launcher.telemetry.sampler import Sampler
-        from launcher.telemetry.watch import limits_of, memory_dir_of
 
         self.pid = pid
         if not self.settings.sample:  # no psutil here: the words alone
