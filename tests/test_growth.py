@@ -603,3 +603,25 @@ def test_a_keras_kfold_stops_cleanly_before_the_fold_that_would_die(tmp_path):
     assert f"checkpoint written after fold {stopped['cycle'] - 1}" in out
     saved = json.loads((tmp_path / "ckpt.json").read_text())
     assert saved["completed_folds"] == stopped["cycle"] - 1
+
+
+def test_launchers_own_lines_in_a_file_the_workload_writes_are_not_its_output(tmp_path):
+    """`launcher run ... >log 2>&1`: the workload's output is read back from the file, where
+    the supervisor's own lines land too. Its growth line (`[no line marks a cycle: 1 s
+    windows of time]`) was read as the workload's `cycle 1`; the watch must skip them."""
+    prof = tmp_path / "p.yaml"
+    prof.write_text("name: p\nextends: base\nlimits:\n  pids: 60\n")
+    log = tmp_path / "log"
+    with log.open("wb") as f:
+        proc = subprocess.run(
+            [sys.executable, "-m", "launcher", "run", "--runtime", "native", "--profile",
+             str(prof), "--name", "r", "--", sys.executable, str(LEAK), "--threads", "1",
+             "--cycles", "200", "--seconds", "0.3", "--say", ""],
+            stdout=f, stderr=subprocess.STDOUT, timeout=120, cwd=tmp_path,
+            env={**__import__("os").environ, "LAUNCHER_RUNS_DIR": str(tmp_path / "runs")})
+    out = log.read_text()
+    assert proc.returncode != 0 and "launcher: growth: threads" in out, out
+    rows = [json.loads(ln) for ln in (tmp_path / "runs/r/telemetry.jsonl").open()]
+    assert [r["cycle"] for r in rows if "cycle" in r] == [], out
+    summary = json.loads((tmp_path / "runs/r/summary.json").read_text())
+    assert summary["growth"]["unit"] == "window", summary["growth"]["unit"]

@@ -299,6 +299,11 @@ def test_the_words_reasons_of_a_last_cycle_are_pinned():
     assert growth_verdict.words_reason(both, ending(0.0, 0.0), flat) == [None, None]
     unlimited = growth.Cycle(last.n, last.t0, None, last.floor, last.peak, None, {}, {})
     assert growth_verdict.words_reason(both, [unlimited], found) == [None, None]
+    # a last window that died before its first sample: the limits last read stand, and the
+    # run's own peak (its rows) is near the files' limit
+    empty = growth.Cycle(last.n + 1, last.t0, None, {}, {}, None, {}, {})
+    assert growth_verdict.words_reason(both, [*ending(0.0, 0.0), empty], [],
+                                       {"files": 250.0}) == ["files", None]
 
 
 # -- the workload's words ---------------------------------------------------------------------

@@ -57,21 +57,44 @@ class Tail:
     """A file the workload writes itself (stdout or stderr redirected to one), read back from
     where it stood at the start, for the watch."""
 
-    def __init__(self, name: str, fd: int) -> None:
+    def __init__(self, name: str, fd: int, st: os.stat_result) -> None:
         self.name = name
+        self.st = st
         self.src = os.open(f"/proc/self/fd/{fd}", os.O_RDONLY | os.O_CLOEXEC)
         self.at = os.lseek(fd, 0, os.SEEK_CUR)
+        self.ours: list[tuple[int, int]] = []  # where the supervisor's own lines landed
 
     def read(self, on_data: Callable[[str, bytes], None], most: int = READ) -> bool:
-        """What was written since the last read (up to `most` bytes); whether there was any."""
+        """What was written since the last read (up to `most` bytes), but for the
+        supervisor's own lines; whether there was any."""
         try:
             data = os.pread(self.src, most, self.at)
         except OSError:
             return False
-        self.at += len(data)
+        start, self.at = self.at, self.at + len(data)
+        if self.ours and data:
+            data = self._theirs(data, start)
         if data:
             on_data(self.name, data)
         return bool(data)
+
+    def _theirs(self, data: bytes, start: int) -> bytes:
+        """`data` (read from `start`) without the bytes of our own lines."""
+        end, at, kept = start + len(data), start, []
+        for a, b in sorted(self.ours):
+            if b > at and a < end:
+                kept.append(data[at - start:max(a, at) - start])
+                at = min(b, end)
+        kept.append(data[at - start:])
+        self.ours = [(a, b) for a, b in self.ours if b > end]
+        return b"".join(kept)
+
+    def said(self, fd: int, data: bytes) -> None:
+        """The supervisor's line, written to the file itself (`fd`, which shares the
+        workload's offset or appends), where it landed remembered."""
+        n = os.write(fd, data)
+        end = os.lseek(fd, 0, os.SEEK_CUR)
+        self.ours.append((end - n, end))
 
 
 class Pump:
@@ -123,7 +146,7 @@ class Pump:
             return  # `>f 2>&1`: one file, read once
         if stat.S_ISREG(st.st_mode):
             with contextlib.suppress(OSError):  # not readable by us: not read
-                self.tails.append(Tail(name, fd))
+                self.tails.append(Tail(name, fd, st))
 
     def _terminal(self, fd: int) -> int:
         import termios
@@ -272,6 +295,12 @@ class Pump:
                 s.last = b"\n"
                 self._write(s)
                 return True
+        for t in self.tails if not self.closed else ():  # a file the workload writes too:
+            st = _stat(self.said_to)  # its watch must not read our lines as the workload's
+            if st is not None and os.path.samestat(st, t.st):
+                with contextlib.suppress(OSError):
+                    t.said(self.said_to, data)
+                    return True
         return False
 
     def gone(self, name: str) -> None:

@@ -50,9 +50,12 @@ def words_reason(words: dict[str, str], cycles: list[Any], found: list[Trend],
     last = cycles[-1] if cycles else None
     if last is None:
         return []
+    # the limits last read: a run's last window may hold no sample of its own (it died
+    # before the next one, on a busy host)
+    limits = next((c.limits for c in reversed(cycles) if c.limits), {})
 
     def near(key: str) -> bool:
-        limit = last.limits.get(key)
+        limit = limits.get(key)
         t = next((t for t in found if t.series == key and t.grows), None)
         peak = max(last.peak.get(key, 0), (peaks or {}).get(key, 0))  # the run's own last
         gained = t.per_minute / 60 * unsampled_s if t is not None and t.per_minute else 0.0
@@ -60,7 +63,7 @@ def words_reason(words: dict[str, str], cycles: list[Any], found: list[Trend],
             t is not None and t.reached is not None and t.reached <= last.n + 1))
 
     def at(key: str) -> bool:  # held at the limit itself: the kernel refused the next one
-        limit = last.limits.get(key)
+        limit = limits.get(key)
         return bool(limit) and max(last.peak.get(key, 0), (peaks or {}).get(key, 0)) >= limit
 
     return ["files" if near("files") and ("files" in words or at("files")) else None,
