@@ -5,12 +5,10 @@ tests/test_cgroup2_lab.py."""
 from __future__ import annotations
 
 import gzip
-import os
 import subprocess
 from pathlib import Path
 
-import pytest
-
+from tests.conftest import need
 from tests.lab import host, qemu
 
 
@@ -28,10 +26,10 @@ def test_the_newest_kernel_with_its_modules(tmp_path: Path) -> None:
 
 def test_the_initramfs_holds_busybox_the_9p_modules_and_an_init(tmp_path: Path) -> None:
     kernel = qemu.find_kernel()
-    if kernel is None or qemu.missing():
-        if os.environ.get("CI"):
-            pytest.fail(f"QEMU cannot boot the lab: {qemu.missing()}; CI is set")
-        pytest.skip(f"QEMU cannot boot the lab: {qemu.missing()}")
+    need("QEMU and a kernel for the lab (scripts/test.sh installs them)",
+         f"{qemu.missing() or 'no kernel in /boot'}" if kernel is None or qemu.missing()
+         else None)
+    assert kernel is not None
     initrd = qemu.build_initramfs(kernel.release, "/tmp/lab/init.sh", tmp_path / "initrd.gz")
     listing = subprocess.run(["cpio", "-t", "--quiet"], input=gzip.decompress(
         initrd.read_bytes()), capture_output=True, check=True).stdout.decode().split()

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from launcher.supervise.reading import TAIL, Reading, found_lines, printed_words
-from launcher.telemetry import cycles, failures
+from launcher.telemetry import cycles, failures, growth_watch
 from launcher.telemetry.scan import MAX_DRAWN, MAX_SHAPES, NEEDLES, Lines
 from tests.conftest import need
 from tests.docker_helpers import BASE, docker_missing
@@ -144,6 +144,32 @@ def test_a_skipped_read_still_gives_its_cycle_lines_and_its_tail_at_the_end():
     r.close()
     (stream, tail), = r.late_log  # type: ignore[attr-defined]
     assert stream == "stdout" and len(tail) <= TAIL + 1 and FAILURE in tail
+
+
+def test_a_budget_spent_before_the_first_cycle_line_still_finds_one():
+    """On a busy host the budget can run out before the first `Epoch` line is read whole:
+    no word is known from it yet, so the familiar units' words are looked for (in the first
+    FIRST_WORDS_BYTES skipped), and the cycle line is read all the same."""
+    from launcher.supervise import reading
+
+    log: list[tuple[str, bytes]] = []
+    clock, cpu = Clock(), Clock()
+
+    def read(stream: str, data: bytes, came: float | None) -> None:
+        log.append((stream, data))
+        cpu.now += 1.0
+
+    watch = growth_watch.GrowthWatch(growth_watch.GrowthOptions(), [].append)
+    first = reading.for_watch(watch).first_words
+    assert b"Epoch" in first and b"step" in first
+    r = Reading(read, lambda s, d, c: None, lambda s, d: None, tuple, first_words=first,
+                clock=clock, cpu=cpu)
+    r.output("stdout", b"warm\n")  # spends it all
+    r.output("stdout", b"id 1\n" * 10 + b"Epoch 1/9 loss 1\n" + b"id 2\n")
+    assert log[-1] == ("stdout:found", b"Epoch 1/9 loss 1\n")
+    r.output("stdout", b"x" * reading.FIRST_WORDS_BYTES)  # past the first bytes: no more
+    r.output("stdout", b"Epoch 2/9 loss 1\n")
+    assert log[-1] == ("stdout:found", b"Epoch 1/9 loss 1\n")
 
 
 def test_found_lines_reads_no_line_cut_by_the_reads_edge():

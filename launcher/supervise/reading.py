@@ -21,6 +21,8 @@ from typing import Any
 SHARE = 0.02  # of a core, averaged over the run: half for each stream (stdout, stderr)
 BURST_S = 0.05  # CPU seconds the first reads may take before the share applies
 TAIL = 256 << 10  # bytes skipped last on each stream, kept to read at the end
+FIRST_WORDS_BYTES = 4 << 20  # skipped bytes searched for any unit's word until one is known (a
+# 64 KiB read of random bytes costs ~1 ms for all of them)
 FOUND = ":found"  # the stream a skipped read's found lines are read on (their own partial)
 
 
@@ -41,12 +43,16 @@ class Account:
 class Reading:
     """`read(stream, data)`: the watch's full reading; `skip(stream, data)`: what it is told
     of a read it does not get (its line cut); `late(stream, data)`: the end's reading of a
-    stream's skipped tail; `words()`: the words (as printed) to find in a skipped read."""
+    stream's skipped tail; `words()`: the words (as printed) to find in a skipped read;
+    `first_words`: those looked for until `words()` gives any, in the first
+    FIRST_WORDS_BYTES skipped (on a busy host the budget can run out before the first cycle's
+    line is read whole, and then none would be learned)."""
 
     read: Callable[[str, bytes, float | None], None]  # (stream, data, when it was read)
     skip: Callable[[str, bytes, float | None], None]
     late: Callable[[str, bytes], None]
     words: Callable[[], Iterable[bytes]] = tuple
+    first_words: tuple[bytes, ...] = ()
     share: float = SHARE
     burst: float = BURST_S
     clock: Callable[[], float] = time.monotonic
@@ -87,7 +93,9 @@ class Reading:
         a.tail_bytes += len(data)
         while a.tail_bytes - len(a.tail[0]) >= TAIL:
             a.tail_bytes -= len(a.tail.pop(0))
-        lines = found_lines(data, self.words(), whole=a.whole)
+        words = tuple(self.words()) or (
+            self.first_words if a.skipped_bytes <= FIRST_WORDS_BYTES else ())
+        lines = found_lines(data, words, whole=a.whole)
         if lines:
             self.found_lines += len(lines)
             self.read(stream + FOUND, b"".join(lines), came)
@@ -157,6 +165,7 @@ def for_watch(watch: Any) -> Reading:
             words[:] = [len(watch.marks.example), printed_words(watch.marks.example, UNITS)]
         return words[1]  # type: ignore[no-any-return]
 
+    first = tuple(w for unit in UNITS for w in (unit.encode(), unit.capitalize().encode()))
     return Reading(watch.output, watch.lines.skip,
                    lambda stream, data: watch.failure.feed(data, stream), cycle_words,
-                   aside=lambda: watch.cycle_cpu)
+                   first_words=first, aside=lambda: watch.cycle_cpu)
