@@ -79,6 +79,9 @@ ROOT = Path(__file__).resolve().parents[1]
 # diagnosis (diagnose.py never decides a limit, so a mutant there cannot let a thread bomb or
 # a memory hog loose on this host).
 CORE_PINS = "tests/test_mutants_core_pins.py"
+SUPERVISOR_UNITS = "tests/test_supervise_units.py"
+SUPERVISOR = ("run", "start", "spawn", "loop", "pump", "reading", "lazy", "watcher", "lifeline",
+              "terminal", "record")
 TESTS: dict[str, list[str]] = {
     "launcher/caps/budget.py": [CORE_PINS, "tests/test_budget.py", "tests/test_verdict_bounds.py",
                                 "tests/test_caps.py",
@@ -115,6 +118,10 @@ TESTS: dict[str, list[str]] = {
                                          "tests/test_mutants_guards.py", "tests/test_growth.py"]
        for name in ("growth", "growth_words", "cycles", "growth_watch", "census", "failures",
                     "growth_verdict")},
+    # issue 47's: the supervisor's units (its stages, the loop, the pump, the lazy watch)
+    **{f"launcher/supervise/{name}.py": [SUPERVISOR_UNITS, "tests/test_scan_budget.py",
+                                         "tests/test_transparent.py"]
+       for name in SUPERVISOR},
 }
 # The core modules (--core; the default run is every module in TESTS): the seven the docs'
 # figures are of, and the growth watch's.
@@ -128,6 +135,8 @@ CORE = ["launcher/caps/budget.py", "launcher/units.py", "launcher/caps/verdict.p
 DESELECT = {
     "test_kernel_": "write the host's real cgroup2 tree (and toggle hugetlb at its root)",
     "test_leftover_check_sees_a_run_cgroup": "makes a cgroup of a fixed name on the host",
+    "test_a_reader_that_pauses_gets_every_byte": "35 s of a paced reader, each mutant (the "
+                                                 "pump's every byte: test_transparent's others)",
 }
 # Not copied: version control, the virtualenv, build outputs and caches.
 IGNORE = shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info", "__pycache__",

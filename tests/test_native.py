@@ -90,6 +90,29 @@ def test_memory_limit_enforced_and_explained(writable, tmp_path):
             "counter rose by") in proc.stderr
 
 
+def test_the_oom_killer_takes_the_workload_never_its_supervisor(writable, tmp_path):
+    """Once the workload has started, its supervisor leaves the OOM killer's choice (-1000
+    where it may lower its score: CAP_SYS_RESOURCE) or, where it may not (this host's root,
+    Docker's default capabilities), the run's v1 memory cgroup. In a 30MiB cgroup the
+    kernel's second kill (after the workload's, its file pages still charged) took the
+    supervisor in 1 of 8 runs, and the run's exit record was lost."""
+    prof = profile(tmp_path, "m", "extends: base\nlimits: {memory: 256MiB}\n")
+    code = ("import os, time\n"
+            "def memcg(pid):\n"
+            "    return [x for x in open(f'/proc/{pid}/cgroup').read().splitlines()\n"
+            "            if x.split(':')[1] in ('memory', '')]\n"
+            "adj = lambda pid: open(f'/proc/{pid}/oom_score_adj').read().strip()\n"
+            "for _ in range(500):\n"
+            "    spared = adj(os.getppid()) == '-1000' or memcg(os.getppid()) != memcg('self')\n"
+            "    if spared:\n"
+            "        break\n"
+            "    time.sleep(0.01)\n"
+            "print(adj('self'), spared)\n")
+    proc = launcher("run", "--runtime", "native", "-p", prof, "--", sys.executable, "-c", code)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [Path("/proc/self/oom_score_adj").read_text().strip(), "True"]
+
+
 def test_env_replaced_before_start_and_rlimits_set(tmp_path):
     prof = profile(tmp_path, "e", "extends: base\nthreads: {intra_op: 1}\n"
                                   "limits: {stack: 16MiB, cpuset: '1'}\n")

@@ -31,6 +31,21 @@ def env(**more: str) -> dict[str, str]:
             "LAUNCHER_QUIET": "1", **more}
 
 
+@pytest.fixture(autouse=True)
+def signals_as_a_terminal_gives_them():
+    """The stop signals at their defaults while a test starts its shells and runs, as a
+    terminal's shell leaves them. A background job (`pytest ... &` in a script, the mutation
+    harness's workers) starts with SIGINT and SIGQUIT ignored, `nohup` with SIGHUP ignored:
+    an ignored signal is inherited on purpose (launcher's workload keeps it too), and a shell
+    cannot trap one it started with ignored, so the bare shell's Ctrl-C would do nothing."""
+    sigs = {signal.SIGINT: signal.default_int_handler, signal.SIGQUIT: signal.SIG_DFL,
+            signal.SIGHUP: signal.SIG_DFL}
+    was = {s: signal.signal(s, h) for s, h in sigs.items()}
+    yield
+    for s, h in was.items():
+        signal.signal(s, h)
+
+
 @pytest.fixture
 def docker() -> None:
     need("Docker and the base image", docker_missing())

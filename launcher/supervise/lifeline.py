@@ -172,6 +172,36 @@ def enter(env: dict[str, str], cgroups: list[str]) -> str | None:
     return None
 
 
+def leave_v1_memory(dirs: list[str]) -> list[str]:
+    """Move this process out of the run's cgroup v1 memory directory, into its parent (the
+    caller's, where it came from), once the workload has started inside: the memory limit's
+    OOM kills then choose among the workload's processes only. For a supervisor that cannot
+    take itself out of the OOM killer's choice (spawn.spare_from_oom). Its pages charged
+    there stay charged (v1 moves no charge by default); cgroup v2 moves every controller at
+    once, and is left alone. Returns the directories left (`join` them again, the workload
+    ended, for the kernel's counters read from this process's own cgroups)."""
+    left = []
+    for d in dirs:
+        if os.path.exists(os.path.join(d, "memory.limit_in_bytes")):
+            try:
+                with open(os.path.join(os.path.dirname(d), "cgroup.procs"), "w") as f:
+                    f.write(str(os.getpid()))
+                left.append(d)
+            except OSError:
+                pass
+    return left
+
+
+def join(dirs: list[str]) -> None:
+    """This process back into `dirs` (leave_v1_memory's)."""
+    for d in dirs:
+        try:
+            with open(os.path.join(d, "cgroup.procs"), "w") as f:
+                f.write(str(os.getpid()))
+        except OSError:
+            pass
+
+
 def leave_cgroups(dirs: list[str]) -> None:
     """Move this process out of each of the run's cgroup directories and remove them (the
     launcher that would have is gone): into the parent, or where a v2 parent may hold no

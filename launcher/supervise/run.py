@@ -68,6 +68,7 @@ class Run:
         self.mask: set[signal.Signals] = set()  # this process's, which the workload gets
         self.died_of: int | None = None  # the signal the workload died of, to end by
         self.lifeline: int | None = None  # the FIFO's fd, once opened
+        self.left: list[str] = []  # the run's v1 memory cgroups, left while the workload runs
 
     def __call__(self) -> int:
         prepared = prepare(self.environ, self.say)
@@ -154,7 +155,7 @@ class Run:
         foreground where our job holds it. The signals to relay are held from before the
         start until their handlers are set, so that one sent as it starts is relayed, not
         lost; the workload starts with the mask this process had."""
-        from launcher.supervise.spawn import OPEN, spawn
+        from launcher.supervise.spawn import OPEN, spare_from_oom, spawn
         from launcher.supervise.terminal import Foreground
 
         self.foreground = Foreground()
@@ -173,6 +174,10 @@ class Run:
         except BaseException:
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             raise
+        if not spare_from_oom() and self.environ.get(c.RUN_CGROUPS):
+            from launcher.supervise.lifeline import leave_v1_memory
+
+            self.left = leave_v1_memory(self.cgroups)
         self.foreground.give(pid)
         if self.pump is not None:
             self.pump.spawned()
@@ -248,6 +253,10 @@ class Run:
 
         if e.launcher_gone:
             return e.code
+        if self.left:  # the run's memory cgroup again: its counters are read from ours
+            from launcher.supervise.lifeline import join
+
+            join(self.left)
         after = read_counters()
         self.release()  # its own cgroups: out of them, and the container's cgroup as it was
         rc = -e.signal if e.signal else e.code

@@ -83,6 +83,21 @@ def fork_exec(cmd: list[str], env: dict[str, str], mask: set[signal.Signals],
         os._exit(127)
 
 
+def spare_from_oom() -> bool:
+    """Take this process out of the OOM killer's choice (-1000: what conmon sets for itself),
+    once the workload has started with the score this process had. A memory limit's kill then
+    takes the workload and never the supervisor that records it: in a small cgroup the
+    kernel's next kill after the workload's (its file pages still charged) took the
+    supervisor too, and the run lost its exit record. False where it is refused (no
+    CAP_SYS_RESOURCE: Docker's default capabilities)."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("-1000")
+        return True
+    except OSError:
+        return False
+
+
 def _words(name: str, exc: OSError) -> str:
     """What a shell says of a command it cannot run (causes.cannot_run: a script's missing
     `#!` interpreter named)."""

@@ -120,6 +120,12 @@ class Watcher:
         estimate = (self.settings.estimate or {}).get("total")
         limits["threads_estimate"] = estimate
         memory_dir, v2 = memory_dir_of(os.getpid())
+        # the memory cgroup the workload is in: the supervisor may have left the run's
+        # (run.Run.spawn; a zombie's cgroups are no longer its own, nor a gone one's)
+        theirs, theirs_v2 = memory_dir_of(pid) if _running(pid) else (None, False)
+        if theirs is not None and theirs != memory_dir:
+            memory_dir, v2 = theirs, theirs_v2
+            limits["memory_limit_bytes"] = limits_of(pid, facts)[0]["memory_limit_bytes"]  # type: ignore[arg-type]
         own = is_init() or (memory_dir is not None and str(memory_dir) in own_cgroups)
         # no folder: the rows in a file of our own all the same, for the fit at the end
         import tempfile
@@ -298,3 +304,13 @@ def _label(framework: str | None) -> str | None:
     from launcher.frameworks import get, known
 
     return get(framework).label if known(framework) else None
+
+
+def _running(pid: int) -> bool:
+    """`pid` has not ended (not a zombie, not gone)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rpartition(b")")[2].split()[0] not in (b"Z", b"X")
+    except (OSError, IndexError):
+        return False
+
