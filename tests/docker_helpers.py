@@ -204,6 +204,21 @@ def pgrep(pattern: str) -> list[int]:
     return [int(p) for p in out.split()]
 
 
+def _what_is(pids: list[int]) -> str:
+    """For a failure's message: each process's state, age, parent and command line (the
+    workload, or its supervisor, whose command line holds the workload's), and the
+    containers running."""
+    ps = subprocess.run(["ps", "-o", "pid,ppid,stat,wchan:24,etime,args", "-p",
+                         ",".join(map(str, pids))], capture_output=True, text=True).stdout
+    parents = {line.split()[1] for line in ps.splitlines()[1:] if line.split()}
+    up = subprocess.run(["ps", "-o", "pid,ppid,stat,etime,args", "-p", ",".join(parents)],
+                        capture_output=True, text=True).stdout if parents else ""
+    containers = subprocess.run(["docker", "ps", "-a", "--format",
+                                 "{{.ID}} {{.Status}} {{.Command}}"],
+                                capture_output=True, text=True).stdout
+    return f"{ps}parents:\n{up}containers:\n{containers}"
+
+
 def kill_9_after(argv: list[str], log: Path, lines: int, within: float) -> None:
     """Start `launcher ...`, and kill -9 it once `log` has this many finished chunks."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -235,7 +250,8 @@ def kill_mid_run_and_rerun(tmp_path: Path, runtime: str, extra: list[str]) -> No
     grace = 10 if runtime == "native" else 30
     while pgrep(f"worker.py 0.4 {tag}") and time.time() - killed < grace:
         time.sleep(0.2)
-    assert pgrep(f"worker.py 0.4 {tag}") == [], f"a worker outlived launcher by {grace} s"
+    left_over = pgrep(f"worker.py 0.4 {tag}")
+    assert left_over == [], f"a worker outlived launcher by {grace} s:\n" + _what_is(left_over)
     before = {r["id"]: r for r in ledger_rows(tmp_path / "out")}
     done_before = {i for i, r in before.items() if r["state"] == "done"}
     assert 0 < len(done_before) < 30
