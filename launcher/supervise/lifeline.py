@@ -148,8 +148,7 @@ def enter(env: dict[str, str], cgroups: list[str]) -> str | None:
 
     for d in cgroups:
         try:
-            with open(os.path.join(d, "cgroup.procs"), "w") as f:
-                f.write(str(os.getpid()))
+            _move_into(d)
         except OSError as exc:
             return f"cannot join the run's cgroup {d}: {exc.strerror}"
     cpus = env.get(c.CPUSET)
@@ -184,8 +183,7 @@ def leave_v1_memory(dirs: list[str]) -> list[str]:
     for d in dirs:
         if os.path.exists(os.path.join(d, "memory.limit_in_bytes")):
             try:
-                with open(os.path.join(os.path.dirname(d), "cgroup.procs"), "w") as f:
-                    f.write(str(os.getpid()))
+                _move_into(os.path.dirname(d))
                 left.append(d)
             except OSError:
                 pass
@@ -195,11 +193,14 @@ def leave_v1_memory(dirs: list[str]) -> list[str]:
 def join(dirs: list[str]) -> None:
     """This process back into `dirs` (leave_v1_memory's)."""
     for d in dirs:
-        try:
-            with open(os.path.join(d, "cgroup.procs"), "w") as f:
-                f.write(str(os.getpid()))
-        except OSError:
-            pass
+        with contextlib.suppress(OSError):
+            _move_into(d)
+
+
+def _move_into(d: str) -> None:
+    """This process into cgroup directory `d` (OSError where it may not go)."""
+    with open(os.path.join(d, "cgroup.procs"), "w") as f:
+        f.write(str(os.getpid()))
 
 
 def leave_cgroups(dirs: list[str]) -> None:
@@ -209,8 +210,7 @@ def leave_cgroups(dirs: list[str]) -> None:
     for d in dirs:
         for home in _homes(d):
             try:
-                with open(os.path.join(home, "cgroup.procs"), "w") as f:
-                    f.write(str(os.getpid()))
+                _move_into(home)
                 break
             except OSError:
                 continue
