@@ -82,6 +82,8 @@ CORE_PINS = "tests/test_mutants_core_pins.py"
 SUPERVISOR_UNITS = "tests/test_supervise_units.py"
 SUPERVISOR = ("run", "start", "spawn", "loop", "pump", "reading", "lazy", "watcher", "lifeline",
               "terminal", "record")
+SUPERVISOR_OWN = {name: [f"tests/test_supervise_{name}.py"]
+                  for name in ("run", "start", "spawn", "record")}
 TESTS: dict[str, list[str]] = {
     "launcher/caps/budget.py": [CORE_PINS, "tests/test_budget.py", "tests/test_verdict_bounds.py",
                                 "tests/test_caps.py",
@@ -118,8 +120,10 @@ TESTS: dict[str, list[str]] = {
                                          "tests/test_mutants_guards.py", "tests/test_growth.py"]
        for name in ("growth", "growth_words", "cycles", "growth_watch", "census", "failures",
                     "growth_verdict")},
-    # issue 47's: the supervisor's units (its stages, the loop, the pump, the lazy watch)
-    **{f"launcher/supervise/{name}.py": [SUPERVISOR_UNITS, "tests/test_scan_budget.py",
+    # issue 47's: the supervisor's units (its stages, the loop, the pump, the lazy watch),
+    # each module's own tests first (tests/test_supervise_NAME.py) where it has them
+    **{f"launcher/supervise/{name}.py": [*SUPERVISOR_OWN.get(name, []), SUPERVISOR_UNITS,
+                                         "tests/test_scan_budget.py",
                                          "tests/test_transparent.py"]
        for name in SUPERVISOR},
 }
@@ -176,6 +180,18 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "so it is None either way",
     ("launcher/cgroups/placement.py", "float", "best = (0.0, effective, d)", "0.0"):
         "a cpuset's size is never compared: the break right after it ends the search",
+    ("launcher/supervise/start.py", "string",
+     'def __init__(self, env: dict[str, str], cgroups: list[str] | None = None, undo: str = "",',
+     '""'):
+        "Prepared.undo is read only by undo_leaves, through contract.decode_undo, which reads "
+        "any text that is not JSON (as 'XXXX') as no moves, as it reads \"\"",
+    ("launcher/supervise/spawn.py", "number", 'DUP2 = getattr(os, "POSIX_SPAWN_DUP2", 2)', "2"):
+        "the default is read only where os lacks the constant (3.7), and then only by "
+        "fork_exec, against OPEN's 0: 3 is told from 0 as 2 is",
+    ("launcher/supervise/spawn.py", "string", 'DUP2 = getattr(os, "POSIX_SPAWN_DUP2", 2)',
+     '"POSIX_SPAWN_DUP2"'):
+        "the default, 2, is os.POSIX_SPAWN_DUP2's own value (CPython's enum: OPEN 0, CLOSE 1, "
+        "DUP2 2)",
     ("launcher/telemetry/census.py", "statement",
      "Census = dict[str, dict[str, int]]  # pool label -> {thread name: count}",
      "Census = dict[str, dict[str, int]]"):
