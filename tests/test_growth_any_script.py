@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import random
+import re
 from typing import Any
 
 import pytest
@@ -219,7 +220,9 @@ def test_a_leak_printing_its_own_counter_is_foreseen_in_its_words(tmp_path):
     said = _said(out)
     assert rc != 0 and said, out
     assert g["unit"] == "iteration", g["unit"]
-    assert "open files +4 per iteration" in said[0], said
+    # +4 a line; under load a boundary's reading may come after that cycle's opens (+3.8)
+    rate = re.search(r"open files \+([\d.]+) per iteration", said[0])
+    assert rate and 3.5 <= float(rate[1]) <= 4.5, said
     assert "[cycles: lines like 'Process 0, iteration 1: " in said[0], said
     assert "RLIMIT_NOFILE 160 was reached in iteration" in summary["diagnosis"], summary
 
@@ -239,3 +242,28 @@ def test_a_death_of_open_files_is_named_from_the_words_and_the_runs_own_last_rea
     assert record["diagnosis"] is not None, record
     assert record["diagnosis"].startswith("open files grew +60 a second;"), record["diagnosis"]
     assert "RLIMIT_NOFILE 1,024 was reached at" in record["diagnosis"]
+
+
+def test_a_memory_death_after_minutes_held_at_the_limit_is_named_from_the_growth_said():
+    """pytorch#35600 on a busy host: memory rose 4 MiB a second to within 5% of its limit,
+    then held there for minutes (reclaim thrashing its libraries' pages) until the OOM kill.
+    The run's whole fit is flat at its end; the growth the watch said while it ran led there."""
+    from launcher.telemetry.growth import first_death
+    from launcher.telemetry.growth_verdict import growth_record
+
+    mib, limit = 1 << 20, 1 << 30
+    rows = [{"t": float(t), "memory_bytes": min(300 * mib + 4 * mib * t, limit - 40 * mib),
+             "memory_limit_bytes": limit, "threads": 20} for t in range(0, 400)]
+    at = 120  # said here, as the watch does: its first sure projection
+    _, _, found = timeline.trends(rows[:at], now=rows[at - 1]["t"])
+    death = first_death(found)
+    assert death is not None and death.series == "memory_bytes", found
+    said = [{"t": float(at), "cycle": death.last, "line": "memory ...",
+             "trend": death.to_json()}]
+    ended = {"reason": "oom", "diagnosis": "the memory limit of 1GiB killed the workload"}
+    quiet = growth_record(rows, {"said": [], "stopped": None}, ended, status=137)
+    assert quiet["diagnosis"] is None, quiet  # the end alone: flat, no growth to name
+    record = growth_record(rows, {"said": said, "stopped": None}, ended, status=137)
+    assert record["diagnosis"] is not None, record
+    assert record["diagnosis"].startswith("memory grew +4MiB a second;"), record["diagnosis"]
+    assert "the memory limit 1GiB was reached at 399 s" in record["diagnosis"], record

@@ -369,8 +369,9 @@ MIN_JOINED = 6  # joined cycles a fit needs
 def stepwise(found: list[Trend], unit: str, cycles: list[Cycle], **kw: Any) -> list[Trend]:
     """A count that grows in steps with flat cycles between (a pool made at each fit's first
     generation, the generations marking the cycles: +5, 0, 0, 0, 0, 0) never rises in two
-    thirds of its steps; taken JOINED cycles at a time it does. Used where that fit is sure
-    and the cycles' own is not; bytes keep their own (their noise has no floor)."""
+    thirds of its steps; taken JOINED cycles at a time it does. Memory that grows in lumps
+    (a traced module kept each iteration: +20-50 MB in some, flat or freed in the others)
+    does the same. Used where that fit is sure and the cycles' own is not."""
     for stride in JOINED:
         if len(cycles) // stride < MIN_JOINED:
             break
@@ -378,7 +379,7 @@ def stepwise(found: list[Trend], unit: str, cycles: list[Cycle], **kw: Any) -> l
                   for i in range(0, len(cycles), stride)]
         wider = {}
         for t in found:
-            if not t.confident and not SERIES[t.series].in_bytes:
+            if not t.confident:
                 w = fit(t.series, unit, coarse, **kw)
                 if w is not None and w.confident:
                     wider[t.series] = narrowed(w, stride, cycles[0].n - 1)

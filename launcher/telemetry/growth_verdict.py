@@ -103,7 +103,7 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
         reason = next((r for r in words_reason(words, cycles, found, peaks, unsampled) if r),
                       reason)
     if reason in DIED_OF:
-        clause = grew_to_death(found, cycles, reason, ended, end)
+        clause = grew_to_death(found, cycles, reason, ended, end, watched.get("said") or [])
         if clause and survived:  # it lived on: the limit it met, and the growth that led there
             clause = (f"the workload exited with status {status}, but "
                       f"{clause[0].lower()}{clause[1:]}")
@@ -117,15 +117,22 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
 
 
 def grew_to_death(found: list[Trend], cycles: list[Any], reason: str,
-                  ended: dict[str, Any], end: float | None = None) -> str | None:
+                  ended: dict[str, Any], end: float | None = None,
+                  said: list[dict[str, Any]] = ()) -> str | None:
     key, limit_word = DIED_OF[reason]
     if key == "memory_bytes" and not any(t.series == key for t in found):
         key = "rss_bytes"  # no memory cgroup of its own: the RSS
-    t = next((t for t in found if t.series == key and t.grows), None)
-    if t is None and key == "threads":  # threads that grew as processes did
-        t = next((t for t in found if t.series == "processes" and t.grows), None)
-    if t is None:
-        return None
+    keys = (key, "processes") if key == "threads" else (key,)  # threads grown as processes
+    t = next((t for k in keys for t in found if t.series == k and t.grows), None)
+    died = died_in(cycles)
+    if t is None:  # the growth said while it ran, where the run's end is flat: held at the
+        # limit (memory near its limit thrashes in reclaim for minutes before the kill)
+        t = next((said_trend(s["trend"]) for s in reversed(said)
+                  if s["trend"]["series"] in keys), None)
+        if t is None:
+            return None
+        if not found or found[0].unit != t.unit:  # cycles given up for time since
+            died = None
     key = t.series
     own = next((said[f"{key}_fix"] for c in cycles[-1:] for said in c.loaded.values()
                 if said.get(f"{key}_fix")), None)  # a loaded framework's own (torch's files)
@@ -135,4 +142,9 @@ def grew_to_death(found: list[Trend], cycles: list[Any], reason: str,
     fix = (PEAK_FIX if t.of == "peak" else own or CENSUS_FIXES.get(kind or "") or FIXES.get(key)
            or (t.fix if key == "threads" else None)
            or (MEMORY_FIX if SERIES[key].in_bytes else fix_for(t.pool)))
-    return death_clause(t, died_in(cycles), fix, limit_word=limit_word, ended_s=end) + "."
+    return death_clause(t, died, fix, limit_word=limit_word, ended_s=end) + "."
+
+
+def said_trend(data: dict[str, Any]) -> Trend:
+    """A trend as the watch said it (growth_watch.Said.trend)."""
+    return Trend(**{**data, "pool_names": tuple(data.get("pool_names", ()))})

@@ -91,6 +91,7 @@ def death_clause(t: Trend, died_in: int | None, fix: str, *,
              f" in {t.pool}'s pool" if t.pool else "")
     lim = "" if limit_word or not t.limit else f" {show(t.series, t.limit)}"
     when = (f" at {ended_s:.0f} s" if t.unit == WINDOW and ended_s is not None else
-            f" in {t.unit} {died_in}" if died_in is not None and t.unit != WINDOW else "")
+            f" in {t.unit} {died_in}" if died_in is not None and t.unit != WINDOW else
+            f" at {ended_s:.0f} s" if ended_s is not None else "")
     return (f"{s.word} grew {step(t)}{where}{process_words(t)}; {limit_word or s.limit_word}"
             f"{lim} was reached{when}; a higher limit only delays it: {fix}")
