@@ -5,6 +5,7 @@ no sample saw is named from the workload's own words."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from launcher.telemetry.census import fix_for
@@ -103,7 +104,8 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
         reason = next((r for r in words_reason(words, cycles, found, peaks, unsampled) if r),
                       reason)
     if reason in DIED_OF:
-        clause = grew_to_death(found, cycles, reason, ended, end, watched.get("said") or [])
+        clause = grew_to_death(found, cycles, reason, ended, end=end,
+                               said=watched.get("said") or [])
         if clause and survived:  # it lived on: the limit it met, and the growth that led there
             clause = (f"the workload exited with status {status}, but "
                       f"{clause[0].lower()}{clause[1:]}")
@@ -117,8 +119,8 @@ def growth_record(rows: list[dict[str, Any]], watched: dict[str, Any], ended: di
 
 
 def grew_to_death(found: list[Trend], cycles: list[Any], reason: str,
-                  ended: dict[str, Any], end: float | None = None,
-                  said: list[dict[str, Any]] = ()) -> str | None:
+                  ended: dict[str, Any], *, end: float | None = None,
+                  said: Sequence[dict[str, Any]] = ()) -> str | None:
     key, limit_word = DIED_OF[reason]
     if key == "memory_bytes" and not any(t.series == key for t in found):
         key = "rss_bytes"  # no memory cgroup of its own: the RSS
