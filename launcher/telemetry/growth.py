@@ -89,6 +89,11 @@ class Trend:
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "pool_names": list(self.pool_names)}
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Trend:
+        """A trend from to_json's (summary.json's trends, the lines the watch said)."""
+        return cls(**{**data, "pool_names": tuple(data.get("pool_names") or ())})
+
 
 def numbered(marks: list[Row], after: int = 0) -> list[int]:
     """The workload's own numbers when they rise (past `after`, the last cycle before these),

@@ -129,7 +129,7 @@ def grew_to_death(found: list[Trend], cycles: list[Any], reason: str,
     died = died_in(cycles)
     if t is None:  # the growth said while it ran, where the run's end is flat: held at the
         # limit (memory near its limit thrashes in reclaim for minutes before the kill)
-        t = next((said_trend(s["trend"]) for s in reversed(said)
+        t = next((Trend.from_json(s["trend"]) for s in reversed(said)
                   if s["trend"]["series"] in keys), None)
         if t is None:
             return None
@@ -145,8 +145,3 @@ def grew_to_death(found: list[Trend], cycles: list[Any], reason: str,
            or (t.fix if key == "threads" else None)
            or (MEMORY_FIX if SERIES[key].in_bytes else fix_for(t.pool)))
     return death_clause(t, died, fix, limit_word=limit_word, ended_s=end) + "."
-
-
-def said_trend(data: dict[str, Any]) -> Trend:
-    """A trend as the watch said it (growth_watch.Said.trend)."""
-    return Trend(**{**data, "pool_names": tuple(data.get("pool_names", ()))})

@@ -82,7 +82,7 @@ def growth_lines(growth: dict[str, Any] | None,
     lines.append(table(cycle_rows(growth)))
     grew = [t for t in growth.get("trends", []) if t.get("grows")]
     for t in grew:
-        trend = Trend(**{**t, "pool_names": tuple(t.get("pool_names") or ())})
+        trend = Trend.from_json(t)
         if t.get("reached") is not None:
             lines.append(f"  trend: {live_line(trend, ended=True)}")
         else:

@@ -79,7 +79,7 @@ def _growth_found(growth: dict[str, Any]) -> list[str]:
     unit = growth.get("unit") or "cycle"
     out = []
     for t in growth.get("trends") or ():
-        trend = Trend(**{**t, "pool_names": tuple(t.get("pool_names") or ())})
+        trend = Trend.from_json(t)
         if trend.grows and trend.series in SERIES:
             pool = f" ({trend.pool})" if trend.pool else ""
             out.append(f"{SERIES[trend.series].word} {step(trend)}{pool}, fitted over "
