@@ -21,9 +21,7 @@ from launcher.telemetry.failures import FailureText, likeliest
 from launcher.telemetry.growth_verdict import growth_record
 from launcher.threadpools import UNNAMED, ThreadPool
 from tests.conftest import ROOT
-
-LEAK = ROOT / "examples/growth/leak.py"
-
+from tests.growth_runs import LEAK, growth_said, launcher_run, rows_of, threads_trend
 
 # -- cycles from the output ---------------------------------------------------------------
 
@@ -69,27 +67,6 @@ def test_a_users_pattern_replaces_the_defaults():
 
 
 # -- the trend, on recorded series --------------------------------------------------------
-
-def rows_of(floors: list[float], *, key: str = "threads", limit: float = 50,
-            excess: float = 0.0, seconds: float = 1.0, unit: str = "fold",
-            census: list[dict[str, dict[str, int]]] | None = None) -> list[dict[str, Any]]:
-    """A recorded run: a boundary row at each cycle's start (its floor) and a sample in the
-    middle (floor + excess)."""
-    limit_key = growth.SERIES[key].limit_key
-    rows, t = [], 0.0
-    for i, f in enumerate(floors):
-        mark: dict[str, Any] = {"t": t, key: f, limit_key: limit,
-                                "cycle": {"unit": unit, "n": i + 1, "total": None}}
-        if census:
-            mark["census"] = census[i]
-        rows += [mark, {"t": t + seconds / 2, key: f + excess, limit_key: limit}]
-        t += seconds
-    return rows
-
-
-def threads_trend(rows: list[dict[str, Any]], **kw: Any) -> growth.Trend | None:
-    return next((t for t in growth.cycle_trends(rows, **kw)[2] if t.series == "threads"), None)
-
 
 def test_an_exact_leak_is_projected_to_the_cycle_that_passes_the_limit():
     # Keras k-fold: 7 threads per fold, a fit's iterators add 8 within each fold; fold 1 warms
@@ -291,30 +268,12 @@ def test_a_recording_replayed_against_another_profile(tmp_path):
 
 # -- real processes under real limits, through `launcher run` ------------------------------
 
-def launcher_run(tmp_path: Path, profile: str, *args: str, flags: tuple[str, ...] = (),
-                 timeout: float = 120) -> tuple[int, str, dict[str, Any]]:
-    prof = tmp_path / "p.yaml"
-    prof.write_text(f"name: p\nextends: base\n{profile}")
-    runs = tmp_path / "runs"
-    proc = subprocess.run(
-        [sys.executable, "-m", "launcher", "run", "--runtime", "native", "--profile",
-         str(prof), "--name", "r", *flags, "--", sys.executable, str(LEAK), *args],
-        capture_output=True, text=True, timeout=timeout, cwd=tmp_path,
-        env={**__import__("os").environ, "LAUNCHER_RUNS_DIR": str(runs)})
-    summary = json.loads((runs / "r/summary.json").read_text())
-    return proc.returncode, proc.stdout + proc.stderr, summary
-
-
-def _said(out: str) -> list[str]:
-    return [ln for ln in out.splitlines() if ln.startswith("launcher: growth: ")]
-
-
 def test_a_thread_leak_is_foreseen_and_its_death_named(tmp_path):
     rc, out, summary = launcher_run(tmp_path, "limits:\n  pids: 40\n", "--threads", "3",
                                     "--cycles", "40", "--seconds", "0.2")
     g = summary["growth"]
     died = g["cycles"][-1]["n"]
-    said = _said(out)
+    said = growth_said(out)
     assert rc != 0 and said, out
     first = g["said"][0]
     # within two cycles, and well ahead (half the run is the benchmark's target, on a quiet
@@ -348,7 +307,7 @@ def test_a_memory_leak_under_a_memory_limit_is_named(tmp_path):
                                     "--cycles", "40", "--seconds", "0.15")
     if "memory" not in summary["engine"]["enforced"]:
         pytest.skip("no memory cgroup can be made here")
-    assert rc != 0 and _said(out), out
+    assert rc != 0 and growth_said(out), out
     grew = summary["diagnosis"].split("memory grew +")[1].split("MiB per cycle")[0]
     assert 14 <= float(grew) <= 18, summary["diagnosis"]  # 16 MiB a cycle, as charged
     assert "the memory limit 250MiB was reached in cycle" in summary["diagnosis"]
@@ -416,7 +375,7 @@ def test_a_bug_in_the_watch_ends_the_watch_not_the_run():
 def test_flat_and_sawtooth_runs_say_no_growth(tmp_path, args):
     rc, out, summary = launcher_run(tmp_path, "limits:\n  pids: 40\n  memory: 400MiB\n", *args,
                                     "--cycles", "14", "--seconds", "0.15")
-    assert rc == 0 and _said(out) == [], out
+    assert rc == 0 and growth_said(out) == [], out
     assert summary["growth"]["unit"] == "cycle" and summary["growth"]["said"] == []
 
 
@@ -513,11 +472,11 @@ def brief_failure(tmp_path: Path, prefix: tuple[str, ...], uid: int = 0) -> tupl
     import shutil
     import tempfile
 
-    from tests.test_thread_causes import _python_for, _reachable
+    from tests.as_user import interpreter_for, reachable
 
-    py = _python_for(uid)
+    py = interpreter_for(uid)
     if uid:
-        if not _reachable(ROOT / "launcher/__init__.py"):
+        if not reachable(ROOT / "launcher/__init__.py"):
             pytest.skip(f"UID {uid} cannot read {ROOT}")
         tmp_path = Path(tempfile.mkdtemp(prefix="launcher-brief-", dir="/tmp"))
         tmp_path.chmod(0o777)

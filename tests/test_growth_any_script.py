@@ -12,7 +12,7 @@ import pytest
 
 from launcher.telemetry import growth, growth_words, timeline
 from launcher.telemetry.cycles import COUNTER, CycleMarks, active_unit, shape
-from tests.test_growth import _said, launcher_run
+from tests.growth_runs import growth_said, launcher_run
 
 # -- counters in any words ---------------------------------------------------------------------
 
@@ -194,7 +194,7 @@ def test_a_leak_that_prints_nothing_is_foreseen_and_its_death_named(tmp_path):
     rc, out, summary = launcher_run(tmp_path, "limits:\n  pids: 120\n", "--threads", "1",
                                     "--cycles", "400", "--seconds", "0.2", "--say", "")
     g = summary["growth"]
-    said = _said(out)
+    said = growth_said(out)
     assert rc != 0 and said, out
     assert g["unit"] == "window" and "[no line marks a cycle:" in said[0], said
     end = summary["duration_s"]
@@ -217,7 +217,7 @@ def test_a_leak_printing_its_own_counter_is_foreseen_in_its_words(tmp_path):
         tmp_path, "limits:\n  nofile: 160\n", "--files", "4", "--cycles", "100",
         "--seconds", "0.3", "--say", "Process 0, iteration {n}: {files} open FDs")
     g = summary["growth"]
-    said = _said(out)
+    said = growth_said(out)
     assert rc != 0 and said, out
     assert g["unit"] == "iteration", g["unit"]
     # +4 a line; under load a boundary's reading may come after that cycle's opens (+3.8)

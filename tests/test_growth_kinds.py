@@ -221,7 +221,7 @@ def test_a_maps_leak_is_named_by_its_file_in_the_growth_line(tmp_path):
 
 def test_a_maps_death_names_the_mapped_file_and_the_fix_for_mappings():
     from launcher.telemetry.growth_verdict import growth_record
-    from tests.test_growth import rows_of
+    from tests.growth_runs import rows_of
 
     rows = rows_of([400 + 500 * i for i in range(10)], key="maps", limit=5000, excess=10)
     for i, row in enumerate(rows):

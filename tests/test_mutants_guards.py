@@ -327,7 +327,7 @@ def test_the_declared_pools_are_every_frameworks_and_every_gpu_vendors():
                               "keeps")])
 def test_each_limit_a_growth_died_of_is_named_with_its_series(reason, key, said):
     from launcher.telemetry.growth_verdict import growth_record
-    from tests.test_growth import rows_of
+    from tests.growth_runs import rows_of
 
     if key == "threads":
         rows = rows_of([3, 16, 23, 30, 37], excess=8)
@@ -393,7 +393,7 @@ def test_the_kernels_peak_at_a_boundary_is_the_cycle_befores_in_the_report():
     the report's cycle table shows it in a column of its own."""
     from launcher.telemetry import growth
     from launcher.usecases.growth_report import cycle_rows
-    from tests.test_growth import rows_of
+    from tests.growth_runs import rows_of
 
     rows = rows_of([3, 16, 23], excess=8)
     rows[2]["memory_peak_bytes"] = 300 << 20  # fold 2's boundary: fold 1's peak
@@ -413,7 +413,7 @@ def test_a_trend_line_after_the_run_has_no_time_from_now():
     import dataclasses
 
     from launcher.telemetry.growth_words import live_line
-    from tests.test_growth import rows_of, threads_trend
+    from tests.growth_runs import rows_of, threads_trend
 
     t = threads_trend(rows_of([3, 16, 23, 30], excess=8), now=3.0)
     assert t is not None and t.in_s == 2.0
@@ -569,7 +569,7 @@ def test_the_address_space_already_mapped_leaves_room_for_fewer_stacks(key, seen
 
 def test_an_oom_without_a_memory_cgroup_is_said_of_the_rss():
     from launcher.telemetry.growth_verdict import growth_record
-    from tests.test_growth import rows_of
+    from tests.growth_runs import rows_of
 
     rows = rows_of([(100 + 64 * i) << 20 for i in range(8)], key="rss_bytes", limit=520 << 20,
                    excess=1 << 20)
@@ -583,7 +583,7 @@ def test_an_oom_without_a_memory_cgroup_is_said_of_the_rss():
 def test_a_death_of_growing_peaks_gets_the_peaks_fix():
     """Floors flat, peaks +10MiB a fold: what each cycle needs grows, not what it keeps."""
     from launcher.telemetry.growth_verdict import growth_record
-    from tests.test_growth import rows_of
+    from tests.growth_runs import rows_of
 
     rows = rows_of([100 << 20] * 8, key="memory_bytes", limit=400 << 20)
     for i, r in enumerate(r for r in rows if not r.get("cycle")):
@@ -635,7 +635,7 @@ def test_the_rss_beside_the_cgroups_charge_is_not_projected_to_the_memory_limit(
     """The cgroup's working set (memory_bytes) meets the memory limit; the tree's RSS counts
     shared pages once per process: its trend has no limit."""
     from launcher.telemetry import growth
-    from tests.test_growth import rows_of
+    from tests.growth_runs import rows_of
 
     rows = rows_of([(100 + 64 * i) << 20 for i in range(8)], key="memory_bytes",
                    limit=1000 << 20, excess=1 << 20)
@@ -696,7 +696,7 @@ def test_a_stop_says_which_cycle_reaches_the_limit_or_the_one_about_to_start():
     import dataclasses
 
     from launcher.telemetry.growth_watch import GrowthOptions, GrowthWatch
-    from tests.test_growth import rows_of, threads_trend
+    from tests.growth_runs import rows_of, threads_trend
 
     t = threads_trend(rows_of([3, 16, 23, 30], excess=8), now=3.0)
     assert t is not None
@@ -816,7 +816,7 @@ def test_the_rows_of_closed_cycles_are_dropped_from_a_samplers_memory(monkeypatc
 
 def test_a_death_at_vm_max_map_count_is_said_of_the_memory_maps_with_their_fix():
     from launcher.telemetry.growth_verdict import growth_record
-    from tests.test_growth import rows_of
+    from tests.growth_runs import rows_of
 
     rows = rows_of([1000 + 500 * i for i in range(8)], key="maps", limit=5000, excess=10)
     record = growth_record(rows, {"failure_text": {}}, {"reason": "maps", "diagnosis": "d."},
@@ -833,7 +833,7 @@ def test_open_files_sampled_within_5_percent_of_rlimit_nofile_met_it(peak, reaso
     sample rarely catches the very last descriptor): the files' limit is the reason."""
     from launcher.telemetry import growth
     from launcher.telemetry.growth_verdict import words_reason
-    from tests.test_growth import rows_of
+    from tests.growth_runs import rows_of
 
     rows = rows_of([900, 900, 900], key="files", limit=1024, excess=peak - 900)
     _, cycles = growth.cycles_of(rows)

@@ -11,8 +11,8 @@ from pathlib import Path
 from launcher.supervise.diagnose import KernelCounters
 from launcher.supervise.evidence import Peaks, Start
 from launcher.supervise.record import at_start, exit_record
-from tests.test_supervise_run import exit_record as exit_file
-from tests.test_supervise_run import supervise
+from tests.supervised import exit_record as exit_file
+from tests.supervised import supervise
 
 MiB = 1 << 20
 

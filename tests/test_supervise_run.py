@@ -18,31 +18,9 @@ from launcher import contract as c
 from launcher.supervise.run import Run, Voice, both
 from tests.conftest import ROOT, need
 from tests.polling import wait_until
+from tests.supervised import exit_record, said, supervise
 
 PY = sys.executable
-
-
-def supervise(tmp_path: Path, code: str, *, pass_fds: tuple[int, ...] = (), wait: bool = True,
-              **more: str) -> subprocess.Popen[str] | subprocess.CompletedProcess[str]:
-    """The supervisor around `python -c code`, launcher's caps taken as given (a native run),
-    its exit file in tmp_path; the watch off unless `more` says otherwise."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), c.RESOLVED: "1",
-           c.EXIT_FILE: str(tmp_path / "exit.json"), c.WATCH: "0", **more}
-    argv = [PY, "-m", "launcher.supervise", "--", PY, "-c", code]
-    if not wait:
-        return subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, pass_fds=pass_fds)
-    return subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60,
-                          pass_fds=pass_fds)
-
-
-def exit_record(tmp_path: Path) -> dict:  # type: ignore[type-arg]
-    return json.loads((tmp_path / "exit.json").read_text())
-
-
-def said(stderr: str) -> list[str]:
-    return [line[len("launcher: "):] for line in stderr.splitlines()
-            if line.startswith("launcher: ")]
 
 
 # --- how the workload ended ---------------------------------------------------------------
@@ -114,8 +92,10 @@ def test_the_workload_gets_no_private_variables_and_the_record_folder_is_the_wat
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["exit_status"] == 0 and summary["workload_status"] == 0
     assert summary["command"][:2] == [PY, "-c"]
-    # the kernel's own peaks travel to the summary (None outside a container's PID 1)
-    assert "pids_peak_kernel" in summary and "memory_peak_kernel" in summary
+    # the kernel's own peaks travel to the summary: None outside a container's PID 1, where
+    # the nearest cgroup's counters are the enclosing session's, not the run's
+    assert summary["pids_peak_kernel"] is None and summary["memory_peak_kernel"] is None
+    assert "kernel_peak" not in summary["peaks"]["pids_current"]
     assert "limits_at_start" not in summary
 
 
@@ -159,8 +139,11 @@ def test_a_chunk_of_an_indexed_job_runs_once_and_is_committed(tmp_path):
     again = supervise(tmp_path, code, HOSTNAME="pod-b", **chunk)
     assert again.returncode == 0, again.stderr
     assert ran.read_text() == "2-3\n"  # not run again
-    assert said(again.stderr) == [f"chunk 1: its output is committed already ({root / '00001'}"
-                                  f"/out, an earlier pod's): nothing to run"]
+    words = (f"chunk 1: its output is committed already ({root / '00001'}/out, an earlier "
+             f"pod's): nothing to run")
+    assert said(again.stderr) == [words]
+    # its exit file says so (status 0, nothing started), not the first pod's record
+    assert exit_record(tmp_path) == {"status": 0, "diagnosis": words, "started": False}
 
 
 # --- the voice ----------------------------------------------------------------------------
@@ -403,36 +386,145 @@ def test_nothing_the_workload_started_outlives_it(tmp_path):
             os.kill(orphan, signal.SIGKILL)
 
 
-def test_a_containers_terminal_resized_resizes_the_workloads(tmp_path):
-    """PID 1 with a terminal (`docker run -t`): the workload's own pseudo-terminal takes the
-    container's terminal's new size when it changes (SIGWINCH comes to the supervisor)."""
+def test_what_the_workload_leaves_behind_gets_a_second_to_end_after_its_sigterm(tmp_path):
+    """Two orphans: one that cleans up for 0.3 s on SIGTERM gets to finish; one deaf to it
+    is killed a second after it, not later (the supervisor's exit waits on neither)."""
+    deaf, tidy = tmp_path / "deaf", tmp_path / "tidy"
+    code = ("import os, signal, sys, time\n"
+            "def orphan(mark, on_term):\n"
+            "    if os.fork() == 0:\n"
+            "        if os.fork() == 0:\n"
+            "            signal.signal(signal.SIGTERM, on_term)\n"
+            "            null = os.open(os.devnull, os.O_RDWR)\n"
+            "            for fd in (0, 1, 2):\n"
+            "                os.dup2(null, fd)\n"
+            "            open(mark + '.tmp', 'w').write(str(os.getpid()))\n"
+            "            os.rename(mark + '.tmp', mark)\n"
+            "            while True:\n"
+            "                time.sleep(60)\n"
+            "        os._exit(0)\n"
+            "    os.wait()\n"
+            "def tidy_up(*_):\n"
+            "    time.sleep(0.3)\n"
+            f"    open({str(tidy)!r} + '.done', 'w').write(str(time.time()))\n"
+            "    os._exit(0)\n"
+            f"orphan({str(deaf)!r}, signal.SIG_IGN)\n"
+            f"orphan({str(tidy)!r}, tidy_up)\n"
+            f"while not (os.path.exists({str(deaf)!r}) and os.path.exists({str(tidy)!r})):\n"
+            "    time.sleep(0.01)\n")
+    proc = supervise(tmp_path, code, wait=False)
+    try:
+        wait_until(lambda: deaf.exists() and tidy.exists(), timeout=30, what="both orphans")
+        exited = time.time()  # the workload's: right after both marks
+        proc.communicate(timeout=60)
+        took = time.time() - exited
+        assert proc.returncode == 0
+        assert (tmp_path / "tidy.done").exists(), "the tidy orphan was killed before its end"
+        stat = Path(f"/proc/{int(deaf.read_text())}/stat")
+        assert not stat.exists() or stat.read_text().split()[2] == "Z", "the deaf one outlived it"
+        assert 0.9 < took < 1.7, took  # a second's grace (a busy host's slack), not two
+    finally:
+        for mark in (deaf, tidy):
+            with contextlib.suppress(ProcessLookupError, FileNotFoundError, ValueError):
+                os.kill(int(mark.read_text()), signal.SIGKILL)
+
+
+def test_a_file_the_workload_writes_is_read_as_it_grows_not_at_its_end(tmp_path):
+    """stdout redirected to a file is the workload's own; the watch reads it back while the
+    run goes on: its epochs' boundaries lie where they were printed, not all at the end."""
+    folder, out = tmp_path / "record", tmp_path / "out.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), c.RESOLVED: "1", c.WATCH: "{}",
+           c.EXIT_FILE: str(tmp_path / "exit.json"), c.RECORD_DIR: str(folder)}
+    code = ("import time\nfor i in range(4):\n"
+            "    print('epoch', i, flush=True); time.sleep(0.6)\n")
+    with out.open("w") as f:
+        proc = subprocess.run([PY, "-m", "launcher.supervise", "--", PY, "-c", code], env=env,
+                              stdout=f, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().startswith("epoch 0\nepoch 1\nepoch 2\nepoch 3\n")
+    cycles = exit_record(tmp_path)["growth"]["cycles"]
+    assert [x["n"] for x in cycles] == [0, 1, 2, 3]
+    ends = [x["t1"] for x in cycles[:3]]  # each printed 0.6 s after the one before
+    assert ends[2] - ends[0] > 0.8, cycles
+
+
+def test_the_supervisor_stays_in_the_entrypoints_own_memory_cgroup(tmp_path):
+    """Only a native run's own cgroups (launcher's) are left while the workload runs; the
+    cgroups an image's entrypoint made for its workload are its own too."""
+    mine = next((line.split(":", 2)[2] for line in Path("/proc/self/cgroup").read_text()
+                 .splitlines() if line.split(":")[1:2] == ["memory"]), None)
+    parent = Path(f"/sys/fs/cgroup/memory{mine}") if mine else None
+    need("root and a writable cgroup v1 memory hierarchy (this kind of host)",
+         None if os.geteuid() == 0 and parent and os.access(parent, os.W_OK) else "not here")
+    assert parent is not None and mine is not None
+    box = parent / f"launcher-entry-{os.getpid()}"
+    box.mkdir()
+    try:
+        show = tmp_path / "show.py"  # the supervisor's (its parent's) memory cgroup
+        show.write_text("import os\nprint([x.split(':', 2)[2] for x in open("
+                        "f'/proc/{os.getppid()}/cgroup') if x.split(':')[1] == 'memory'][0])\n")
+        code = (
+            "import os, sys\n"
+            "from launcher.supervise import run\n"
+            "from launcher.supervise.start import Prepared\n"
+            f"run.prepare = lambda environ, say: Prepared(dict(os.environ), [{str(box)!r}])\n"
+            f"r = run.Run([sys.executable, {str(show)!r}], {{'LAUNCHER_WATCH': '0'}})\n"
+            "sys.exit(r())\n")
+        proc = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == f"{mine.rstrip('/')}/{box.name}", proc.stdout
+    finally:
+        for _ in range(100):
+            try:
+                box.rmdir()
+                break
+            except OSError:
+                time.sleep(0.05)
+
+
+# the workload waits for a SIGWINCH after which its stdout (our pseudo-terminal) has the
+# size its stdin (the real terminal, or its own console) has
+RESIZED = ("import os, signal, time\n"
+           "seen = []\n"
+           "def winch(*_):\n"
+           "    seen.append(os.get_terminal_size(1))\n"
+           "    if seen[-1] != os.get_terminal_size(0):\n"
+           "        seen.pop()  # told before our terminal had the size: wait for the next\n"
+           "signal.signal(signal.SIGWINCH, winch)\n"
+           "print('ready', *os.get_terminal_size(1), flush=True)\n"
+           "end = time.monotonic() + 20\n"
+           "while time.monotonic() < end and not seen:\n"
+           "    time.sleep(0.02)\n"
+           "print('size', *(seen[-1] if seen else ()), flush=True)\n"
+           "calls = 0\n"
+           "def count(*_):\n"
+           "    global calls\n"
+           "    calls += 1\n"
+           "signal.signal(signal.SIGWINCH, count)\n"
+           "time.sleep(0.5)  # the size unchanged: told nothing more\n"
+           "print('more', calls, flush=True)\n")
+
+
+def _resized_on_a_terminal(tmp_path: Path, *prefix: str) -> bytes:
+    """What RESIZED printed, run by the supervisor (after `prefix`) on a terminal of the
+    test's, 90x30 at the start, made 100x40 once it is ready."""
     import fcntl
     import pty
     import select
-    import shutil
     import struct
     import termios
 
-    need("root and unshare (the supervisor as PID 1 of a PID namespace)",
-         None if os.geteuid() == 0 and shutil.which("unshare") else "not here")
-    code = ("import os, signal, time\n"
-            "seen = []\n"
-            "signal.signal(signal.SIGWINCH, lambda *a: seen.append(os.get_terminal_size(1)))\n"
-            "print('ready', *os.get_terminal_size(1), flush=True)\n"
-            "end = time.monotonic() + 20\n"
-            "while time.monotonic() < end and not seen:  # resized before it is relayed\n"
-            "    time.sleep(0.02)\n"
-            "print('size', *(seen[-1] if seen else ()), flush=True)\n")
     pid, fd = pty.fork()
-    if pid == 0:  # pragma: no cover - the child: the container's PID 1 on its terminal
+    if pid == 0:  # pragma: no cover - the child: on its terminal, as a shell starts it
         env = {**os.environ, "PYTHONPATH": str(ROOT), c.RESOLVED: "1", c.QUIET: "1",
                c.RECORD_DIR: str(tmp_path / "record")}
-        os.execvpe("unshare", ["unshare", "--pid", "--fork", "--kill-child", PY, "-m",
-                               "launcher.supervise", "--", PY, "-c", code], env)
+        argv = [*prefix, PY, "-m", "launcher.supervise", "--", PY, "-c", RESIZED]
+        os.execvpe(argv[0], argv, env)
     fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 30, 90, 0, 0))
     out, resized, end = b"", False, time.monotonic() + 60
     try:
-        while b"\n" not in out.partition(b"size")[2] and time.monotonic() < end:
+        while b"\n" not in out.partition(b"more")[2] and time.monotonic() < end:
             if select.select([fd], [], [], 0.1)[0]:
                 try:
                     data = os.read(fd, 4096)
@@ -450,8 +542,30 @@ def test_a_containers_terminal_resized_resizes_the_workloads(tmp_path):
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         os.close(fd)
+    return out
+
+
+def test_a_containers_terminal_resized_resizes_the_workloads(tmp_path):
+    """PID 1 with a terminal (`docker run -t`): the workload's own pseudo-terminal takes the
+    container's terminal's new size when it changes (SIGWINCH comes to the supervisor)."""
+    import shutil
+
+    need("root and unshare (the supervisor as PID 1 of a PID namespace)",
+         None if os.geteuid() == 0 and shutil.which("unshare") else "not here")
+    out = _resized_on_a_terminal(tmp_path, "unshare", "--pid", "--fork", "--kill-child")
     assert b"ready 90 30" in out, out  # its terminal the container's size from the start
     assert b"size 100 40" in out, out
+
+
+def test_a_terminal_resized_natively_resizes_the_workloads_output_terminal(tmp_path):
+    """Natively the workload's group holds the terminal: the resize's SIGWINCH is its own,
+    not the supervisor's. The pseudo-terminal its output goes through follows the real one's
+    size all the same, and the workload is told again once it has (a progress bar that
+    reads stdout's width at SIGWINCH gets the new one)."""
+    out = _resized_on_a_terminal(tmp_path)
+    assert b"ready 90 30" in out, out
+    assert b"size 100 40" in out, out
+    assert b"more 0" in out, out  # told once more, not at every look
 
 
 def _may_be_spared() -> bool:

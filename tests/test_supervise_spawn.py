@@ -13,8 +13,8 @@ import sys
 
 import pytest
 
-from launcher.supervise.spawn import DUP2, OPEN, NotRunnable, fork_exec, spawn
-from tests.test_supervise_units import _read_all, _wait
+from launcher.supervise.spawn import DUP2, OPEN, NotRunnable, fork_exec, spare_from_oom, spawn
+from tests.supervised import read_all, wait_status
 
 PY = sys.executable
 FACTS = ("import json, os, signal, sys; sys.stdout.write(json.dumps({"
@@ -36,8 +36,8 @@ def _facts(start, *args, **kw):  # type: ignore[no-untyped-def]
         for sig, was in old.items():
             signal.signal(sig, was)
     os.close(w)
-    status = _wait(pid)
-    return pid, status, json.loads(_read_all(r) or b"null")
+    status = wait_status(pid)
+    return pid, status, json.loads(read_all(r) or b"null")
 
 
 def _spawn(cmd, env, w, **kw):  # type: ignore[no-untyped-def]
@@ -71,7 +71,7 @@ def test_fork_and_exec_does_what_posix_spawn_does(tmp_path):
 
 def test_fork_and_exec_of_a_command_that_is_not_there_exits_127():
     pid = fork_exec(["no-such-command-here"], dict(os.environ), set(), [])
-    status = _wait(pid)
+    status = wait_status(pid)
     assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 127
 
 
@@ -119,7 +119,7 @@ def test_a_workload_on_a_terminal_of_its_own_leads_its_session(how, monkeypatch)
             break
         out += data
     os.close(master)
-    assert os.WEXITSTATUS(_wait(pid)) == 0
+    assert os.WEXITSTATUS(wait_status(pid)) == 0
     assert out.split() == [b"True", b"True", b"True"], out
 
 
@@ -179,3 +179,14 @@ def test_where_a_seccomp_filter_refuses_clone3_the_workload_starts_by_fork():
     assert facts["group"] == facts["pid"] and facts["int"] is True
     assert facts["session"] == os.getsid(0)  # no terminal of its own: not a new session
     assert facts["blocked"] == [int(signal.SIGUSR1)]  # its mask, and its stdout the pipe
+
+
+def test_spared_from_the_oom_killer_writes_minus_1000_or_says_it_could_not(tmp_path):
+    """spare_from_oom under a proc root of the test's: -1000 written whole, True; False where
+    the file cannot be written (the kernel refuses a process without CAP_SYS_RESOURCE)."""
+    (tmp_path / "self").mkdir()
+    adj = tmp_path / "self/oom_score_adj"
+    adj.write_text("0")
+    assert spare_from_oom(str(tmp_path)) is True
+    assert adj.read_text() == "-1000"
+    assert spare_from_oom(str(tmp_path / "none")) is False

@@ -28,25 +28,13 @@ from launcher.supervise.terminal import Foreground
 from launcher.telemetry.watch_settings import WatchSettings, is_off
 from tests.conftest import need
 from tests.polling import wait_until
+from tests.supervised import read_all, wait_status
 
 PY = sys.executable
 
 
 def _spawn(code: str, **kw) -> int:  # type: ignore[no-untyped-def]
     return spawn([PY, "-c", code], dict(os.environ), [], set(), lambda _: None, **kw)
-
-
-def _read_all(fd: int) -> bytes:
-    out = b""
-    while data := os.read(fd, 65536):
-        out += data
-    os.close(fd)
-    return out
-
-
-def _wait(pid: int) -> int:
-    _, status = os.waitpid(pid, 0)
-    return status
 
 
 # --- spawn ------------------------------------------------------------------------------
@@ -63,8 +51,8 @@ def test_the_workload_leads_a_process_group_of_its_own_with_default_signals():
     finally:
         signal.signal(signal.SIGINT, old)
     os.close(w)
-    assert _wait(pid) == 0
-    out = _read_all(r).decode().split()
+    assert wait_status(pid) == 0
+    out = read_all(r).decode().split()
     assert out[0] == out[1] == str(pid)  # its own group, its pid the group's id
     assert out[2] == "True"  # SIGINT back at its default (Python's KeyboardInterrupt)
     assert out[3] == str(int(signal.SIG_DFL))
@@ -142,7 +130,7 @@ def test_signals_relayed_to_the_group_or_the_first_process(tmp_path):
         pid = _spawn(code)
         time.sleep(0.5)  # both have their handlers
         relay(pid, sig)
-        assert os.WEXITSTATUS(_wait(pid)) == status
+        assert os.WEXITSTATUS(wait_status(pid)) == status
         if child_words:
             wait_until(mark.exists, timeout=10, what="the child to get it")
             assert mark.read_text() == child_words
@@ -274,12 +262,12 @@ def test_the_pump_never_changes_a_shared_pipes_flags_and_says_on_a_line_of_its_o
         pump.say(b"launcher: done\n")
         pump.drain()
         pump.close()
-        _wait(pid)
+        wait_status(pid)
     finally:
         os.dup2(saved[0], 1)
         os.dup2(saved[1], 2)
     os.close(w)
-    out = _read_all(r)
+    out = read_all(r)
     assert out == b"no newline!\nlauncher: done\n", out
     assert {name for name, _ in seen} == {"stdout"}  # stdout and stderr as one stream
     assert fcntl.fcntl(saved[0], fcntl.F_GETFL) & os.O_NONBLOCK == 0

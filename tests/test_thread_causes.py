@@ -19,6 +19,7 @@ import pytest
 
 from launcher.supervise import causes
 from launcher.supervise.diagnose import KernelCounters, explain
+from tests.as_user import interpreter_for, reachable
 from tests.conftest import ROOT
 from tests.docker_helpers import start_of, watch_of
 from tests.host_trees import host
@@ -30,25 +31,12 @@ NOBODY = 65534
 root_only = pytest.mark.usefixtures("root")  # conftest.root: setpriv, namespaces
 
 
-def _reachable(path: Path) -> bool:
-    """Whether any user may reach `path` (every folder above it searchable by others)."""
-    real = Path(os.path.realpath(path))
-    return all(p.stat().st_mode & 0o001 for p in real.parents)
-
-
-def _python_for(uid: int) -> str:
-    """An interpreter `uid` may run (the venv's may sit in root's home)."""
-    if uid == 0 or _reachable(Path(sys.executable)):
-        return sys.executable
-    return shutil.which("python3", path="/usr/bin:/bin") or sys.executable
-
-
 def supervise(tmp_path: Path, *workload: str, prefix: tuple[str, ...] = (), uid: int = 0,
               timeout: float = 60) -> tuple[int, str, str]:
     """(exit status, diagnosis, stdout) of the supervisor running `workload`."""
-    py = _python_for(uid)
+    py = interpreter_for(uid)
     if uid:  # pytest's folders are root's own: one the user may write
-        if not _reachable(ROOT / "launcher/__init__.py"):
+        if not reachable(ROOT / "launcher/__init__.py"):
             pytest.skip(f"UID {uid} cannot read {ROOT} (a private copy)")
         tmp_path = Path(tempfile.mkdtemp(prefix="launcher-causes-", dir="/tmp"))
         tmp_path.chmod(0o777)

@@ -187,6 +187,21 @@ class Pump:
             if s.src in self.masters:
                 self._resize(s.dst, s.src)
 
+    def follow(self) -> bool:
+        """The pseudo-terminals take the real ones' size where it changed since the last look
+        (no SIGWINCH of ours told of it); whether any did."""
+        import termios
+
+        changed = False
+        for s in self.streams:
+            if s.src in self.masters:
+                real = _winsize(s.dst)
+                if real is not None and real != _winsize(s.src):
+                    with contextlib.suppress(OSError):
+                        fcntl.ioctl(s.src, termios.TIOCSWINSZ, real)
+                        changed = True
+        return changed
+
     @staticmethod
     def _resize(real: int, master: int) -> None:
         import termios
@@ -363,6 +378,16 @@ class Pump:
             with contextlib.suppress(OSError):
                 os.close(t.src)
         self.tails = []
+
+
+def _winsize(fd: int) -> bytes | None:
+    """A terminal's size as TIOCGWINSZ gives it; None where `fd` is none."""
+    import termios
+
+    try:
+        return fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\0" * 8)
+    except OSError:
+        return None
 
 
 def _stat(fd: int) -> os.stat_result | None:

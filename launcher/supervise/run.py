@@ -19,6 +19,8 @@ from launcher.supervise.evidence import Peaks, Start
 from launcher.supervise.loop import RELAYED
 from launcher.supervise.start import Prepared, Refused, prepare
 
+FOLLOW_S = 0.1  # between two looks at a terminal's size, where its SIGWINCH is not ours
+
 
 class Voice:
     """The supervisor's lines: in order with the workload's stderr where its output passes
@@ -69,6 +71,7 @@ class Run:
         self.died_of: int | None = None  # the signal the workload died of, to end by
         self.lifeline: int | None = None  # the FIFO's fd, once opened
         self.left: list[str] = []  # the run's v1 memory cgroups, left while the workload runs
+        self.console = False  # the workload's controlling terminal is our pseudo-terminal
 
     def __call__(self) -> int:
         prepared = prepare(self.environ, self.say)
@@ -93,9 +96,9 @@ class Run:
         if record_dir:
             self.environ[c.RECORD_DIR] = record_dir
         if env.get(c.CHUNK_COMMITTED):
-            self.say(f"chunk {env[c.CHUNK_INDEX]}: its output is committed already "
-                     f"({env[c.CHUNK_COMMITTED]}/out, an earlier pod's): nothing to run")
-            return 0
+            return self.not_started(0, f"chunk {env[c.CHUNK_INDEX]}: its output is committed "
+                                       f"already ({env[c.CHUNK_COMMITTED]}/out, an earlier "
+                                       f"pod's): nothing to run")
         # the workload's cgroups (a native run's, or the entrypoint's own), CPUs and rlimits,
         # taken by this process before the workload starts, which inherits them
         failed = lifeline.enter(self.environ, self.cgroups)
@@ -169,6 +172,7 @@ class Run:
         console = self.pump.console() if self.pump is not None else None
         if console is not None:  # the workload's own terminal: no foreground to hand
             self.foreground.close()
+            self.console = True
         try:
             pid = spawn(cmd, env, actions, mask, self.say, console=console)
         except BaseException:
@@ -212,7 +216,8 @@ class Run:
             self.watched.spawned(s.pid, self.cgroups)
             s.sampled.watched = True
             tick = both(s.sampled.sample, self.watched.tick,
-                        self.pump.tail if self.pump is not None else None)
+                        self.pump.tail if self.pump is not None else None,
+                        self._size_follower(s.pid))
         dispatchers: list[Any] = [self.pump] if self.pump is not None else []
         loop = Loop(s.pid, dispatchers, tick, self.foreground,
                     on_signal=self._on_signal)
@@ -236,6 +241,24 @@ class Run:
         if os.WIFSIGNALED(status):
             return Ended(128 + os.WTERMSIG(status), os.WTERMSIG(status))
         return Ended(os.WEXITSTATUS(status), None)
+
+    def _size_follower(self, pid: int) -> Any:
+        """A terminal's resize sends SIGWINCH to its foreground, the workload's group, never
+        to us: the pseudo-terminals its output goes through follow the real one's size, looked
+        at FOLLOW_S apart, and the workload is told again once they have (at the kernel's
+        signal it may have read the old size). None without them, or on a console of its own
+        (we hold the container's terminal then: its SIGWINCH is ours, `_on_signal`)."""
+        pump = self.pump
+        if pump is None or not pump.masters or self.console:
+            return None
+
+        def follow() -> float:
+            if pump.follow():
+                with contextlib.suppress(OSError):
+                    os.killpg(pid, signal.SIGWINCH)
+            return FOLLOW_S
+
+        return follow
 
     def _on_signal(self, sig: int) -> None:
         if sig == signal.SIGWINCH and self.pump is not None:
@@ -264,12 +287,13 @@ class Run:
         limits = at_start(s.start, after, s.sampled)
         code, growth, folder = e.code, None, None
         if self.watched is not None:
-            pid1 = is_init()
+            # the nearest cgroup's peaks are a container's own; natively, the session's
+            kernel = {"pids_peak_kernel": after.pids_peak_nearest,
+                      "memory_peak_kernel": after.memory_peak} if is_init() else dict.fromkeys(
+                ("pids_peak_kernel", "memory_peak_kernel"))
             code, sentence, growth, folder = self.watched.finish(
                 code, sentence, {"reason": reason, "diagnosis": sentence,
-                                 "limits_at_start": limits},
-                {"pids_peak_kernel": after.pids_peak_nearest if pid1 else None,
-                 "memory_peak_kernel": after.memory_peak if pid1 else None})
+                                 "limits_at_start": limits}, kernel)
         if code != 0 or not self.quiet:
             self.say(sentence)
         termination_message(sentence)

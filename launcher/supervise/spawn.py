@@ -83,7 +83,7 @@ def fork_exec(cmd: list[str], env: dict[str, str], mask: set[signal.Signals],
         os._exit(127)
 
 
-def spare_from_oom() -> bool:
+def spare_from_oom(proc: str = "/proc") -> bool:
     """Take this process out of the OOM killer's choice (-1000: what conmon sets for itself),
     once the workload has started with the score this process had. A memory limit's kill then
     takes the workload and never the supervisor that records it: in a small cgroup the
@@ -91,7 +91,7 @@ def spare_from_oom() -> bool:
     supervisor too, and the run lost its exit record. False where it is refused (no
     CAP_SYS_RESOURCE: Docker's default capabilities)."""
     try:
-        with open("/proc/self/oom_score_adj", "w") as f:
+        with open(f"{proc}/self/oom_score_adj", "w") as f:
             f.write("-1000")
         return True
     except OSError:
