@@ -4,7 +4,9 @@ real processes under real limits, through `launcher run`."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import os
 import random
 import re
 import subprocess
@@ -20,7 +22,7 @@ from launcher.telemetry.cycles import CycleMarks, compile_pattern
 from launcher.telemetry.failures import FailureText, likeliest
 from launcher.telemetry.growth_verdict import growth_record
 from launcher.threadpools import UNNAMED, ThreadPool
-from tests.conftest import ROOT
+from tests.conftest import ROOT, need
 from tests.growth_runs import LEAK, growth_said, launcher_run, rows_of, threads_trend
 
 # -- cycles from the output ---------------------------------------------------------------
@@ -305,8 +307,8 @@ def test_stop_before_limit_stops_at_a_boundary_with_exit_75(tmp_path):
 def test_a_memory_leak_under_a_memory_limit_is_named(tmp_path):
     rc, out, summary = launcher_run(tmp_path, "limits:\n  memory: 250MiB\n", "--mib", "16",
                                     "--cycles", "40", "--seconds", "0.15")
-    if "memory" not in summary["engine"]["enforced"]:
-        pytest.skip("no memory cgroup can be made here")
+    need("a memory cgroup of the run's own (root on cgroup v1, or a delegated v2)",
+         None if "memory" in summary["engine"]["enforced"] else "launcher could not make one")
     assert rc != 0 and growth_said(out), out
     grew = summary["diagnosis"].split("memory grew +")[1].split("MiB per cycle")[0]
     assert 14 <= float(grew) <= 18, summary["diagnosis"]  # 16 MiB a cycle, as charged
@@ -427,7 +429,7 @@ def test_the_reports_cycle_count_is_of_the_numbers_marked():
 def test_a_bad_cycle_pattern_is_one_line_before_anything_runs(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "launcher", "run", "--runtime", "native",
                            "--cycle", "fold (", "--", "true"], capture_output=True, text=True,
-                          cwd=tmp_path, env={**__import__("os").environ,
+                          cwd=tmp_path, env={**os.environ,
                                              "LAUNCHER_RUNS_DIR": str(tmp_path / "runs")})
     assert proc.returncode == 1 and not (tmp_path / "runs").exists()
     assert proc.stderr.strip().splitlines() == [
@@ -468,7 +470,6 @@ BRIEF = ROOT / "tests/fixtures/brief_bomb.py"
 def brief_failure(tmp_path: Path, prefix: tuple[str, ...], uid: int = 0) -> tuple[str, str]:
     """(the supervisor's own sentence, launcher's) for the brief bomb under `prefix`. Samples
     every 30 s, so that none sees the peak however slowly a busy host starts the threads."""
-    import os
     import shutil
     import tempfile
 
@@ -497,8 +498,8 @@ def brief_failure(tmp_path: Path, prefix: tuple[str, ...], uid: int = 0) -> tupl
     return ended["growth"]["limit_diagnosis"], ended["diagnosis"]
 
 
-@pytest.mark.skipif(__import__("os").geteuid() != 0, reason="needs root (setpriv)")
 def test_a_brief_rlimit_nproc_failure_is_named_as_the_likeliest(tmp_path):
+    need("root (setpriv to another UID)", None if os.geteuid() == 0 else "not root")
     own, said = brief_failure(tmp_path, ("prlimit", "--nproc=60:60"), uid=65534)
     assert own == "the workload exited with its own status 11."  # no sample saw the peak
     assert said.startswith("the workload exited with its own status 11; likeliest (not "
@@ -525,9 +526,8 @@ KFOLD_PIDS = 64
 
 
 def kfold(tmp_path: Path, *flags: str) -> tuple[int, str, dict[str, Any]]:
-    import os
 
-    pytest.importorskip("tensorflow")
+    need("tensorflow", None if importlib.util.find_spec("tensorflow") else "not installed")
     prof = tmp_path / "p64.yaml"
     prof.write_text(f"name: p64\nextends: base\nlimits:\n  pids: {KFOLD_PIDS}\n")
     runs = tmp_path / "runs"
@@ -577,7 +577,7 @@ def test_launchers_own_lines_in_a_file_the_workload_writes_are_not_its_output(tm
              str(prof), "--name", "r", "--", sys.executable, str(LEAK), "--threads", "1",
              "--cycles", "200", "--seconds", "0.3", "--say", ""],
             stdout=f, stderr=subprocess.STDOUT, timeout=120, cwd=tmp_path,
-            env={**__import__("os").environ, "LAUNCHER_RUNS_DIR": str(tmp_path / "runs")})
+            env={**os.environ, "LAUNCHER_RUNS_DIR": str(tmp_path / "runs")})
     out = log.read_text()
     assert proc.returncode != 0 and "launcher: growth: threads" in out, out
     rows = [json.loads(ln) for ln in (tmp_path / "runs/r/telemetry.jsonl").open()]
