@@ -53,3 +53,11 @@ def test_only_facts_of_the_host_skip_plainly():
 
 def test_ci_is_read_in_conftest_alone():
     assert [p.name for p in _files() if READS_CI.search(p.read_text())] == ["conftest.py"]
+
+
+def test_no_test_file_imports_another():
+    """Helpers shared by test files live in modules of their own (tests/conftest.py,
+    polling.py, supervised.py, growth_runs.py, ...): a test file that imports another's runs
+    that file's module and couples two files' private helpers."""
+    imports = re.compile(r"^\s*(?:from|import)\s+tests\.(?:lab\.)?test_\w+", re.M)
+    assert [p.name for p in _files() if imports.search(p.read_text())] == []
