@@ -1,20 +1,28 @@
 """The supervisor driven as a user's process meets it, for the supervisor's unit tests
 (tests/test_supervise_*.py): `python -m launcher.supervise` around a small Python workload,
-its exit file and its lines; and the plain waits on a pipe or a child they share."""
+its exit file and its lines; a unit run in a forked child of its own (`in_child`); and the
+plain waits on a pipe or a child they share."""
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
+import signal
 import subprocess
 import sys
+import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+import pytest
 
 from launcher import contract as c
 from tests.conftest import ROOT
 
 PY = sys.executable
+T = TypeVar("T")
 
 
 def supervise(tmp_path: Path, code: str, *, pass_fds: tuple[int, ...] = (), wait: bool = True,
@@ -55,3 +63,35 @@ def wait_status(pid: int) -> int:
     """A child's wait status, once it has ended."""
     _, status = os.waitpid(pid, 0)
     return status
+
+
+def in_child(fn: Callable[[], T], timeout: int = 20) -> T:
+    """`fn()` in a forked child (whose fds it may rearrange at will), its result pickled back;
+    its exception fails the test with the child's traceback, a hang past `timeout` seconds
+    (SIGALRM) fails it too."""
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        try:
+            os.close(r)
+            signal.signal(signal.SIGALRM, lambda *_: os._exit(70))  # PID 1 ignores the default
+            signal.alarm(timeout)
+            try:
+                out: tuple[str, object] = ("ok", fn())
+            except BaseException:  # noqa: BLE001 - reported to the parent
+                out = ("error", traceback.format_exc())
+            data = pickle.dumps(out)
+            while data:
+                data = data[os.write(w, data):]
+        finally:
+            os._exit(0)
+    os.close(w)
+    data = read_all(r)
+    _, status = os.waitpid(pid, 0)
+    if not data:
+        pytest.fail(f"the child ended without a result (wait status {status:#x}: 70 is a "
+                    f"hang)")
+    kind, value = pickle.loads(data)
+    if kind == "error":
+        pytest.fail(f"in the child:\n{value}", pytrace=False)
+    return value  # type: ignore[no-any-return]

@@ -206,9 +206,10 @@ class Pump:
     def _resize(real: int, master: int) -> None:
         import termios
 
-        with contextlib.suppress(OSError):
-            size = fcntl.ioctl(real, termios.TIOCGWINSZ, b"\0" * 8)
-            fcntl.ioctl(master, termios.TIOCSWINSZ, size)
+        size = _winsize(real)
+        if size is not None:
+            with contextlib.suppress(OSError):
+                fcntl.ioctl(master, termios.TIOCSWINSZ, size)
 
     def file_actions(self) -> list[tuple[int, int, int]]:
         """posix_spawn's: the workload's stdout and stderr (the pipes' ends are close-on-exec)."""
@@ -400,11 +401,6 @@ def _stat(fd: int) -> os.stat_result | None:
 def _fill_closed() -> None:
     """/dev/null on a closed fd 0, 1 or 2: a pipe opened later would take that number, and be
     read as launcher's stdin or written as our stderr."""
-    for fd in (0, 1, 2):
+    for fd in (0, 1, 2):  # in order: the lowest free number, which open takes, is fd's
         if _stat(fd) is None:
-            null = os.open(os.devnull, os.O_RDWR)
-            if null != fd:
-                os.dup2(null, fd)  # (inheritable, as dup2 makes it)
-                os.close(null)
-            else:
-                os.set_inheritable(fd, True)  # the workload's too, as it was closed
+            os.set_inheritable(os.open(os.devnull, os.O_RDWR), True)  # the workload's too

@@ -22,8 +22,6 @@ import signal
 
 from launcher.proctree import is_init
 
-JOB_STOPS = (signal.SIGTSTP, signal.SIGSTOP, signal.SIGTTIN, signal.SIGTTOU)
-
 
 class Foreground:
     def __init__(self) -> None:
