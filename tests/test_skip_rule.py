@@ -29,6 +29,7 @@ HOST = {
     ],
     "test_supervise_spawn.py": ["an x86_64 or aarch64 machine (the clone3 filter's numbers)",
                                 "a seccomp filter this process may install (the kernel's)"],
+    "test_supervise_watcher.py": ["a cgroup v1 memory controller (the host's cgroup layout)"] * 2,
     "test_thread_estimate.py": ["2 CPUs"],
     "test_verdict_bounds.py": ["a pids limit that separates the two estimates on this host"],
     "test_old_python.py": ["a python3.X that is no pyenv prefix an image can take whole"],

@@ -217,9 +217,9 @@ def leave_cgroups(dirs: list[str]) -> None:
         for _ in range(50):  # the last task may take a moment to leave
             try:
                 os.rmdir(d)
-                break
+                break  # removed
             except FileNotFoundError:
-                break
+                break  # removed already
             except OSError:
                 time.sleep(0.05)
 
