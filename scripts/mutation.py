@@ -82,8 +82,7 @@ CORE_PINS = "tests/test_mutants_core_pins.py"
 SUPERVISOR_UNITS = "tests/test_supervise_units.py"
 SUPERVISOR = ("run", "start", "spawn", "loop", "pump", "reading", "lazy", "watcher", "lifeline",
               "terminal", "record")
-SUPERVISOR_OWN = {name: [f"tests/test_supervise_{name}.py"]
-                  for name in ("run", "start", "spawn", "record")}
+SUPERVISOR_OWN = {name: [f"tests/test_supervise_{name}.py"] for name in SUPERVISOR}
 TESTS: dict[str, list[str]] = {
     "launcher/caps/budget.py": [CORE_PINS, "tests/test_budget.py", "tests/test_verdict_bounds.py",
                                 "tests/test_caps.py",
@@ -121,8 +120,8 @@ TESTS: dict[str, list[str]] = {
        for name in ("growth", "growth_words", "cycles", "growth_watch", "census", "failures",
                     "growth_verdict")},
     # issue 47's: the supervisor's units (its stages, the loop, the pump, the lazy watch),
-    # each module's own tests first (tests/test_supervise_NAME.py) where it has them
-    **{f"launcher/supervise/{name}.py": [*SUPERVISOR_OWN.get(name, []), SUPERVISOR_UNITS,
+    # each module's own tests first (tests/test_supervise_NAME.py)
+    **{f"launcher/supervise/{name}.py": [*SUPERVISOR_OWN[name], SUPERVISOR_UNITS,
                                          "tests/test_scan_budget.py",
                                          "tests/test_transparent.py"]
        for name in SUPERVISOR},
@@ -152,6 +151,11 @@ PRAGMA = "# pragma: no mutate"
 # Keyed by module, operator, the mutant's first source line (stripped) and the text it changes,
 # so an edit elsewhere in the module keeps the entry; an entry that matches nothing is warned
 # of (stale). Keep it short: a mutant that any input could tell apart needs a test instead.
+PUMP = "launcher/supervise/pump.py"
+WATCHER = "launcher/supervise/watcher.py"
+LIFELINE = "launcher/supervise/lifeline.py"
+HOST_LINE = 'host = "".join(ch for ch in os.uname().nodename if ch.isalnum() or ch in "-_")[:24]'
+SUBREAPER = "ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)"
 EQUIVALENT: dict[tuple[str, str, str, str], str] = {
     ("launcher/telemetry/growth_watch.py", "string",
      'lim = show(t.series, t.limit) if t.limit else "?"', '"?"'):
@@ -197,6 +201,89 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
      "Census = dict[str, dict[str, int]]"):
         "a type alias read in annotations only, which are never evaluated (from __future__ "
         "import annotations)",
+    # loop.py, lazy.py, reading.py (issue 47's helper-found; reading's line 139 checked on
+    # every input of up to 5 bytes and words of up to 2)
+    ("launcher/supervise/loop.py", "number", "os.read(wake_r, 4096)", "4096"):
+        "one byte per signal on the wake pipe: 4097 differs only with 4097 waiting at once, and "
+        "then a byte left over makes one more empty turn",
+    ("launcher/supervise/loop.py", "number", "if done <= 0:", "0"):
+        "waitpid(-1) gives this process's children, never pid 1: done is never 1",
+    ("launcher/supervise/loop.py", "swap",
+     "with contextlib.suppress(ProcessLookupError, PermissionError):",
+     "ProcessLookupError, PermissionError"): "suppress takes its exception types in any order",
+    ("launcher/supervise/lazy.py", "compare", "if wait > 0:", ">"):
+        "differs only where the wait is exactly 0.0, and then the next tick, at once, starts it",
+    ("launcher/supervise/reading.py", "float", "started: float = field(default=-1.0)", "1.0"):
+        "any negative start means none given (if self.started < 0)",
+    ("launcher/supervise/reading.py", "compare",
+     "end = start + 1 if start >= 0 else 0  # cut: the line before", ">="):
+        "start > 0 differs at start 0 only, where end is 1 or 0: a match in [0, 1) is never a "
+        "whole line",
+    ("launcher/supervise/reading.py", "number",
+     "at = line.lower().find(unit) if line else -1", "1"):
+        "at is read only under `if line and at >= 0`: with no line, whatever it is",
+    # watcher.py and lifeline.py (issue 47's helper-found, each checked by hand)
+    (WATCHER, "string", HOST_LINE, '"-_"'):
+        "the X added to the kept characters is kept by isalnum() already",
+    (WATCHER, "number",
+     "theirs, theirs_v2 = memory_dir_of(pid) if _running(pid) else (None, False)", "False"):
+        "theirs_v2 is read only where theirs is a directory, never with theirs None",
+    (WATCHER, "compare", "if self.kill_at is not None and time.monotonic() >= self.kill_at:",
+     ">="): "differs only where two clock readings are equal floats: no test can make them",
+    (WATCHER, "swap", "with contextlib.suppress(OSError, ValueError):", "OSError, ValueError"):
+        "suppress takes its exception types in any order",
+    (LIFELINE, "swap", "with contextlib.suppress(OSError, AttributeError):",
+     "OSError, AttributeError"): "suppress takes its exception types in any order",
+    (LIFELINE, "swap", "with contextlib.suppress(ProcessLookupError, PermissionError):",
+     "ProcessLookupError, PermissionError"): "suppress takes its exception types in any order",
+    (LIFELINE, "number", SUBREAPER, "True"):
+        "use_errno keeps errno for ctypes.get_errno(), which nothing reads",
+    (LIFELINE, "number", SUBREAPER, "0"):
+        "PR_SET_CHILD_SUBREAPER reads its second argument alone (kernel/sys.c)",
+    (LIFELINE, "compare", "while time.monotonic() < deadline:", "<"):
+        "differs only where a clock reading equals the deadline's float exactly",
+    (LIFELINE, "compare",
+     "while descendants(os.getpid()) and time.monotonic() < deadline + grace:", "<"):
+        "differs only where a clock reading equals the deadline's float exactly",
+    (LIFELINE, "number", "def _reap(pid: int = 0) -> int | None:", "0"):
+        "waitpid(-1) gives this process's children, never pid 1 (not even in a namespace "
+        "whose PID 1 it is)",
+    (LIFELINE, "number", "if done <= 0:", "0"):
+        "waitpid(-1) gives this process's children, never pid 1: done is never 1",
+    (LIFELINE, "loop", "break  # removed", "break"):
+        "continue instead: the next rmdir finds it gone (FileNotFoundError) and breaks",
+    (LIFELINE, "loop", "break  # removed already", "break"):
+        "continue instead: at most 49 more rmdirs that find it gone at once, the same end",
+    # pump.py: where the supervisor's own lines landed in a file read back (Tail._theirs)
+    (PUMP, "compare", "if b > at and a < end:", ">"):
+        "an entry with b == at appends data[at:at] (empty) and leaves at as it was",
+    (PUMP, "compare", "if b > at and a < end:", "<"):
+        "an entry with a == end appends data[at:end], the rest, and sets at to end: the last "
+        "append is then empty; the same bytes either way",
+    (PUMP, "boolean", "if self.ours and data:", "and"):
+        "_theirs of no data is b'' and of no entries is the data itself",
+    (PUMP, "swap", "one_stream or os.path.samestat(st, usable[1])):", "st, usable[1]"):
+        "os.path.samestat is symmetric",
+    (PUMP, "swap", "if self.tails and os.path.samestat(st, os.fstat(1)):", "st, os.fstat(1)"):
+        "os.path.samestat is symmetric",
+    (PUMP, "swap", "if st is not None and os.path.samestat(st, t.st):", "st, t.st"):
+        "os.path.samestat is symmetric",
+    (PUMP, "loop", "continue", "continue"):
+        "the continue after one stream is found (self.said_to = 1) is in the loop's last "
+        "iteration (fd 2): break ends it the same",
+    (PUMP, "swap", "with contextlib.suppress(termios.error, OSError):",
+     "termios.error, OSError"):
+        "suppress takes its exception types in any order",
+    (PUMP, "number", 'return fcntl.ioctl(fd, termios.TIOCGWINSZ, b"\\0" * 8)', "8"):
+        "a struct winsize is 8 bytes: TIOCGWINSZ fills those of a 9-byte buffer, TIOCSWINSZ "
+        "reads those of it, and two 9-byte sizes compare as their 8 bytes do",
+    (PUMP, "swap", "tty.setraw(0, termios.TCSANOW)", "0, termios.TCSANOW"):
+        "termios.TCSANOW is 0: the same two arguments",
+    (PUMP, "string", 'self.streams.append(Stream("stdin", 0, master, master))', '"stdin"'):
+        "a stream's name is read by gone() alone, which the lifeline calls with stdout or "
+        "stderr; stdin relayed to a console is never passed to the watch (src 0)",
+    (PUMP, "float", "return TAIL_S if self.tails else 3600.0", "3600.0"):
+        "with no files read back tail() reads nothing, so when it is next due changes nothing",
 }
 MARK = "MUTATION_WORKER"  # in the environment of each run: its processes are found by it
 MIN_TIMEOUT_S = 60.0

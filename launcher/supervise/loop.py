@@ -23,9 +23,9 @@ if TYPE_CHECKING:  # (typing.Protocol: 3.8; an image's python3 may be 3.7)
     from typing import Protocol
 
     class Dispatcher(Protocol):
-        def readable(self) -> list[int]: ...
-        def writable(self) -> list[int]: ...
-        def ready(self, readable: list[int], writable: list[int]) -> None: ...
+        def readable(self) -> list[int]: ...  # pragma: no mutate
+        def writable(self) -> list[int]: ...  # pragma: no mutate
+        def ready(self, readable: list[int], writable: list[int]) -> None: ...  # pragma: no mutate
 
 
 class Loop:
