@@ -5,6 +5,7 @@ plain waits on a pipe or a child they share."""
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pickle
@@ -95,3 +96,15 @@ def in_child(fn: Callable[[], T], timeout: int = 20) -> T:
     if kind == "error":
         pytest.fail(f"in the child:\n{value}", pytrace=False)
     return value  # type: ignore[no-any-return]
+
+
+def open_fds() -> set[int]:
+    """The descriptors open in this process (0-1023)."""
+    out = set()
+    for fd in range(1024):
+        try:
+            fcntl.fcntl(fd, fcntl.F_GETFD)
+        except OSError:
+            continue
+        out.add(fd)
+    return out

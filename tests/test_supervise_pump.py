@@ -26,7 +26,7 @@ from launcher.supervise import pump as pump_mod
 from launcher.supervise.pump import Pump
 from launcher.supervise.spawn import spawn
 from tests.conftest import need
-from tests.supervised import in_child, wait_status
+from tests.supervised import in_child, open_fds, wait_status
 
 T = TypeVar("T")
 PY = sys.executable
@@ -37,18 +37,6 @@ Seen = list[tuple[str, bytes]]
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-def open_fds() -> set[int]:
-    """The descriptors open in this process (0-1023)."""
-    out = set()
-    for fd in range(1024):
-        try:
-            fcntl.fcntl(fd, fcntl.F_GETFD)
-        except OSError:
-            continue
-        out.add(fd)
-    return out
 
 
 def start(pump: Pump, script: str, stdin: int | None = None) -> int:

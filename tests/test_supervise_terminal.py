@@ -21,24 +21,13 @@ import pytest
 from launcher.supervise import terminal
 from launcher.supervise.terminal import Foreground
 from tests.conftest import need
-from tests.supervised import in_child
+from tests.supervised import in_child, open_fds
 
 T = TypeVar("T")
 CLONE_NEWPID = 0x20000000
 
 
 # --- helpers ------------------------------------------------------------------------------
-
-
-def open_fds() -> set[int]:
-    out = set()
-    for fd in range(1024):
-        try:
-            fcntl.fcntl(fd, fcntl.F_GETFD)
-        except OSError:
-            continue
-        out.add(fd)
-    return out
 
 
 def own_terminal() -> int:
