@@ -183,9 +183,7 @@ class Pump:
     def resize(self) -> None:
         """The pseudo-terminals take the real ones' size (at the start, and at each
         SIGWINCH, before it is forwarded)."""
-        for s in self.streams:
-            if s.src in self.masters:
-                self._resize(s.dst, s.src)
+        self.follow()
 
     def follow(self) -> bool:
         """The pseudo-terminals take the real ones' size where it changed since the last look
