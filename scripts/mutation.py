@@ -162,7 +162,7 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "dead branch: a stop is decided for a trend that reaches its limit, and only a limit "
         "sets `reached` (growth.fit)",
     ("launcher/telemetry/growth_watch.py", "float",
-     "if now - self.marked_at.get(b.unit, -1e9) < MIN_BOUNDARY_S:", "1e9"):
+     "if came - self.marked_at.get(b.unit, -1e9) < MIN_BOUNDARY_S:", "1e9"):
         "-1e9 or -1e9-1 as a unit's last boundary: time.monotonic() is never below 0, so its "
         "first boundary is recorded either way",
     ("launcher/telemetry/growth_watch.py", "statement", "next_window: float = 0.0",
@@ -170,8 +170,8 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "the field's default: __post_init__ sets it to the window before anything reads it",
     ("launcher/telemetry/growth_watch.py", "float", "next_window: float = 0.0", "0.0"):
         "the field's default: __post_init__ sets it to the window before anything reads it",
-    ("launcher/telemetry/growth.py", "statement", "Row = dict[str, Any]",
-     "Row = dict[str, Any]"):
+    ("launcher/telemetry/growth.py", "statement", "Row = Dict[str, Any]",
+     "Row = Dict[str, Any]"):
         "a type alias read in annotations only, which are never evaluated (from __future__ "
         "import annotations)",
     ("launcher/telemetry/growth.py", "swap",
@@ -197,8 +197,8 @@ EQUIVALENT: dict[tuple[str, str, str, str], str] = {
         "the default, 2, is os.POSIX_SPAWN_DUP2's own value (CPython's enum: OPEN 0, CLOSE 1, "
         "DUP2 2)",
     ("launcher/telemetry/census.py", "statement",
-     "Census = dict[str, dict[str, int]]  # pool label -> {thread name: count}",
-     "Census = dict[str, dict[str, int]]"):
+     "Census = Dict[str, Dict[str, int]]  # pool label -> {thread name: count}",
+     "Census = Dict[str, Dict[str, int]]"):
         "a type alias read in annotations only, which are never evaluated (from __future__ "
         "import annotations)",
     # loop.py, lazy.py, reading.py (issue 47's helper-found; reading's line 139 checked on

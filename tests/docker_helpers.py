@@ -371,6 +371,24 @@ def supervisor_sentence(stderr: str) -> str:
     return [x for x in stderr.splitlines() if x.startswith("launcher: the ")][-1]
 
 
+SUPERVISOR_KILLED = ("launcher: the run's supervisor was killed (SIGKILL) before it recorded "
+                     "how the run ended, and with it the workload: ")
+
+
+def memory_kill_said(stderr: str, limit: str) -> None:
+    """A memory limit's kill, said: the supervisor's sentence from the OOM counter; or, where
+    the kernel's next kill took the supervisor too (a container's supervisor has no
+    CAP_SYS_RESOURCE to take itself out of the OOM killer's choice: supervise/spawn.py), the
+    host's sentence for a supervisor killed, naming the limit."""
+    last = supervisor_sentence(stderr)
+    if last.startswith(SUPERVISOR_KILLED):
+        assert f"under the memory limit of {limit} the kernel's OOM killer takes it" in last, \
+            stderr
+        return
+    assert last.startswith(f"launcher: the memory limit of {limit} killed the workload: the "
+                           f"cgroup's OOM-kill counter rose by"), stderr
+
+
 # -- the source's structure ----------------------------------------------------------
 
 def launcher_imports(path: Path) -> set[str]:

@@ -28,7 +28,7 @@ from launcher.runtime.engine import Started
 from launcher.runtime.engines import tidy_leftovers
 from launcher.runtime.spec import RunSpec
 from tests.conftest import ROOT
-from tests.docker_helpers import BASE, run_dir_of
+from tests.docker_helpers import BASE, SUPERVISOR_KILLED, run_dir_of, supervisor_sentence
 from tests.polling import wait_until
 
 
@@ -271,8 +271,13 @@ def test_a_killed_supervisor_ends_with_the_daemons_status_and_nothing_left(clien
         subprocess.run(["docker", "rm", "-f", name], capture_output=True)
     assert proc.returncode == 137, err
     assert held == "", err  # at once: that end's removal was awaited
+    # said by launcher, as the supervisor says nothing more (no memory limit was asked)
+    assert supervisor_sentence(err) == SUPERVISOR_KILLED + (
+        "a kill from outside (`docker kill`, a stop timeout); telemetry.jsonl holds the "
+        "samples it took."), err
     summary = json.loads((run_dir_of(err) / "summary.json").read_text())
     assert summary["exit_status"] == 137, summary
+    assert summary["diagnosis"].startswith("the run's supervisor was killed"), summary
 
 
 @pytest.mark.docker

@@ -32,9 +32,11 @@ from tests.conftest import ROOT, need
 from tests.docker_helpers import (
     BASE,
     HOG,
+    SUPERVISOR_KILLED,
     in_process,
     kill_mid_run_and_rerun,
     launcher,
+    memory_kill_said,
     podman_missing,
     profile,
     run_dir_of,
@@ -335,10 +337,8 @@ def test_telemetry_samples_the_container_against_its_limits(real, tmp_path):
 def test_memory_hog_is_explained_from_the_oom_counter(real, tmp_path):
     prof = profile(tmp_path, "hog", "extends: base\nlimits: {memory: 64MiB}\n")
     proc = launcher("run", "-p", prof, *PODMAN, "--", "python3", "-c", HOG, cwd=tmp_path)
-    assert proc.returncode == 137
-    last = supervisor_sentence(proc.stderr)
-    assert last.startswith("launcher: the memory limit of 64MiB killed the workload: the "
-                           "cgroup's OOM-kill counter rose by"), last
+    assert proc.returncode == 137, proc.stderr
+    memory_kill_said(proc.stderr, "64MiB")
     # Debian's conmon marks an OOM with a file `oom` in its working directory (conmon#504):
     # the container's own folder, never the caller's
     assert sorted(p.name for p in tmp_path.iterdir()) == ["hog.yaml"]
@@ -353,9 +353,10 @@ def test_workload_runs_as_the_given_user_in_the_mounted_folder(real, tmp_path):
     assert (made.st_uid, made.st_gid) == (4321, 4322)
 
 
-def _start(name: str) -> subprocess.Popen[bytes]:
+def _start(name: str, *more: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        [sys.executable, "-m", "launcher", "run", *PODMAN, "--name", name, "--", "sleep", "600"],
+        [sys.executable, "-m", "launcher", "run", *more, *PODMAN, "--name", name, "--", "sleep",
+         "600"],
         env={"PYTHONPATH": str(ROOT), "PATH": os.environ["PATH"],
              "LAUNCHER_RUNS_DIR": os.environ["LAUNCHER_RUNS_DIR"]},
         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -375,6 +376,29 @@ def _supervisor_ready(name: str) -> Callable[[], bool]:
         top = _podman("top", name, "args").stdout
         return "sleep 600" in top and "entrypoint.py" in top
     return check
+
+
+def test_a_supervisor_killed_from_outside_is_said_by_launcher(real, tmp_path):
+    """`podman kill --signal KILL`: the supervisor (the container's PID 1) dies before it
+    writes how the run ended; launcher says so, with the memory limit it ran under."""
+    name = f"launcher-test-{uuid.uuid4().hex[:8]}"
+    proc = _start(name, "-p", profile(tmp_path, "lim", "extends: base\n"
+                                                        "limits: {memory: 256MiB}\n"))
+    try:
+        _until(_running(name, proc), "the container never started")
+        _until(_supervisor_ready(name), "the workload never started")
+        assert _podman("kill", "--signal", "KILL", name).returncode == 0
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 137, err
+    last = supervisor_sentence(err.decode())
+    assert last.startswith(SUPERVISOR_KILLED + "under the memory limit of 256MiB the "
+                           "kernel's OOM killer takes it after the workload"), last
+    assert last.endswith("a kill from outside (`docker kill`, a stop timeout); "
+                         "telemetry.jsonl holds the samples it took."), last
 
 
 def test_kill_9_of_launcher_ends_the_container_and_workload(real):

@@ -9,6 +9,7 @@ import gc
 import json
 import os
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -24,6 +25,7 @@ from launcher.runtime.engine import Engine, OutputSink, RunResult, Started
 from launcher.runtime.spec import Mount, RunSpec
 from launcher.telemetry.growth_watch import GrowthOptions
 from launcher.telemetry.watch_settings import WatchSettings, is_off
+from launcher.units import format_size
 
 EXIT_FILE = "exit.json"
 
@@ -84,6 +86,9 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
         return Ended(result.status, str(ended["diagnosis"]), False, None)
     diagnosis = (ended or {}).get("diagnosis") or (
         f"the workload exited with status {result.status}.")
+    if ended is None and result.status == 128 + signal.SIGKILL:  # no word from the supervisor
+        diagnosis = supervisor_killed(spec.limits.memory)
+        say(diagnosis)
     telemetry = run_dir / "telemetry.jsonl"
     if not telemetry.exists():  # an unwatched run (the supervisor said why): no samples
         telemetry.touch()
@@ -101,6 +106,20 @@ def supervised_run(engine: Engine, spec: RunSpec, r: Resolved, run_dir: Path, *,
                             pids_peak=own_pids_peak(engine, result, ended), extra=extra)
     died_of = (ended or {}).get("signal")
     return Ended(status, diagnosis, ran, summary, died_of if isinstance(died_of, int) else None)
+
+
+def supervisor_killed(memory: int | None) -> str:
+    """The sentence of a run whose supervisor was killed before it wrote the exit file: its
+    sentence and the workload's own end are lost. A supervisor that may not take itself out
+    of the OOM killer's choice (no CAP_SYS_RESOURCE: a container's default capabilities) is
+    the limit's next kill when the workload's kill leaves it alone in the cgroup before the
+    kernel has freed the workload's memory (supervise/spawn.py)."""
+    limit = (f"under the memory limit of {format_size(memory)} the kernel's OOM killer takes "
+             f"it after the workload (it leaves the supervisor alone in the cgroup), or "
+             if memory else "")
+    return (f"the run's supervisor was killed (SIGKILL) before it recorded how the run "
+            f"ended, and with it the workload: {limit}a kill from outside (`docker kill`, "
+            f"a stop timeout); telemetry.jsonl holds the samples it took.")
 
 
 def _import_the_end() -> None:
