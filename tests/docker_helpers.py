@@ -372,7 +372,7 @@ def supervisor_sentence(stderr: str) -> str:
 
 
 SUPERVISOR_KILLED = ("launcher: the run's supervisor was killed (SIGKILL) before it recorded "
-                     "how the run ended, and with it the workload: ")
+                     "how the run ended: ")
 
 
 def memory_kill_said(stderr: str, limit: str) -> None:

@@ -13,7 +13,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ROOT, docker_client, need
-from tests.docker_helpers import BASE, HOG, in_process, launcher, profile, run_dir_of
+from tests.docker_helpers import (
+    BASE,
+    HOG,
+    SUPERVISOR_KILLED,
+    in_process,
+    launcher,
+    profile,
+    run_dir_of,
+    supervisor_sentence,
+)
 from tests.polling import wait_until, while_running
 
 BOMB = ("import threading, time\nwhile True:\n"
@@ -111,6 +120,39 @@ def test_the_oom_killer_takes_the_workload_never_its_supervisor(writable, tmp_pa
     proc = launcher("run", "--runtime", "native", "-p", prof, "--", sys.executable, "-c", code)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [Path("/proc/self/oom_score_adj").read_text().strip(), "True"]
+
+
+def test_a_killed_supervisor_is_said_and_what_it_started_goes_with_it(writable, tmp_path):
+    """kill -9 of the supervisor (not of launcher): it cannot stop the workload's tree nor
+    write its record; launcher says so, and kills what is left in the run's cgroup."""
+    import psutil
+
+    name = f"sup-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "launcher", "run", "--runtime", "native", "--name", name, "--",
+         "sleep", "300"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        def started() -> list[psutil.Process]:
+            return [p for p in psutil.Process(proc.pid).children(recursive=True)
+                    if p.name() == "sleep"]
+        wait_until(lambda: bool(started()), 60, what="the workload to start")
+        workload = started()[0]
+        supervisor = workload.parent()
+        assert supervisor is not None and supervisor.pid != proc.pid
+        supervisor.kill()
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 137, err
+    assert supervisor_sentence(err) == SUPERVISOR_KILLED + (
+        "a kill from outside (`docker kill`, a stop timeout); telemetry.jsonl holds the "
+        "samples it took."), err
+    wait_until(lambda: not workload.is_running() or workload.status() == "zombie", 30,
+               what="the orphaned workload to be killed")
+    assert _leftover_run_cgroups(name) == []
 
 
 def test_env_replaced_before_start_and_rlimits_set(tmp_path):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
+import signal
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, field
@@ -53,7 +55,9 @@ class RunCgroup:
 
     def cleanup(self) -> None:
         """Remove the run's directories, then put the caller's cgroup back as it was (a leaf
-        move undone: the controllers launcher enabled there off, its processes back)."""
+        move undone: the controllers launcher enabled there off, its processes back). A
+        process still in them is the run's, left by a supervisor that was killed before it
+        could stop the tree (it leaves nothing otherwise): it is killed."""
         for d in set(self.dirs.values()):
             for _ in range(50):  # the last task may take a moment to leave
                 try:
@@ -62,10 +66,22 @@ class RunCgroup:
                 except FileNotFoundError:
                     break
                 except OSError:
+                    kill_all(d)
                     time.sleep(0.05)
         for caller, controllers, leaf in self.undo:
             undo_leaf(caller, controllers, leaf)
         self.undo.clear()
+
+
+def kill_all(d: Path) -> None:
+    """SIGKILL to every process in the cgroup `d` (none where it cannot be read)."""
+    try:
+        pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
+    except (OSError, ValueError):
+        return
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
 
 
 def wanted_caps(pids: int | None, memory: int | None,

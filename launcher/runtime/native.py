@@ -18,7 +18,13 @@ from typing import IO, Any
 from launcher import contract as c
 from launcher.caps.clamp import fit_rlimit
 from launcher.cgroups.leaf import undo_leaf
-from launcher.cgroups.run_cgroup import advisory_of, decide, make_run_cgroup, wanted_caps
+from launcher.cgroups.run_cgroup import (
+    advisory_of,
+    decide,
+    kill_all,
+    make_run_cgroup,
+    wanted_caps,
+)
 from launcher.errors import EngineError
 from launcher.rlimits import RLIMITS
 from launcher.runtime.container import watch_site
@@ -186,10 +192,7 @@ class NativeEngine(Engine):
                                   f"{d.parent} needs its controllers, or it is not writable")
             return
         for _ in range(100):
-            procs = _read_procs(d)
-            for p in procs:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(p, signal.SIGKILL)
+            kill_all(d)
             try:
                 d.rmdir()
                 return
