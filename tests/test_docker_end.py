@@ -273,8 +273,8 @@ def test_a_killed_supervisor_ends_with_the_daemons_status_and_nothing_left(clien
     assert held == "", err  # at once: that end's removal was awaited
     # said by launcher, as the supervisor says nothing more (no memory limit was asked)
     assert supervisor_sentence(err) == SUPERVISOR_KILLED + (
-        "a kill from outside (`docker kill`, a stop timeout); telemetry.jsonl holds the "
-        "samples it took."), err
+        "a kill from outside (`docker kill`, a stop timeout, a second Ctrl-C to launcher); "
+        "telemetry.jsonl holds the samples it took."), err
     summary = json.loads((run_dir_of(err) / "summary.json").read_text())
     assert summary["exit_status"] == 137, summary
     assert summary["diagnosis"].startswith("the run's supervisor was killed"), summary

@@ -148,8 +148,8 @@ def test_a_killed_supervisor_is_said_and_what_it_started_goes_with_it(writable, 
             proc.wait()
     assert proc.returncode == 137, err
     assert supervisor_sentence(err) == SUPERVISOR_KILLED + (
-        "a kill from outside (`docker kill`, a stop timeout); telemetry.jsonl holds the "
-        "samples it took."), err
+        "a kill from outside (`docker kill`, a stop timeout, a second Ctrl-C to launcher); "
+        "telemetry.jsonl holds the samples it took."), err
     wait_until(lambda: not workload.is_running() or workload.status() == "zombie", 30,
                what="the orphaned workload to be killed")
     assert _leftover_run_cgroups(name) == []

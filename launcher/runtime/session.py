@@ -118,8 +118,8 @@ def supervisor_killed(memory: int | None) -> str:
              f"it after the workload (it leaves the supervisor alone in the cgroup), or "
              if memory else "")
     return (f"the run's supervisor was killed (SIGKILL) before it recorded how the run "
-            f"ended: {limit}a kill from outside (`docker kill`, a stop timeout); "
-            f"telemetry.jsonl holds the samples it took.")
+            f"ended: {limit}a kill from outside (`docker kill`, a stop timeout, a second "
+            f"Ctrl-C to launcher); telemetry.jsonl holds the samples it took.")
 
 
 def _import_the_end() -> None:
