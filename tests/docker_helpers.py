@@ -373,6 +373,8 @@ def supervisor_sentence(stderr: str) -> str:
 
 SUPERVISOR_KILLED = ("launcher: the run's supervisor was killed (SIGKILL) before it recorded "
                      "how the run ended: ")
+FROM_OUTSIDE = ("a kill from outside (`docker kill`, a stop timeout, a second Ctrl-C to "
+                "launcher); telemetry.jsonl holds the samples it took.")
 
 
 def memory_kill_said(stderr: str, limit: str) -> None:

@@ -28,7 +28,13 @@ from launcher.runtime.engine import Started
 from launcher.runtime.engines import tidy_leftovers
 from launcher.runtime.spec import RunSpec
 from tests.conftest import ROOT
-from tests.docker_helpers import BASE, SUPERVISOR_KILLED, run_dir_of, supervisor_sentence
+from tests.docker_helpers import (
+    BASE,
+    FROM_OUTSIDE,
+    SUPERVISOR_KILLED,
+    run_dir_of,
+    supervisor_sentence,
+)
 from tests.polling import wait_until
 
 
@@ -272,9 +278,7 @@ def test_a_killed_supervisor_ends_with_the_daemons_status_and_nothing_left(clien
     assert proc.returncode == 137, err
     assert held == "", err  # at once: that end's removal was awaited
     # said by launcher, as the supervisor says nothing more (no memory limit was asked)
-    assert supervisor_sentence(err) == SUPERVISOR_KILLED + (
-        "a kill from outside (`docker kill`, a stop timeout, a second Ctrl-C to launcher); "
-        "telemetry.jsonl holds the samples it took."), err
+    assert supervisor_sentence(err) == SUPERVISOR_KILLED + FROM_OUTSIDE, err
     summary = json.loads((run_dir_of(err) / "summary.json").read_text())
     assert summary["exit_status"] == 137, summary
     assert summary["diagnosis"].startswith("the run's supervisor was killed"), summary

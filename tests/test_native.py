@@ -15,6 +15,7 @@ import pytest
 from tests.conftest import ROOT, docker_client, need
 from tests.docker_helpers import (
     BASE,
+    FROM_OUTSIDE,
     HOG,
     SUPERVISOR_KILLED,
     in_process,
@@ -147,9 +148,7 @@ def test_a_killed_supervisor_is_said_and_what_it_started_goes_with_it(writable, 
             proc.kill()
             proc.wait()
     assert proc.returncode == 137, err
-    assert supervisor_sentence(err) == SUPERVISOR_KILLED + (
-        "a kill from outside (`docker kill`, a stop timeout, a second Ctrl-C to launcher); "
-        "telemetry.jsonl holds the samples it took."), err
+    assert supervisor_sentence(err) == SUPERVISOR_KILLED + FROM_OUTSIDE, err
     wait_until(lambda: not workload.is_running() or workload.status() == "zombie", 30,
                what="the orphaned workload to be killed")
     assert _leftover_run_cgroups(name) == []

@@ -73,13 +73,17 @@ class RunCgroup:
         self.undo.clear()
 
 
-def kill_all(d: Path) -> None:
-    """SIGKILL to every process in the cgroup `d` (none where it cannot be read)."""
+def procs_of(d: Path) -> list[int]:
+    """The processes in the cgroup `d` (none where it cannot be read)."""
     try:
-        pids = [int(x) for x in (d / "cgroup.procs").read_text().split()]
+        return [int(x) for x in (d / "cgroup.procs").read_text().split()]
     except (OSError, ValueError):
-        return
-    for pid in pids:
+        return []
+
+
+def kill_all(d: Path) -> None:
+    """SIGKILL to every process in the cgroup `d`."""
+    for pid in procs_of(d):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, signal.SIGKILL)
 

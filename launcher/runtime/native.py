@@ -23,6 +23,7 @@ from launcher.cgroups.run_cgroup import (
     decide,
     kill_all,
     make_run_cgroup,
+    procs_of,
     wanted_caps,
 )
 from launcher.errors import EngineError
@@ -178,7 +179,7 @@ class NativeEngine(Engine):
         for d in _run_cgroup_dirs(self.cgroup_root):
             pid = d.name.split("-")[1]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-                procs = _read_procs(d)
+                procs = procs_of(d)
                 out.append(Leftover("cgroup", str(d), f"{len(procs)} process(es) in it",
                                     idle=not procs))
         return out
@@ -230,13 +231,6 @@ def _run_cgroup_dirs(root: Path) -> list[Path]:
         return []
     found = {d for p in parents for d in p.glob("launcher-*-*") if d.is_dir()}
     return sorted(found)
-
-
-def _read_procs(d: Path) -> list[int]:
-    try:
-        return [int(x) for x in (d / "cgroup.procs").read_text().split()]
-    except (OSError, ValueError):
-        return []
 
 
 def _stop(child: subprocess.Popen[bytes], sig: int) -> None:
